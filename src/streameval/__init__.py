@@ -1,0 +1,39 @@
+"""streameval: streaming, mergeable evaluation of model predictions stored as data.
+
+>>> import polars as pl, streameval as se
+>>> df = pl.DataFrame({"g": ["a", "a", "b", "b"], "y": [0, 1, 0, 1], "p": [0.3, 0.7, 0.6, 0.4]})
+>>> se.evaluate(df, label="y", score="p", by="g").select("g", "roc_auc", "accuracy")
+shape: (2, 3)
+┌─────┬─────────┬──────────┐
+│ g   ┆ roc_auc ┆ accuracy │
+│ --- ┆ ---     ┆ ---      │
+│ str ┆ f64     ┆ f64      │
+╞═════╪═════════╪══════════╡
+│ a   ┆ 1.0     ┆ 1.0      │
+│ b   ┆ 0.0     ┆ 0.0      │
+└─────┴─────────┴──────────┘
+"""
+
+from __future__ import annotations
+
+from .accumulate import accumulate
+from .errors import InputError, SpecMismatchError, StateFileError, StreamevalError
+from .evaluate import evaluate
+from .io import read_state
+from .spec import DEFAULT_PRECISION, Spec
+from .state import State, merge
+
+__all__ = [
+    "DEFAULT_PRECISION",
+    "InputError",
+    "Spec",
+    "SpecMismatchError",
+    "State",
+    "StateFileError",
+    "StreamevalError",
+    "accumulate",
+    "evaluate",
+    "merge",
+    "read_state",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,275 @@
+"""ACCUMULATE: source → validated lazy query → state table, in one streaming pass."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import polars as pl
+
+from .errors import InputError, StreamevalError
+from .source import Source, diagnose_files, require_columns, source_files, to_lazyframe
+from .spec import Spec, parse_precision
+from .state import State
+from .states import binary
+
+Engine = Literal["streaming", "in-memory"]
+_RESERVED = {"bucket", *binary.MERGE_OPS, binary.BAD}
+
+
+def _as_list(by: str | Sequence[str] | None) -> list[str]:
+    if by is None:
+        return []
+    if isinstance(by, str):
+        return [by]
+    return list(by)
+
+
+def _collect(query: pl.LazyFrame, engine: Engine, files: list[str] | None) -> pl.DataFrame:
+    """Collect, turning engine errors about files into one clear message."""
+    try:
+        return query.collect(engine=engine)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        hint = diagnose_files(files) if files else None
+        if hint:
+            raise InputError(hint) from None
+        raise InputError(
+            f"reading the source failed: {str(exc).splitlines()[0]}; "
+            "hint: check that every file is readable Parquet with the same schema"
+        ) from None
+
+
+def _schema(lf: pl.LazyFrame, files: list[str] | None) -> pl.Schema:
+    try:
+        return lf.collect_schema()
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        hint = diagnose_files(files) if files else None
+        raise InputError(hint or f"cannot read the source's schema: {exc}") from None
+
+
+def _label_values(lf: pl.LazyFrame, label: str, engine: Engine, files: list[str] | None) -> list[Any]:
+    col = pl.col(label)
+    if isinstance(lf.collect_schema()[label], pl.Categorical | pl.Enum):
+        col = col.cast(pl.String)
+    out = _collect(lf.select(col.drop_nulls().unique().sort().head(101)), engine, files)
+    return out.to_series().to_list()
+
+
+def _label_expr(
+    lf: pl.LazyFrame,
+    schema: pl.Schema,
+    label: str,
+    positive: Any,
+    engine: Engine,
+    files: list[str] | None,
+) -> tuple[pl.Expr, pl.Expr, Any]:
+    """(y as Boolean, 'label not allowed' as Boolean, positive value for the spec)."""
+    dtype = schema[label]
+    col = pl.col(label)
+    if dtype == pl.Boolean:
+        pos = True if positive is None else bool(positive)
+        return (col if pos else ~col), pl.lit(False), pos
+    if dtype.is_numeric() and (positive is None or (positive == 1 and positive is not True)):
+        return col == 1, ~col.is_in([0, 1]), 1
+    if not (dtype.is_numeric() or dtype in (pl.String, pl.Categorical, pl.Enum)):
+        raise InputError(
+            f"expected the label column {label!r} to be boolean, numeric or string, got {dtype}; "
+            "hint: cast it, or pass a LazyFrame with a derived label column"
+        )
+    values = _label_values(lf, label, engine, files)
+    shown = ", ".join(repr(v) for v in values[:10]) + (" …" if len(values) > 10 else "")
+    if positive is None:
+        raise InputError(
+            f"expected 0/1 or boolean labels in {label!r}, found {dtype} values {shown}; "
+            "hint: pass positive=<the positive class>"
+        )
+    if dtype in (pl.Categorical, pl.Enum):
+        col = col.cast(pl.String)
+    others = [v for v in values if v != positive]
+    if len(others) > 1:
+        what = "more than two label values" if positive in values else (
+            f"the positive value {positive!r} never occurs"
+        )
+        raise InputError(
+            f"expected two classes in {label!r} with positive={positive!r}, but {what}: "
+            f"found {shown}; hint: filter the rows or fix positive= (values are case-sensitive)"
+        )
+    return col == positive, pl.lit(False), positive
+
+
+def _diagnose_bad_rows(
+    lf: pl.LazyFrame,
+    label: str,
+    score: str,
+    weight: str | None,
+    not_allowed: pl.Expr,
+    engine: Engine,
+    files: list[str] | None,
+) -> StreamevalError:
+    """Name the first problem among the rows the state counted as bad (error path only)."""
+    s, y = pl.col(score), pl.col(label)
+    checks: list[pl.Expr] = [
+        y.is_null().sum().alias("null_label"),
+        s.is_null().sum().alias("null_score"),
+        s.cast(pl.Float64).is_nan().sum().alias("nan_score"),
+        s.cast(pl.Float64).is_infinite().sum().alias("inf_score"),
+        not_allowed.fill_null(False).sum().alias("bad_label"),
+        y.filter(not_allowed.fill_null(False)).unique().sort().head(5).implode().alias("examples"),
+    ]
+    if weight is not None:
+        w = pl.col(weight).cast(pl.Float64)
+        checks += [
+            w.is_null().sum().alias("null_weight"),
+            (w < 0).sum().alias("neg_weight"),
+            (~w.is_finite()).fill_null(False).sum().alias("nonfinite_weight"),
+            w.filter(w < 0).min().alias("min_weight"),
+        ]
+    r = _collect(lf.select(checks), engine, files).row(0, named=True)
+    if r["null_label"] or r["null_score"]:
+        return InputError(
+            f"expected no nulls, found {r['null_label']} null labels in {label!r} and "
+            f"{r['null_score']} null scores in {score!r}; hint: filter them out, or pass "
+            "drop_nulls=True to drop them with a count"
+        )
+    if r["nan_score"] or r["inf_score"]:
+        return InputError(
+            f"expected finite scores in {score!r}, found {r['nan_score']} NaN and "
+            f"{r['inf_score']} infinite values; hint: fix the model output or filter those rows"
+        )
+    if r["bad_label"]:
+        return InputError(
+            f"expected labels 0/1 (or booleans) in {label!r}, found {r['bad_label']} rows with "
+            f"other values such as {r['examples']}; hint: pass positive=<the positive class> "
+            "if the column holds two other values"
+        )
+    if weight is not None and (r["null_weight"] or r["neg_weight"] or r["nonfinite_weight"]):
+        return InputError(
+            f"expected finite non-negative weights in {weight!r}, found {r['neg_weight']} "
+            f"negative (smallest {r['min_weight']}), {r['null_weight']} null and "
+            f"{r['nonfinite_weight']} non-finite; hint: weights are sample weights, as "
+            "sklearn's sample_weight"
+        )
+    return InputError("found invalid rows in the source; hint: check label, score and weight")
+
+
+def accumulate(
+    source: Source,
+    *,
+    label: str,
+    score: str,
+    by: str | Sequence[str] | None = None,
+    weight: str | None = None,
+    positive: Any = None,
+    precision: int | str | None = None,
+    thresholds: float | Sequence[float] = (0.5,),
+    drop_nulls: bool = False,
+    engine: Engine = "streaming",
+) -> State:
+    """Compute the mergeable state of a binary classifier's scores in one streaming pass.
+
+    Parameters
+    ----------
+    source : path, glob, directory, list of paths, LazyFrame, DataFrame or pyarrow data
+        The predictions. Hive partition columns (``day=2026-10-01/``) can be used in ``by``.
+    label : str
+        Label column: 0/1, booleans, or two values with ``positive=`` naming the positive one.
+    score : str
+        Score column, any numeric range (probabilities, logits, margins).
+    by : str or list of str, optional
+        Group key columns; one state row set per group.
+    weight : str, optional
+        Non-negative sample weights (sklearn's ``sample_weight``).
+    positive : optional
+        The positive class value (default 1 / True).
+    precision : "exact" or int, optional
+        Mantissa bits of score buckets; ``"exact"`` keeps every distinct score. Default 12.
+    thresholds : float or list of float
+        Thresholds whose confusion counts must stay exact in bucketed mode (buckets are cut
+        there). ``0.5`` and other short binary fractions are always bucket edges.
+    drop_nulls : bool
+        Drop rows with a null label, score or weight (with a warning giving the count)
+        instead of raising.
+    engine : {"streaming", "in-memory"}
+        Polars engine; streaming keeps memory bounded.
+
+    Returns
+    -------
+    State
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"g": ["a", "a", "b"], "y": [1, 0, 1], "p": [0.9, 0.2, 0.6]})
+    >>> st = se.accumulate(df, label="y", score="p", by="g")
+    >>> st.table.select("g", "pos", "neg", "n")
+    shape: (3, 4)
+    ┌─────┬─────┬─────┬─────┐
+    │ g   ┆ pos ┆ neg ┆ n   │
+    │ --- ┆ --- ┆ --- ┆ --- │
+    │ str ┆ i64 ┆ i64 ┆ i64 │
+    ╞═════╪═════╪═════╪═════╡
+    │ a   ┆ 0   ┆ 1   ┆ 1   │
+    │ a   ┆ 1   ┆ 0   ┆ 1   │
+    │ b   ┆ 1   ┆ 0   ┆ 1   │
+    └─────┴─────┴─────┴─────┘
+    """
+    keys = _as_list(by)
+    files = source_files(source) if not isinstance(source, pl.LazyFrame | pl.DataFrame) else None
+    lf = to_lazyframe(source)
+    schema = _schema(lf, files)
+    require_columns(schema, [label], role="label")
+    require_columns(schema, [score], role="score")
+    if weight is not None:
+        require_columns(schema, [weight], role="weight")
+    require_columns(schema, keys, role="group key")
+    for name in keys:
+        if name in _RESERVED or name in (label, score, weight):
+            raise InputError(
+                f"expected group keys other than the label/score/weight and the state's own "
+                f"columns {sorted(_RESERVED)}, got {name!r}; hint: rename it in a LazyFrame"
+            )
+    for name, role in ((score, "score"), (weight, "weight")):
+        if name is not None and not schema[name].is_numeric():
+            raise InputError(
+                f"expected the {role} column {name!r} to be numeric, got {schema[name]}; "
+                "hint: cast it to Float64"
+            )
+    bits = parse_precision(precision)
+    splits_in = [thresholds] if isinstance(thresholds, int | float) else list(thresholds)
+    splits = () if bits >= 52 else tuple(sorted({float(t) for t in splits_in}))
+
+    if drop_nulls:
+        valid = pl.col(label).is_not_null() & pl.col(score).is_not_null()
+        if weight is not None:
+            valid = valid & pl.col(weight).is_not_null()
+        dropped = _collect(lf.select((~valid).sum()), engine, files).item()
+        if dropped:
+            warnings.warn(
+                f"dropped {dropped} rows with a null label, score or weight", stacklevel=2
+            )
+        lf = lf.filter(valid)
+
+    y, not_allowed, pos_value = _label_expr(lf, schema, label, positive, engine, files)
+    p = pl.col(score).cast(pl.Float64)
+    w = pl.col(weight).cast(pl.Float64) if weight is not None else None
+    bad = pl.col(label).is_null() | (~p.is_finite()).fill_null(True) | not_allowed.fill_null(False)
+    if w is not None:
+        bad = bad | (w < 0).fill_null(True) | (~w.is_finite()).fill_null(True)
+    query = binary.state_query(lf, keys, y, p, w, bad, bits, splits)
+    table = _collect(query, engine, files)
+    if table.height and table[binary.BAD].sum() > 0:
+        raise _diagnose_bad_rows(lf, label, score, weight, not_allowed, engine, files)
+    table = table.drop(binary.BAD).sort([*keys, "bucket"], nulls_last=False)
+    spec = Spec(
+        kind="binary",
+        keys=tuple(keys),
+        precision=bits,
+        splits=splits,
+        weighted=weight is not None,
+        label=label,
+        score=score,
+        weight=weight,
+        positive=pos_value if isinstance(pos_value, bool | int | float | str) else str(pos_value),
+    )
+    return State(spec, table)

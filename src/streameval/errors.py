@@ -1,0 +1,41 @@
+"""Exceptions raised by streameval.
+
+Every error says what was expected, what was found, and a hint.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class StreamevalError(ValueError):
+    """Base class of every error streameval raises on bad input."""
+
+
+class InputError(StreamevalError):
+    """The source data does not fit the evaluation asked for."""
+
+
+class SpecMismatchError(StreamevalError):
+    """Two states cannot be merged because they were computed differently."""
+
+
+class StateFileError(StreamevalError):
+    """A state file is missing, corrupt or of an unknown schema version."""
+
+
+def close_matches(name: str, candidates: Iterable[str]) -> str:
+    """Return a hint naming the candidates closest to ``name``.
+
+    >>> close_matches("scroe", ["score", "label", "segment"])
+    "did you mean 'score'?"
+    """
+    names = list(candidates)
+    lowered = {c.lower(): c for c in names}
+    matches = difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)
+    if matches:
+        return "did you mean " + " or ".join(repr(lowered[m]) for m in matches) + "?"
+    shown = ", ".join(repr(c) for c in names[:20])
+    more = f" (and {len(names) - 20} more)" if len(names) > 20 else ""
+    return f"columns are: {shown}{more}"

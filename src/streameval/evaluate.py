@@ -1,0 +1,60 @@
+"""evaluate = finalize(accumulate(...))."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from .accumulate import Engine, accumulate
+from .source import Source
+
+
+def evaluate(
+    source: Source,
+    *,
+    label: str,
+    score: str,
+    by: str | Sequence[str] | None = None,
+    weight: str | None = None,
+    positive: Any = None,
+    threshold: float | Sequence[float] = 0.5,
+    precision: int | str | None = None,
+    drop_nulls: bool = False,
+    engine: Engine = "streaming",
+) -> pl.DataFrame:
+    """Evaluate binary predictions: one metric row per group (and threshold).
+
+    Parameters are those of :func:`streameval.accumulate`; ``threshold`` (one value or a
+    list) sets where predicted positive means ``score >= threshold``, and is kept exact in
+    bucketed mode.
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.4, 0.35, 0.8]})
+    >>> se.evaluate(df, label="y", score="p", threshold=[0.3, 0.5])[["threshold", "recall"]]
+    shape: (2, 2)
+    ┌───────────┬────────┐
+    │ threshold ┆ recall │
+    │ ---       ┆ ---    │
+    │ f64       ┆ f64    │
+    ╞═══════════╪════════╡
+    │ 0.3       ┆ 1.0    │
+    │ 0.5       ┆ 0.5    │
+    └───────────┴────────┘
+    """
+    state = accumulate(
+        source,
+        label=label,
+        score=score,
+        by=by,
+        weight=weight,
+        positive=positive,
+        precision=precision,
+        thresholds=threshold,
+        drop_nulls=drop_nulls,
+        engine=engine,
+    )
+    return state.metrics(threshold)

@@ -1,0 +1,1 @@
+"""Finalize: metrics are expressions over a state table, computed for all groups at once."""

@@ -1,0 +1,262 @@
+"""Binary metric table: ranking metrics from the score histogram, confusion metrics at thresholds.
+
+Every metric is one function of per-group aggregate columns and one line in a registry;
+all groups (and thresholds) are computed in one Polars query — no loop over groups.
+
+Definitions follow scikit-learn: ties count ½ in ROC AUC, average precision is the step sum
+Σ (Rₙ − Rₙ₋₁)·Pₙ, log loss clips p to [eps, 1 − eps], ratio metrics use ``zero_division=0``,
+MCC is 0 when undefined. A metric undefined for a group (AUC with one class) is null.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ..bucketing import float_to_key_scalar, is_bucket_edge
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    from ..state import State
+
+Metric = Callable[[], pl.Expr]
+ALL = "_all"
+
+tp, fp, tn, fn = (pl.col(c).cast(pl.Float64) for c in ("tp", "fp", "tn", "fn"))
+P, N = pl.col("positives").cast(pl.Float64), pl.col("negatives").cast(pl.Float64)
+
+
+def _ratio(num: pl.Expr, den: pl.Expr, *, zero_division: float | None = 0.0) -> pl.Expr:
+    """num/den, or ``zero_division`` (None → null) where den is 0."""
+    return pl.when(den > 0).then(num / den).otherwise(pl.lit(zero_division, pl.Float64))
+
+
+def prevalence() -> pl.Expr:
+    """Share of positive weight."""
+    return _ratio(P, P + N, zero_division=None)
+
+
+def roc_auc() -> pl.Expr:
+    """Area under the ROC curve (ties ½); null with one class."""
+    return _ratio(pl.col("_auc_num"), P * N, zero_division=None)
+
+
+def roc_auc_error() -> pl.Expr:
+    """Bound on |bucketed − exact| AUC: ½·Σ_b P_b·N_b / (P·N); 0 in exact mode."""
+    return _ratio(pl.col("_tie_pairs") * pl.col("_bound_factor"), P * N, zero_division=None)
+
+
+def average_precision() -> pl.Expr:
+    """Step-sum average precision; null with no positives."""
+    return _ratio(pl.col("_ap_num"), P, zero_division=None)
+
+
+def _probability_mean(column: str) -> pl.Expr:
+    ok = (pl.col("_n_outside") == 0) & (P + N > 0)
+    return pl.when(ok).then(pl.col(column) / (P + N))
+
+
+def log_loss() -> pl.Expr:
+    """Weighted mean cross-entropy; null when scores leave [0, 1]."""
+    return _probability_mean("_log_loss")
+
+
+def brier() -> pl.Expr:
+    """Weighted mean (p − y)²; null when scores leave [0, 1]."""
+    return _probability_mean("_brier")
+
+
+def accuracy() -> pl.Expr:
+    """(TP + TN) / total."""
+    return _ratio(tp + tn, P + N, zero_division=None)
+
+
+def error_rate() -> pl.Expr:
+    """(FP + FN) / total."""
+    return _ratio(fp + fn, P + N, zero_division=None)
+
+
+def precision() -> pl.Expr:
+    """TP / (TP + FP)."""
+    return _ratio(tp, tp + fp)
+
+
+def recall() -> pl.Expr:
+    """TP / (TP + FN), also sensitivity and TPR."""
+    return _ratio(tp, tp + fn)
+
+
+def specificity() -> pl.Expr:
+    """TN / (TN + FP), also TNR."""
+    return _ratio(tn, tn + fp)
+
+
+def npv() -> pl.Expr:
+    """TN / (TN + FN)."""
+    return _ratio(tn, tn + fn)
+
+
+def fpr() -> pl.Expr:
+    """FP / (FP + TN)."""
+    return _ratio(fp, fp + tn)
+
+
+def fnr() -> pl.Expr:
+    """FN / (FN + TP)."""
+    return _ratio(fn, fn + tp)
+
+
+def f1() -> pl.Expr:
+    """2TP / (2TP + FP + FN)."""
+    return _ratio(2 * tp, 2 * tp + fp + fn)
+
+
+def mcc() -> pl.Expr:
+    """Matthews correlation (sklearn's covariance form); 0 when undefined."""
+    s = P + N
+    cov_tp = (tp + tn) * s - (N * (tn + fn) + P * (fp + tp))
+    cov_pp = s * s - ((tn + fn) ** 2 + (fp + tp) ** 2)
+    cov_tt = s * s - (N * N + P * P)
+    den = cov_tt * cov_pp
+    return pl.when(den != 0).then(cov_tp / den.sqrt()).otherwise(0.0)
+
+
+def cohen_kappa() -> pl.Expr:
+    """Cohen's kappa; null when chance disagreement is 0 (sklearn gives NaN)."""
+    expected = ((tn + fn) * P + (fp + tp) * N) / (P + N)
+    return pl.when(expected > 0).then(1.0 - (fp + fn) / expected)
+
+
+def balanced_accuracy() -> pl.Expr:
+    """Mean recall over the classes present (sklearn's definition)."""
+    sens = pl.when(P > 0).then(tp / P)
+    spec = pl.when(N > 0).then(tn / N)
+    return pl.mean_horizontal(sens, spec)
+
+
+RANKING: dict[str, Metric] = {
+    "prevalence": prevalence,
+    "roc_auc": roc_auc,
+    "roc_auc_error": roc_auc_error,
+    "average_precision": average_precision,
+    "log_loss": log_loss,
+    "brier": brier,
+}
+CONFUSION: dict[str, Metric] = {
+    "accuracy": accuracy,
+    "error_rate": error_rate,
+    "precision": precision,
+    "recall": recall,
+    "specificity": specificity,
+    "npv": npv,
+    "fpr": fpr,
+    "fnr": fnr,
+    "f1": f1,
+    "mcc": mcc,
+    "cohen_kappa": cohen_kappa,
+    "balanced_accuracy": balanced_accuracy,
+}
+COLUMNS = [
+    "n", "positives", "negatives", *RANKING, "tp", "fp", "tn", "fn", *CONFUSION, "threshold",
+]  # fmt: skip
+
+
+def with_group_key(state: State) -> tuple[pl.LazyFrame, list[str]]:
+    """State table as a LazyFrame and its keys (a constant key when there are none)."""
+    lf = state.table.lazy()
+    if state.keys:
+        return lf, state.keys
+    return lf.with_columns(pl.lit(0, pl.Int8).alias(ALL)), [ALL]
+
+
+def check_thresholds(state: State, thresholds: Sequence[float]) -> None:
+    """Raise when a threshold splits a bucket, so its confusion counts would not be exact."""
+    spec = state.spec
+    for t in thresholds:
+        if not is_bucket_edge(t, spec.precision, spec.splits):
+            raise InputError(
+                f"expected thresholds on score bucket edges at precision {spec.precision}, but "
+                f"{t!r} falls inside a bucket, so its confusion counts would not be exact; "
+                f"hint: pass thresholds=[{t!r}] to accumulate (evaluate does this for you), "
+                "or use precision='exact'"
+            )
+
+
+def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.DataFrame:
+    """Finalize a binary state into the metric table (one row per group and threshold).
+
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.6, 0.4, 0.8]})
+    >>> t = se.accumulate(df, label="y", score="p", precision="exact").metrics()
+    >>> t.select("n", "roc_auc", "tp", "fp", "accuracy", "f1").row(0)
+    (4, 0.75, 1, 1, 0.5, 0.5)
+    """
+    thresholds = [float(threshold)] if isinstance(threshold, int | float) else [
+        float(t) for t in threshold
+    ]
+    if not thresholds:
+        raise InputError("expected at least one threshold, got an empty list")
+    check_thresholds(state, thresholds)
+    lf, keys = with_group_key(state)
+    count_type = pl.Float64 if state.spec.weighted else pl.Int64
+    pos, neg, bucket = pl.col("pos"), pl.col("neg"), pl.col("bucket")
+    cpos = pos.cum_sum().over(keys)
+    cneg = neg.cum_sum().over(keys)
+    per_threshold = []
+    for i, t in enumerate(thresholds):
+        k = float_to_key_scalar(t)
+        per_threshold += [
+            pos.filter(bucket >= k).sum().cast(count_type).alias(f"_tp{i}"),
+            neg.filter(bucket >= k).sum().cast(count_type).alias(f"_fp{i}"),
+        ]
+    grouped = (
+        lf.sort([*keys, "bucket"], descending=[*([False] * len(keys)), True], nulls_last=False)
+        .with_columns(cpos.alias("_cpos"), cneg.alias("_cneg"))
+        .group_by(keys)
+        .agg(
+            pl.col("n").sum(),
+            pos.sum().cast(count_type).alias("positives"),
+            neg.sum().cast(count_type).alias("negatives"),
+            (neg * (pl.col("_cpos") - 0.5 * pos)).sum().alias("_auc_num"),
+            (pos * neg).cast(pl.Float64).sum().alias("_tie_pairs"),
+            (pos * pl.col("_cpos") / (pl.col("_cpos") + pl.col("_cneg")))
+            .filter(pos > 0)
+            .sum()
+            .alias("_ap_num"),
+            pl.col("log_loss").sum().alias("_log_loss"),
+            pl.col("brier").sum().alias("_brier"),
+            pl.col("n_outside").sum().alias("_n_outside"),
+            *per_threshold,
+        )
+        .with_columns(pl.lit(0.0 if state.spec.exact else 0.5).alias("_bound_factor"))
+        .with_columns([f().alias(name) for name, f in RANKING.items()])
+    )
+    long = pl.concat(
+        [
+            grouped.with_columns(
+                pl.col(f"_tp{i}").alias("tp"),
+                pl.col(f"_fp{i}").alias("fp"),
+                (pl.col("negatives") - pl.col(f"_fp{i}")).alias("tn"),
+                (pl.col("positives") - pl.col(f"_tp{i}")).alias("fn"),
+                pl.lit(t).alias("threshold"),
+            )
+            for i, t in enumerate(thresholds)
+        ]
+    )
+    out = (
+        long.with_columns([f().alias(name) for name, f in CONFUSION.items()])
+        .select([*keys, *COLUMNS])
+        .sort([*keys, "threshold"], nulls_last=False)
+        .collect()
+    )
+    outside = out.filter(pl.col("log_loss").is_null() & (pl.col("n") > 0)).height
+    if outside and state.table["n_outside"].sum() > 0:
+        warnings.warn(
+            f"log_loss and brier are null for {outside} group row(s) whose scores fall outside "
+            "[0, 1]; they need probabilities (other metrics are computed)",
+            stacklevel=3,
+        )
+    return out.drop(ALL) if keys == [ALL] else out

@@ -1,0 +1,109 @@
+"""ROC and precision–recall curves per group, as long tables, from the score histogram.
+
+In exact mode the points are scikit-learn's ``roc_curve(drop_intermediate=False)`` and
+``precision_recall_curve`` points; in bucketed mode they are the exact points at each
+bucket's lowest score.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ..bucketing import key_to_float
+from .binary import ALL, with_group_key
+
+if TYPE_CHECKING:
+    from ..state import State
+
+
+def _cumulative(state: State, descending: bool) -> tuple[pl.LazyFrame, list[str]]:
+    """Occupied buckets with cumulative positive/negative weight from the top score down."""
+    lf, keys = with_group_key(state)
+    pos, neg = pl.col("pos").cast(pl.Float64), pl.col("neg").cast(pl.Float64)
+    lf = (
+        lf.filter((pl.col("pos") > 0) | (pl.col("neg") > 0))
+        .sort([*keys, "bucket"], descending=[*([False] * len(keys)), True], nulls_last=False)
+        .with_columns(
+            key_to_float(pl.col("bucket")).alias("threshold"),
+            pos.cum_sum().over(keys).alias("_tps"),
+            neg.cum_sum().over(keys).alias("_fps"),
+            pos.sum().over(keys).alias("_P"),
+            neg.sum().over(keys).alias("_N"),
+        )
+    )
+    if not descending:
+        lf = lf.sort([*keys, "threshold"], nulls_last=False, maintain_order=True)
+    return lf, keys
+
+
+def _finish(lf: pl.LazyFrame, keys: list[str]) -> pl.DataFrame:
+    out = lf.collect()
+    return out.drop(ALL) if keys == [ALL] else out
+
+
+def roc_curve(state: State) -> pl.DataFrame:
+    """ROC points: keys, threshold (descending, first ``inf``), fpr, tpr.
+
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.4, 0.35, 0.8]})
+    >>> se.accumulate(df, label="y", score="p", precision="exact").roc_curve()["tpr"].to_list()
+    [0.0, 0.5, 0.5, 1.0, 1.0]
+    """
+    lf, keys = _cumulative(state, descending=True)
+
+    def ratio(num: str, den: str) -> pl.Expr:
+        return pl.when(pl.col(den) > 0).then(pl.col(num) / pl.col(den))
+
+    points = lf.select(*keys, "threshold", ratio("_fps", "_N").alias("fpr"),
+                       ratio("_tps", "_P").alias("tpr"))  # fmt: skip
+    start = (
+        lf.group_by(keys)
+        .agg(pl.col("_N").first(), pl.col("_P").first())
+        .select(
+            *keys,
+            pl.lit(float("inf")).alias("threshold"),
+            pl.when(pl.col("_N") > 0).then(0.0).alias("fpr"),
+            pl.when(pl.col("_P") > 0).then(0.0).alias("tpr"),
+        )
+    )
+    both = pl.concat([start.with_columns(pl.lit(0).alias("_o")), points.with_columns(
+        pl.lit(1).alias("_o"))])  # fmt: skip
+    ordered = both.sort([*keys, "_o", "threshold"], descending=[*([False] * len(keys)), False,
+                        True], nulls_last=False).drop("_o")  # fmt: skip
+    return _finish(ordered, keys)
+
+
+def pr_curve(state: State) -> pl.DataFrame:
+    """Precision–recall points: keys, threshold (ascending, last ``inf``), precision, recall.
+
+    The last row of each group is sklearn's closing point (precision 1, recall 0); recall is
+    null for a group without positives.
+
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.4, 0.35, 0.8]})
+    >>> se.accumulate(df, label="y", score="p", precision="exact").pr_curve()["precision"].to_list()
+    [0.5, 0.6666666666666666, 0.5, 1.0, 1.0]
+    """
+    lf, keys = _cumulative(state, descending=False)
+    points = lf.select(
+        *keys,
+        "threshold",
+        (pl.col("_tps") / (pl.col("_tps") + pl.col("_fps"))).alias("precision"),
+        pl.when(pl.col("_P") > 0).then(pl.col("_tps") / pl.col("_P")).alias("recall"),
+        pl.lit(1).alias("_o"),
+    )
+    end = (
+        lf.group_by(keys)
+        .agg(pl.col("_P").first())
+        .select(
+            *keys,
+            pl.lit(float("inf")).alias("threshold"),
+            pl.lit(1.0).alias("precision"),
+            pl.when(pl.col("_P") > 0).then(0.0).alias("recall"),
+            pl.lit(2).alias("_o"),
+        )
+    )
+    ordered = pl.concat([points, end]).sort([*keys, "_o", "threshold"], nulls_last=False)
+    return _finish(ordered.drop("_o"), keys)

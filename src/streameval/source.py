@@ -1,0 +1,141 @@
+"""Turn anything a user points at into a validated Polars ``LazyFrame``. Never collects.
+
+Accepted sources: a path to a Parquet file, a directory (read recursively, hive partitions
+such as ``day=2026-10-01/`` become columns), a glob, a list of those, a ``pl.LazyFrame``,
+a ``pl.DataFrame``, a ``pyarrow.Table`` or a ``pyarrow.dataset.Dataset``.
+
+>>> import polars as pl
+>>> lf = to_lazyframe(pl.DataFrame({"y": [0, 1], "p": [0.2, 0.9]}))
+>>> require_columns(lf.collect_schema(), ["y", "p"], role="label/score")
+>>> require_columns(lf.collect_schema(), ["score"], role="score")
+Traceback (most recent call last):
+...
+streameval.errors.InputError: expected a score column 'score', but the data has no such column; columns are: 'y', 'p'
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from .errors import InputError, close_matches
+
+PathLike = str | os.PathLike[str]
+Source = PathLike | Sequence[PathLike] | pl.LazyFrame | pl.DataFrame | Any
+
+_GLOB_CHARS = set("*?[")
+
+
+def _expand(path: PathLike) -> list[str]:
+    """Parquet files named by one path, directory or glob (sorted), or raise InputError."""
+    text = os.fspath(path)
+    if any(c in text for c in _GLOB_CHARS):
+        files = sorted(f for f in globlib.glob(text, recursive=True) if os.path.isfile(f))
+        if not files:
+            raise InputError(
+                f"expected the glob {text!r} to match Parquet files, but it matched none; "
+                "hint: check the pattern, or use '**' to match nested directories"
+            )
+        return files
+    p = Path(text)
+    if p.is_dir():
+        files = sorted(
+            str(f)
+            for f in p.rglob("*")
+            if f.is_file() and not f.name.startswith((".", "_")) and f.suffix != ".crc"
+        )
+        if not files:
+            raise InputError(f"expected Parquet files under the directory {text!r}, found none")
+        return files
+    if p.is_file():
+        return [text]
+    parent = p.parent if str(p.parent) else Path(".")
+    hint = ""
+    if parent.is_dir():
+        hint = "; " + close_matches(p.name, [c.name for c in parent.iterdir()]).replace(
+            "columns are", "that directory holds"
+        )
+    raise InputError(f"expected a Parquet file, directory or glob, but {text!r} does not exist{hint}")
+
+
+def source_files(source: Source) -> list[str] | None:
+    """The Parquet files behind a path-like source, or None for in-memory sources."""
+    if isinstance(source, str | os.PathLike):
+        return _expand(source)
+    if isinstance(source, list | tuple) and all(isinstance(s, str | os.PathLike) for s in source):
+        if not source:
+            raise InputError("expected at least one source path, got an empty list")
+        files: list[str] = []
+        for s in source:
+            files.extend(_expand(s))
+        return files
+    return None
+
+
+def to_lazyframe(source: Source) -> pl.LazyFrame:
+    """Lazy view of ``source``; paths are scanned (hive partitions included), never read here."""
+    if isinstance(source, pl.LazyFrame):
+        return source
+    if isinstance(source, pl.DataFrame):
+        return source.lazy()
+    files = source_files(source)
+    if files is not None:
+        return pl.scan_parquet(files, hive_partitioning=True)
+    module = type(source).__module__
+    if module.startswith("pyarrow"):
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        if isinstance(source, ds.Dataset):
+            return pl.scan_pyarrow_dataset(source)
+        if isinstance(source, pa.Table | pa.RecordBatch):
+            frame = pl.from_arrow(source)
+            assert isinstance(frame, pl.DataFrame)
+            return frame.lazy()
+    raise InputError(
+        "expected a path, glob, directory, list of paths, polars LazyFrame/DataFrame or pyarrow "
+        f"Table/Dataset as the source, got {type(source).__name__}"
+    )
+
+
+def require_columns(schema: pl.Schema, names: Iterable[str], *, role: str) -> None:
+    """Raise InputError naming the first missing column and the closest existing names."""
+    for name in names:
+        if name not in schema:
+            raise InputError(
+                f"expected a {role} column {name!r}, but the data has no such column; "
+                + close_matches(name, schema.names())
+            )
+
+
+def diagnose_files(files: Sequence[str]) -> str | None:
+    """Explain which file is unreadable or has a different schema, or None if all look fine.
+
+    Only called on the error path, after a scan failed.
+    """
+    import pyarrow.parquet as pq
+
+    first_schema = None
+    first_file = None
+    for f in files:
+        try:
+            schema = pq.read_schema(f)
+        except Exception as exc:
+            return f"cannot read {f!r} as Parquet ({exc}); hint: remove or rewrite that file"
+        if first_schema is None:
+            first_schema, first_file = schema, f
+            continue
+        for field in schema:
+            idx = first_schema.get_field_index(field.name)
+            if idx >= 0 and first_schema.field(idx).type != field.type:
+                return (
+                    f"mismatched schemas across partitions: column {field.name!r} is "
+                    f"{first_schema.field(idx).type} in {first_file!r} but {field.type} in {f!r}; "
+                    "hint: rewrite the partitions with one type, or cast in a LazyFrame"
+                )
+    return None

@@ -1,0 +1,1 @@
+"""Accumulate: one module per state kind, each declaring how its columns merge."""
