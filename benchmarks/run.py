@@ -482,7 +482,9 @@ class Check:
     max_error : float or None
         Largest reported ``roc_auc_error``.
     problems : list of str
-        Mismatches: missing groups, NaN in one result but not the other.
+        Mismatches: missing groups, NaN in one result but not the other,
+        differences from the reference larger than the reported
+        ``roc_auc_error``.
     """
 
     groups: int | None = None
@@ -544,7 +546,16 @@ def cross_check(outcomes: list[Outcome], scratch: Path) -> dict[str, Check]:
             nan_mismatch = int((a_nan != r_nan).sum())
             ok = both.filter(~a_nan & ~r_nan)
             if ok.height:
-                check.max_diff = float((ok["roc_auc"] - ok["ref"]).abs().max())  # type: ignore[arg-type]
+                diff = (ok["roc_auc"] - ok["ref"]).abs()
+                check.max_diff = float(diff.max())  # type: ignore[arg-type]
+                if "roc_auc_error" in ok.columns:
+                    # Tolerate float rounding of the AUCs themselves.
+                    bound = ok["roc_auc_error"] + 1e-12
+                    over = int((diff > bound).sum())
+                    if over:
+                        check.problems.append(
+                            f"{over} groups off by more than roc_auc_error vs {ref}"
+                        )
             if missing:
                 check.problems.append(f"{missing} groups missing vs {ref}")
             if extra:

@@ -126,8 +126,8 @@ def mcc() -> pl.Expr:
 
 def cohen_kappa() -> pl.Expr:
     """Cohen's kappa; null when chance disagreement is 0 (sklearn gives NaN)."""
-    expected = ((tn + fn) * P + (fp + tp) * N) / (P + N)
-    return pl.when(expected > 0).then(1.0 - (fp + fn) / expected)
+    chance = (tn + fn) * P + (fp + tp) * N
+    return pl.when(chance > 0).then(1.0 - (fp + fn) * (P + N) / chance)
 
 
 def balanced_accuracy() -> pl.Expr:
@@ -211,6 +211,8 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
         per_threshold += [
             pos.filter(bucket >= k).sum().cast(count_type).alias(f"_tp{i}"),
             neg.filter(bucket >= k).sum().cast(count_type).alias(f"_fp{i}"),
+            neg.filter(bucket < k).sum().cast(count_type).alias(f"_tn{i}"),
+            pos.filter(bucket < k).sum().cast(count_type).alias(f"_fn{i}"),
         ]
     grouped = (
         lf.sort([*keys, "bucket"], descending=[*([False] * len(keys)), True], nulls_last=False)
@@ -239,8 +241,8 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
             grouped.with_columns(
                 pl.col(f"_tp{i}").alias("tp"),
                 pl.col(f"_fp{i}").alias("fp"),
-                (pl.col("negatives") - pl.col(f"_fp{i}")).alias("tn"),
-                (pl.col("positives") - pl.col(f"_tp{i}")).alias("fn"),
+                pl.col(f"_tn{i}").alias("tn"),
+                pl.col(f"_fn{i}").alias("fn"),
                 pl.lit(t).alias("threshold"),
             )
             for i, t in enumerate(thresholds)

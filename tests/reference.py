@@ -1,0 +1,174 @@
+"""The shared reference harness: scikit-learn's numbers for every binary metric.
+
+``binary_frames`` draws chunked, weighted, tied, imbalanced inputs with several groups;
+``reference_table`` computes what scikit-learn says per group; ``assert_tables_match``
+compares a streameval table with it to 1e-9.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+import polars as pl
+from hypothesis import strategies as st
+from sklearn import metrics as skm
+
+TOL = 1e-9
+
+
+@st.composite
+def binary_frames(draw: st.DrawFn, *, weighted: bool | None = None, probabilities: bool = True):
+    """(DataFrame with g, y, p[, w], list of chunk boundaries, weighted flag)."""
+    n = draw(st.integers(1, 50))
+    n_groups = draw(st.integers(1, 3))
+    if probabilities:
+        pool = draw(st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=8))
+        wide = draw(st.booleans())
+        score = st.floats(0, 1, allow_nan=False) if wide else st.sampled_from(pool)
+    else:
+        pool = draw(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=8))
+        score = st.one_of(st.sampled_from(pool), st.floats(-50, 50, allow_nan=False))
+    positive_rate = draw(st.sampled_from([0.0, 0.02, 0.3, 0.5, 0.98, 1.0]))
+    rows = draw(
+        st.lists(
+            st.tuples(
+                st.integers(0, n_groups - 1),
+                st.floats(0, 1).map(lambda u: int(u < positive_rate)),
+                score,
+                st.sampled_from([0.0, 0.5, 1.0, 2.25, 7.0]) | st.floats(0, 10, allow_subnormal=False),
+            ),
+            min_size=n,
+            max_size=n,
+        )
+    )
+    if weighted is None:
+        weighted = draw(st.booleans())
+    g, y, p, w = (list(c) for c in zip(*rows, strict=True))
+    data: dict[str, Any] = {"g": g, "y": y, "p": p}
+    if weighted:
+        data["w"] = w
+    df = pl.DataFrame(data, schema_overrides={"y": pl.Int64, "p": pl.Float64})
+    cuts = sorted(set(draw(st.lists(st.integers(0, n), max_size=4))) | {0, n})
+    return df, cuts, weighted
+
+
+def chunks(df: pl.DataFrame, cuts: list[int]) -> list[pl.DataFrame]:
+    return [df[a:b] for a, b in zip(cuts, cuts[1:], strict=False)]
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den > 0 else 0.0
+
+
+def _metrics(y: np.ndarray, p: np.ndarray, w: np.ndarray | None, t: float) -> dict[str, Any]:
+    sw = np.ones_like(p) if w is None else w
+    P, N = float(sw[y == 1].sum()), float(sw[y == 0].sum())
+    pred = (p >= t).astype(int)
+    if P + N == 0:
+        return _all_zero_weight(len(y), t)
+    tn, fp, fn, tp = skm.confusion_matrix(y, pred, labels=[0, 1], sample_weight=w).ravel()
+    both = P > 0 and N > 0
+    probs = bool(((p >= 0) & (p <= 1)).all()) and P + N > 0
+    kappa = skm.cohen_kappa_score(y, pred, labels=[0, 1], sample_weight=w)
+    out = {
+        "n": len(y),
+        "positives": P,
+        "negatives": N,
+        "prevalence": P / (P + N) if P + N > 0 else None,
+        "roc_auc": skm.roc_auc_score(y, p, sample_weight=w) if both else None,
+        "average_precision": skm.average_precision_score(y, p, sample_weight=w) if P > 0 else None,
+        "log_loss": skm.log_loss(y, p, sample_weight=w, labels=[0, 1]) if probs else None,
+        "brier": skm.brier_score_loss(y, p, sample_weight=w, labels=[0, 1]) if probs else None,
+        "tp": tp, "fp": fp, "tn": tn, "fn": fn,
+        "accuracy": skm.accuracy_score(y, pred, sample_weight=w) if P + N > 0 else None,
+        "error_rate": 1 - skm.accuracy_score(y, pred, sample_weight=w) if P + N > 0 else None,
+        "precision": skm.precision_score(y, pred, sample_weight=w, zero_division=0, labels=[0, 1]),
+        "recall": skm.recall_score(y, pred, sample_weight=w, zero_division=0, labels=[0, 1]),
+        "specificity": skm.recall_score(
+            y, pred, sample_weight=w, zero_division=0, labels=[0, 1], pos_label=0
+        ),
+        "npv": skm.precision_score(
+            y, pred, sample_weight=w, zero_division=0, labels=[0, 1], pos_label=0
+        ),
+        "fpr": _ratio(fp, fp + tn),
+        "fnr": _ratio(fn, fn + tp),
+        "f1": skm.f1_score(y, pred, sample_weight=w, zero_division=0, labels=[0, 1]),
+        "mcc": skm.matthews_corrcoef(y, pred, sample_weight=w),
+        "cohen_kappa": None if math.isnan(kappa) else kappa,
+        "balanced_accuracy": skm.balanced_accuracy_score(y, pred, sample_weight=w)
+        if P + N > 0
+        else None,
+        "threshold": t,
+    }  # fmt: skip
+    return out
+
+
+def _all_zero_weight(n: int, t: float) -> dict[str, Any]:
+    """sklearn refuses all-zero weights; streameval's definition: no weight, nothing defined."""
+    zero = dict.fromkeys(["positives", "negatives", "tp", "fp", "tn", "fn"], 0.0)
+    ratios = dict.fromkeys(
+        ["precision", "recall", "specificity", "npv", "fpr", "fnr", "f1", "mcc"], 0.0
+    )
+    undefined = dict.fromkeys(
+        ["prevalence", "roc_auc", "average_precision", "log_loss", "brier", "accuracy",
+         "error_rate", "cohen_kappa", "balanced_accuracy"]
+    )  # fmt: skip
+    return {"n": n, **zero, **ratios, **undefined, "threshold": t}
+
+
+def reference_table(
+    df: pl.DataFrame, thresholds: list[float], keys: list[str] = ["g"]  # noqa: B006
+) -> list[dict[str, Any]]:
+    """scikit-learn's metrics per group and threshold, sorted like streameval's table."""
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for key, part in sorted(df.partition_by(keys, as_dict=True).items()):
+            y, p = part["y"].to_numpy(), part["p"].to_numpy()
+            w = part["w"].to_numpy() if "w" in part.columns else None
+            for t in sorted(thresholds):
+                rows.append({**dict(zip(keys, key, strict=True)), **_metrics(y, p, w, t)})
+    return rows
+
+
+def close(a: Any, b: Any, tol: float = TOL) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(b, float) and math.isnan(b):
+        return False
+    return math.isclose(float(a), float(b), rel_tol=tol, abs_tol=tol)
+
+
+def assert_tables_match(ours: pl.DataFrame, reference: list[dict[str, Any]], tol: float = TOL):
+    got = ours.to_dicts()
+    assert len(got) == len(reference), (len(got), len(reference))
+    for mine, ref in zip(got, reference, strict=True):
+        for name, value in ref.items():
+            assert close(mine[name], value, tol), (name, mine[name], value, ref)
+
+
+def reference_roc(df: pl.DataFrame) -> dict[Any, tuple[np.ndarray, ...]]:
+    out = {}
+    for key, part in df.partition_by("g", as_dict=True).items():
+        y, p = part["y"].to_numpy(), part["p"].to_numpy()
+        w = part["w"].to_numpy() if "w" in part.columns else None
+        sw = np.ones_like(p) if w is None else w
+        if sw[y == 1].sum() > 0 and sw[y == 0].sum() > 0:
+            fpr, tpr, thr = skm.roc_curve(y, p, sample_weight=w, drop_intermediate=False)
+            out[key[0]] = (thr, fpr, tpr)
+    return out
+
+
+def reference_pr(df: pl.DataFrame) -> dict[Any, tuple[np.ndarray, ...]]:
+    out = {}
+    for key, part in df.partition_by("g", as_dict=True).items():
+        y, p = part["y"].to_numpy(), part["p"].to_numpy()
+        w = part["w"].to_numpy() if "w" in part.columns else None
+        sw = np.ones_like(p) if w is None else w
+        if sw[y == 1].sum() > 0:
+            prec, rec, thr = skm.precision_recall_curve(y, p, sample_weight=w)
+            out[key[0]] = (np.append(thr, np.inf), prec, rec)
+    return out
