@@ -15,7 +15,7 @@ from .state import State
 from .states import binary
 
 Engine = Literal["streaming", "in-memory"]
-_RESERVED = {"bucket", *binary.MERGE_OPS, binary.BAD}
+_RESERVED = {"bucket", *binary.ALL_COLUMNS, binary.BAD}
 
 
 def _as_list(by: str | Sequence[str] | None) -> list[str]:
@@ -202,17 +202,17 @@ def accumulate(
     >>> import polars as pl, streameval as se
     >>> df = pl.DataFrame({"g": ["a", "a", "b"], "y": [1, 0, 1], "p": [0.9, 0.2, 0.6]})
     >>> st = se.accumulate(df, label="y", score="p", by="g")
-    >>> st.table.select("g", "pos", "neg", "n")
-    shape: (3, 4)
-    ┌─────┬─────┬─────┬─────┐
-    │ g   ┆ pos ┆ neg ┆ n   │
-    │ --- ┆ --- ┆ --- ┆ --- │
-    │ str ┆ i64 ┆ i64 ┆ i64 │
-    ╞═════╪═════╪═════╪═════╡
-    │ a   ┆ 0   ┆ 1   ┆ 1   │
-    │ a   ┆ 1   ┆ 0   ┆ 1   │
-    │ b   ┆ 1   ┆ 0   ┆ 1   │
-    └─────┴─────┴─────┴─────┘
+    >>> st.table.select("g", "pos", "neg")
+    shape: (3, 3)
+    ┌─────┬─────┬─────┐
+    │ g   ┆ pos ┆ neg │
+    │ --- ┆ --- ┆ --- │
+    │ str ┆ i64 ┆ i64 │
+    ╞═════╪═════╪═════╡
+    │ a   ┆ 0   ┆ 1   │
+    │ a   ┆ 1   ┆ 0   │
+    │ b   ┆ 1   ┆ 0   │
+    └─────┴─────┴─────┘
     """
     keys = _as_list(by)
     files = source_files(source) if not isinstance(source, pl.LazyFrame | pl.DataFrame) else None
@@ -256,11 +256,6 @@ def accumulate(
     bad = pl.col(label).is_null() | (~p.is_finite()).fill_null(True) | not_allowed.fill_null(False)
     if w is not None:
         bad = bad | (w < 0).fill_null(True) | (~w.is_finite()).fill_null(True)
-    query = binary.state_query(lf, keys, y, p, w, bad, bits, splits)
-    table = _collect(query, engine, files)
-    if table.height and table[binary.BAD].sum() > 0:
-        raise _diagnose_bad_rows(lf, label, score, weight, not_allowed, engine, files)
-    table = table.drop(binary.BAD).sort([*keys, "bucket"], nulls_last=False)
     spec = Spec(
         kind="binary",
         keys=tuple(keys),
@@ -272,4 +267,8 @@ def accumulate(
         weight=weight,
         positive=pos_value if isinstance(pos_value, bool | int | float | str) else str(pos_value),
     )
+    table = _collect(binary.state_query(lf, spec, y, p, w, bad), engine, files)
+    if table.height and table[binary.BAD].sum() > 0:
+        raise _diagnose_bad_rows(lf, label, score, weight, not_allowed, engine, files)
+    table = table.drop(binary.BAD).sort([*keys, "bucket"], nulls_last=False)
     return State(spec, table)

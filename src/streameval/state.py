@@ -12,7 +12,6 @@ from .errors import InputError
 from .spec import Spec
 from .states import binary
 
-_MERGE_OPS: dict[str, dict[str, str]] = {"binary": binary.MERGE_OPS}
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,7 @@ def merge(states: Iterable[State]) -> State:
         spec.check_mergeable(other.spec)
     if len(items) == 1:
         return items[0]
-    ops = _MERGE_OPS[spec.kind]
+    ops = binary.merge_ops(spec)
     table = pl.concat([s.table for s in items], how="vertical_relaxed")
     group = [*spec.keys, "bucket"]
     merged = (

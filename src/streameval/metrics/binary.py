@@ -18,6 +18,7 @@ import polars as pl
 
 from ..bucketing import float_to_key_scalar, is_bucket_edge
 from ..errors import InputError
+from ..states.binary import full_columns
 
 if TYPE_CHECKING:
     from ..state import State
@@ -166,7 +167,7 @@ COLUMNS = [
 
 def with_group_key(state: State) -> tuple[pl.LazyFrame, list[str]]:
     """State table as a LazyFrame and its keys (a constant key when there are none)."""
-    lf = state.table.lazy()
+    lf = full_columns(state.table.lazy(), state.spec)
     if state.keys:
         return lf, state.keys
     return lf.with_columns(pl.lit(0, pl.Int8).alias(ALL)), [ALL]
@@ -250,12 +251,13 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
     )
     out = (
         long.with_columns([f().alias(name) for name, f in CONFUSION.items()])
-        .select([*keys, *COLUMNS])
+        .select([*keys, *COLUMNS, "_n_outside"])
         .sort([*keys, "threshold"], nulls_last=False)
         .collect()
     )
-    outside = out.filter(pl.col("log_loss").is_null() & (pl.col("n") > 0)).height
-    if outside and state.table["n_outside"].sum() > 0:
+    outside = out.filter(pl.col("_n_outside") > 0).height
+    out = out.drop("_n_outside")
+    if outside:
         warnings.warn(
             f"log_loss and brier are null for {outside} group row(s) whose scores fall outside "
             "[0, 1]; they need probabilities (other metrics are computed)",

@@ -1,8 +1,14 @@
 """Binary score state: per group and score bucket, weighted positive/negative sums.
 
-Columns (all merge by ``sum``): ``pos`` = Σw·y, ``neg`` = Σw·(1−y), ``n`` = rows,
-``sum_p`` = Σw·p, ``log_loss`` = Σw·(−log-likelihood, p clipped to [eps, 1−eps]),
-``brier`` = Σw·(p−y)², ``n_outside`` = rows with p outside [0, 1].
+Stored columns (each merges by ``sum``), by mode:
+
+- always: ``pos`` = Σw·y and ``neg`` = Σw·(1−y) (Int64 counts when unweighted);
+- weighted: ``n`` = rows (unweighted, ``n = pos + neg``);
+- bucketed: ``sum_p`` = Σw·p, ``log_loss`` = Σw·(−log-likelihood with p clipped to
+  [eps, 1−eps]), ``brier`` = Σw·(p−y)² and ``n_outside`` = rows with p outside [0, 1].
+
+In exact mode each bucket *is* one score, so the last four are functions of the bucket and
+are derived at finalize time (:func:`full_columns`) instead of being summed row by row.
 """
 
 from __future__ import annotations
@@ -10,56 +16,78 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ..bucketing import bucket_expr
+from ..bucketing import bucket_expr, key_to_float
+from ..spec import Spec
 
-MERGE_OPS: dict[str, str] = {
-    "pos": "sum",
-    "neg": "sum",
-    "n": "sum",
-    "sum_p": "sum",
-    "log_loss": "sum",
-    "brier": "sum",
-    "n_outside": "sum",
-}
+SUM = "sum"
+ALL_COLUMNS = ("pos", "neg", "n", "sum_p", "log_loss", "brier", "n_outside")
 BAD = "_bad"
 _EPS = float(np.finfo(np.float64).eps)
 
 
-def aggregations(
-    y: pl.Expr, p: pl.Expr, w: pl.Expr | None, bad: pl.Expr
-) -> list[pl.Expr]:
-    """Aggregations that build the state from rows (``y`` Boolean, ``p`` Float64)."""
-    yi = y.cast(pl.Int64)
+def merge_ops(spec: Spec) -> dict[str, str]:
+    """Stored value columns and how each merges."""
+    cols = ["pos", "neg"]
+    if spec.weighted:
+        cols.append("n")
+    if not spec.exact:
+        cols += ["sum_p", "log_loss", "brier", "n_outside"]
+    return dict.fromkeys(cols, SUM)
+
+
+def _row_loss(y: pl.Expr, p: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """Per-row log loss (sklearn's clipping) and squared error."""
     clipped = p.clip(_EPS, 1.0 - _EPS)
     ll = -pl.when(y).then(clipped.log()).otherwise((1.0 - clipped).log())
-    sq = (p - yi) ** 2
-    if w is None:
-        pos, neg, sp, lls, bs = yi.sum(), (1 - yi).sum(), p.sum(), ll.sum(), sq.sum()
-    else:
-        pos, neg = (w * yi).sum(), (w * (1 - yi)).sum()
-        sp, lls, bs = (w * p).sum(), (w * ll).sum(), (w * sq).sum()
-    return [
-        pos.alias("pos"),
-        neg.alias("neg"),
-        pl.len().cast(pl.Int64).alias("n"),
-        sp.alias("sum_p"),
-        lls.alias("log_loss"),
-        bs.alias("brier"),
-        ((p < 0.0) | (p > 1.0)).cast(pl.Int64).sum().alias("n_outside"),
-        bad.cast(pl.Int64).sum().alias(BAD),
+    return ll, (p - y.cast(pl.Float64)) ** 2
+
+
+def aggregations(
+    spec: Spec, y: pl.Expr, p: pl.Expr, w: pl.Expr | None, bad: pl.Expr
+) -> list[pl.Expr]:
+    """Aggregations that build the stored columns from rows (``y`` Boolean, ``p`` Float64)."""
+    yi = y.cast(pl.Int64)
+    ll, sq = _row_loss(y, p)
+    wt = (lambda e: e) if w is None else (lambda e: w * e)
+    exprs = {
+        "pos": wt(yi).sum(),
+        "neg": wt(1 - yi).sum(),
+        "n": pl.len().cast(pl.Int64),
+        "sum_p": wt(p).sum(),
+        "log_loss": wt(ll).sum(),
+        "brier": wt(sq).sum(),
+        "n_outside": ((p < 0.0) | (p > 1.0)).cast(pl.Int64).sum(),
+    }
+    return [exprs[c].alias(c) for c in merge_ops(spec)] + [
+        bad.cast(pl.Int64).sum().alias(BAD)
     ]
 
 
 def state_query(
-    lf: pl.LazyFrame,
-    keys: list[str],
-    y: pl.Expr,
-    p: pl.Expr,
-    w: pl.Expr | None,
-    bad: pl.Expr,
-    precision: int,
-    splits: tuple[float, ...],
+    lf: pl.LazyFrame, spec: Spec, y: pl.Expr, p: pl.Expr, w: pl.Expr | None, bad: pl.Expr
 ) -> pl.LazyFrame:
     """Lazy state table (with the ``_bad`` row count still attached)."""
-    bucket = bucket_expr(p, precision, splits).alias("bucket")
-    return lf.group_by([*keys, bucket]).agg(aggregations(y, p, w, bad))
+    bucket = bucket_expr(p, spec.precision, spec.splits).alias("bucket")
+    return lf.group_by([*spec.keys, bucket]).agg(aggregations(spec, y, p, w, bad))
+
+
+def full_columns(table: pl.LazyFrame, spec: Spec) -> pl.LazyFrame:
+    """Add the columns a mode does not store, derived exactly from those it does."""
+    pos, neg = pl.col("pos"), pl.col("neg")
+    derived = []
+    if not spec.weighted:
+        derived.append((pos + neg).alias("n"))
+    if spec.exact:
+        p = key_to_float(pl.col("bucket"))
+        fpos, fneg = pos.cast(pl.Float64), neg.cast(pl.Float64)
+        clipped = p.clip(_EPS, 1.0 - _EPS)
+        derived += [
+            (p * (fpos + fneg)).alias("sum_p"),
+            (-(fpos * clipped.log()) - fneg * (1.0 - clipped).log()).alias("log_loss"),
+            (fpos * (1.0 - p) ** 2 + fneg * p**2).alias("brier"),
+        ]
+    table = table.with_columns(derived)
+    if spec.exact:
+        outside = (key_to_float(pl.col("bucket")) < 0) | (key_to_float(pl.col("bucket")) > 1)
+        table = table.with_columns((outside.cast(pl.Int64) * pl.col("n")).alias("n_outside"))
+    return table
