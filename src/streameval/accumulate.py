@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 import polars as pl
 
+from .bucketing import ABOVE_ONE
 from .errors import InputError, StreamevalError
 from .source import Source, diagnose_files, require_columns, source_files, to_lazyframe
 from .spec import Spec, parse_precision
@@ -15,7 +16,7 @@ from .state import State
 from .states import binary
 
 Engine = Literal["streaming", "in-memory"]
-_RESERVED = {"bucket", *binary.ALL_COLUMNS, binary.BAD}
+_RESERVED = {"bucket", *binary.ALL_COLUMNS}
 
 
 def _as_list(by: str | Sequence[str] | None) -> list[str]:
@@ -237,7 +238,7 @@ def accumulate(
             )
     bits = parse_precision(precision)
     splits_in = [thresholds] if isinstance(thresholds, int | float) else list(thresholds)
-    splits = () if bits >= 52 else tuple(sorted({float(t) for t in splits_in}))
+    splits = () if bits >= 52 else tuple(sorted({float(t) for t in splits_in} | {ABOVE_ONE}))
 
     if drop_nulls:
         valid = pl.col(label).is_not_null() & pl.col(score).is_not_null()
@@ -268,7 +269,7 @@ def accumulate(
         positive=pos_value if isinstance(pos_value, bool | int | float | str) else str(pos_value),
     )
     table = _collect(binary.state_query(lf, spec, y, p, w, bad), engine, files)
-    if table.height and table[binary.BAD].sum() > 0:
+    if table["bucket"].null_count():
         raise _diagnose_bad_rows(lf, label, score, weight, not_allowed, engine, files)
-    table = table.drop(binary.BAD).sort([*keys, "bucket"], nulls_last=False)
+    table = table.sort([*keys, "bucket"])
     return State(spec, table)

@@ -28,6 +28,9 @@ import struct
 import polars as pl
 
 EXACT_BITS = 52
+#: The float after 1.0. Bucketed states are always cut there (and 0.0 is always a bucket
+#: edge), so whether a bucket's scores are probabilities is known from its lowest score.
+ABOVE_ONE = 1.0000000000000002
 _LOW63 = 0x7FFF_FFFF_FFFF_FFFF
 
 

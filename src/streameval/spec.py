@@ -10,7 +10,7 @@ from .bucketing import EXACT_BITS
 from .errors import InputError, SpecMismatchError
 
 SCHEMA_VERSION = 1
-DEFAULT_PRECISION = 12
+DEFAULT_PRECISION = 11
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def parse_precision(precision: int | str | None) -> int:
     """Mantissa bits for a ``precision`` argument (``"exact"``, an int 0–52, or None).
 
     >>> parse_precision("exact"), parse_precision(10), parse_precision(None)
-    (52, 10, 12)
+    (52, 10, 11)
     """
     if precision is None:
         return DEFAULT_PRECISION

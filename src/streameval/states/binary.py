@@ -5,10 +5,15 @@ Stored columns (each merges by ``sum``), by mode:
 - always: ``pos`` = Σw·y and ``neg`` = Σw·(1−y) (Int64 counts when unweighted);
 - weighted: ``n`` = rows (unweighted, ``n = pos + neg``);
 - bucketed: ``sum_p`` = Σw·p, ``log_loss`` = Σw·(−log-likelihood with p clipped to
-  [eps, 1−eps]), ``brier`` = Σw·(p−y)² and ``n_outside`` = rows with p outside [0, 1].
+  [eps, 1−eps]) and ``brier`` = Σw·(p−y)².
 
-In exact mode each bucket *is* one score, so the last four are functions of the bucket and
+In exact mode each bucket *is* one score, so the last three are functions of the bucket and
 are derived at finalize time (:func:`full_columns`) instead of being summed row by row.
+``n_outside`` (rows with p outside [0, 1]) is always derived from the bucket's lowest score:
+0.0 is a bucket edge and bucketed states are cut just above 1.0.
+
+Rows that are invalid (null or non-finite label, score or weight) get a null bucket, so
+one bucket-null check after the pass says whether to look for what was wrong.
 """
 
 from __future__ import annotations
@@ -21,7 +26,6 @@ from ..spec import Spec
 
 SUM = "sum"
 ALL_COLUMNS = ("pos", "neg", "n", "sum_p", "log_loss", "brier", "n_outside")
-BAD = "_bad"
 _EPS = float(np.finfo(np.float64).eps)
 
 
@@ -31,7 +35,7 @@ def merge_ops(spec: Spec) -> dict[str, str]:
     if spec.weighted:
         cols.append("n")
     if not spec.exact:
-        cols += ["sum_p", "log_loss", "brier", "n_outside"]
+        cols += ["sum_p", "log_loss", "brier"]
     return dict.fromkeys(cols, SUM)
 
 
@@ -42,9 +46,7 @@ def _row_loss(y: pl.Expr, p: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return ll, (p - y.cast(pl.Float64)) ** 2
 
 
-def aggregations(
-    spec: Spec, y: pl.Expr, p: pl.Expr, w: pl.Expr | None, bad: pl.Expr
-) -> list[pl.Expr]:
+def aggregations(spec: Spec, y: pl.Expr, p: pl.Expr, w: pl.Expr | None) -> list[pl.Expr]:
     """Aggregations that build the stored columns from rows (``y`` Boolean, ``p`` Float64)."""
     yi = y.cast(pl.Int64)
     ll, sq = _row_loss(y, p)
@@ -56,19 +58,16 @@ def aggregations(
         "sum_p": wt(p).sum(),
         "log_loss": wt(ll).sum(),
         "brier": wt(sq).sum(),
-        "n_outside": ((p < 0.0) | (p > 1.0)).cast(pl.Int64).sum(),
     }
-    return [exprs[c].alias(c) for c in merge_ops(spec)] + [
-        bad.cast(pl.Int64).sum().alias(BAD)
-    ]
+    return [exprs[c].alias(c) for c in merge_ops(spec)]
 
 
 def state_query(
     lf: pl.LazyFrame, spec: Spec, y: pl.Expr, p: pl.Expr, w: pl.Expr | None, bad: pl.Expr
 ) -> pl.LazyFrame:
-    """Lazy state table (with the ``_bad`` row count still attached)."""
-    bucket = bucket_expr(p, spec.precision, spec.splits).alias("bucket")
-    return lf.group_by([*spec.keys, bucket]).agg(aggregations(spec, y, p, w, bad))
+    """Lazy state table; rows flagged ``bad`` land in a null bucket."""
+    bucket = pl.when(~bad).then(bucket_expr(p, spec.precision, spec.splits)).alias("bucket")
+    return lf.group_by([*spec.keys, bucket]).agg(aggregations(spec, y, p, w))
 
 
 def full_columns(table: pl.LazyFrame, spec: Spec) -> pl.LazyFrame:
@@ -86,8 +85,6 @@ def full_columns(table: pl.LazyFrame, spec: Spec) -> pl.LazyFrame:
             (-(fpos * clipped.log()) - fneg * (1.0 - clipped).log()).alias("log_loss"),
             (fpos * (1.0 - p) ** 2 + fneg * p**2).alias("brier"),
         ]
-    table = table.with_columns(derived)
-    if spec.exact:
-        outside = (key_to_float(pl.col("bucket")) < 0) | (key_to_float(pl.col("bucket")) > 1)
-        table = table.with_columns((outside.cast(pl.Int64) * pl.col("n")).alias("n_outside"))
-    return table
+    lowest = key_to_float(pl.col("bucket"))
+    outside = ((lowest < 0) | (lowest > 1)).cast(pl.Int64) * pl.col("n")
+    return table.with_columns(derived).with_columns(outside.alias("n_outside"))
