@@ -7,6 +7,7 @@ compares a streameval table with it to 1e-9.
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from typing import Any
@@ -38,7 +39,8 @@ def binary_frames(draw: st.DrawFn, *, weighted: bool | None = None, probabilitie
                 st.integers(0, n_groups - 1),
                 st.floats(0, 1).map(lambda u: int(u < positive_rate)),
                 score,
-                st.sampled_from([0.0, 0.5, 1.0, 2.25, 7.0]) | st.floats(0, 10, allow_subnormal=False),
+                st.sampled_from([0.0, 0.5, 1.0, 2.25, 7.0])
+                | st.floats(0, 10, allow_subnormal=False),
             ),
             min_size=n,
             max_size=n,
@@ -56,7 +58,7 @@ def binary_frames(draw: st.DrawFn, *, weighted: bool | None = None, probabilitie
 
 
 def chunks(df: pl.DataFrame, cuts: list[int]) -> list[pl.DataFrame]:
-    return [df[a:b] for a, b in zip(cuts, cuts[1:], strict=False)]
+    return [df[a:b] for a, b in itertools.pairwise(cuts)]
 
 
 def _ratio(num: float, den: float) -> float:
@@ -120,7 +122,9 @@ def _all_zero_weight(n: int, t: float) -> dict[str, Any]:
 
 
 def reference_table(
-    df: pl.DataFrame, thresholds: list[float], keys: list[str] = ["g"]  # noqa: B006
+    df: pl.DataFrame,
+    thresholds: list[float],
+    keys: list[str] = ["g"],  # noqa: B006
 ) -> list[dict[str, Any]]:
     """scikit-learn's metrics per group and threshold, sorted like streameval's table."""
     rows = []

@@ -20,7 +20,9 @@ from reference import (
 
 def accumulate_chunked(df, cuts, weighted, **kw):
     w = "w" if weighted else None
-    parts = [se.accumulate(c, label="y", score="p", by="g", weight=w, **kw) for c in chunks(df, cuts)]
+    parts = [
+        se.accumulate(c, label="y", score="p", by="g", weight=w, **kw) for c in chunks(df, cuts)
+    ]
     return se.merge(parts)
 
 
@@ -64,7 +66,9 @@ def test_pr_curve_points_match_sklearn(data):
         np.testing.assert_allclose(mine["recall"].to_numpy(), rec, rtol=1e-9, atol=1e-12)
 
 
-@given(binary_frames(probabilities=False), st.integers(0, 20), st.lists(st.floats(-5, 5), max_size=2))
+@given(
+    binary_frames(probabilities=False), st.integers(0, 20), st.lists(st.floats(-5, 5), max_size=2)
+)
 def test_bucketed_auc_within_reported_bound(data, bits, splits):
     df, cuts, weighted = data
     exact = accumulate_chunked(df, cuts, weighted, precision="exact").metrics(0.0)

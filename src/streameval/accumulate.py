@@ -49,7 +49,9 @@ def _schema(lf: pl.LazyFrame, files: list[str] | None) -> pl.Schema:
         raise InputError(hint or f"cannot read the source's schema: {exc}") from None
 
 
-def _label_values(lf: pl.LazyFrame, label: str, engine: Engine, files: list[str] | None) -> list[Any]:
+def _label_values(
+    lf: pl.LazyFrame, label: str, engine: Engine, files: list[str] | None
+) -> list[Any]:
     col = pl.col(label)
     if isinstance(lf.collect_schema()[label], pl.Categorical | pl.Enum):
         col = col.cast(pl.String)
@@ -89,8 +91,10 @@ def _label_expr(
         col = col.cast(pl.String)
     others = [v for v in values if v != positive]
     if len(others) > 1:
-        what = "more than two label values" if positive in values else (
-            f"the positive value {positive!r} never occurs"
+        what = (
+            "more than two label values"
+            if positive in values
+            else (f"the positive value {positive!r} never occurs")
         )
         raise InputError(
             f"expected two classes in {label!r} with positive={positive!r}, but {what}: "
@@ -214,6 +218,7 @@ def accumulate(
     │ a   ┆ 1   ┆ 0   │
     │ b   ┆ 1   ┆ 0   │
     └─────┴─────┴─────┘
+
     """
     keys = _as_list(by)
     files = source_files(source) if not isinstance(source, pl.LazyFrame | pl.DataFrame) else None
@@ -230,10 +235,13 @@ def accumulate(
                 f"expected group keys other than the label/score/weight and the state's own "
                 f"columns {sorted(_RESERVED)}, got {name!r}; hint: rename it in a LazyFrame"
             )
-    for name, role in ((score, "score"), (weight, "weight")):
-        if name is not None and not schema[name].is_numeric():
+    numeric_roles: list[tuple[str, str]] = [(score, "score")]
+    if weight is not None:
+        numeric_roles.append((weight, "weight"))
+    for column, role in numeric_roles:
+        if not schema[column].is_numeric():
             raise InputError(
-                f"expected the {role} column {name!r} to be numeric, got {schema[name]}; "
+                f"expected the {role} column {column!r} to be numeric, got {schema[column]}; "
                 "hint: cast it to Float64"
             )
     bits = parse_precision(precision)

@@ -44,6 +44,7 @@ def evaluate(
     │ 0.3       ┆ 1.0    │
     │ 0.5       ┆ 0.5    │
     └───────────┴────────┘
+
     """
     state = accumulate(
         source,

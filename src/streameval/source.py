@@ -10,11 +10,12 @@ a ``pl.DataFrame``, a ``pyarrow.Table`` or a ``pyarrow.dataset.Dataset``.
 >>> require_columns(lf.collect_schema(), ["score"], role="score")
 Traceback (most recent call last):
 ...
-streameval.errors.InputError: expected a score column 'score', but the data has no such column; columns are: 'y', 'p'
+streameval.errors.InputError: expected a score column 'score', but the data has no such ...
 """
 
 from __future__ import annotations
 
+import difflib
 import glob as globlib
 import os
 from collections.abc import Iterable, Sequence
@@ -55,12 +56,13 @@ def _expand(path: PathLike) -> list[str]:
     if p.is_file():
         return [text]
     parent = p.parent if str(p.parent) else Path(".")
-    hint = ""
-    if parent.is_dir():
-        hint = "; " + close_matches(p.name, [c.name for c in parent.iterdir()]).replace(
-            "columns are", "that directory holds"
-        )
-    raise InputError(f"expected a Parquet file, directory or glob, but {text!r} does not exist{hint}")
+    near = difflib.get_close_matches(p.name, [c.name for c in parent.iterdir()]) if (
+        parent.is_dir()
+    ) else []  # fmt: skip
+    hint = f"; did you mean {str(parent / near[0])!r}?" if near else "; hint: check the path"
+    raise InputError(
+        f"expected a Parquet file, directory or glob, but {text!r} does not exist{hint}"
+    )
 
 
 def source_files(source: Source) -> list[str] | None:

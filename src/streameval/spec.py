@@ -33,6 +33,7 @@ class Spec:
         Source column names.
     positive : Any
         The positive label value (JSON-representable).
+
     """
 
     kind: str
@@ -93,7 +94,7 @@ def parse_precision(precision: int | str | None) -> int:
             return EXACT_BITS
         if precision.strip().isdigit():
             return parse_precision(int(precision))
-    if isinstance(precision, int) and not isinstance(precision, bool) and 0 <= precision:
+    if isinstance(precision, int) and not isinstance(precision, bool) and precision >= 0:
         return min(precision, EXACT_BITS)
     raise InputError(
         f"expected precision to be 'exact' or a number of mantissa bits 0–52, got {precision!r}; "

@@ -13,7 +13,6 @@ from .spec import Spec
 from .states import binary
 
 
-
 @dataclass(frozen=True)
 class State:
     """Mergeable evaluation state.
@@ -29,6 +28,7 @@ class State:
     >>> b = se.accumulate(df[2:], label="y", score="p", precision="exact")
     >>> a.merge(b).metrics()["roc_auc"].item()
     0.75
+
     """
 
     spec: Spec
@@ -76,7 +76,8 @@ def merge(states: Iterable[State]) -> State:
 
     >>> import polars as pl, streameval as se
     >>> df = pl.DataFrame({"y": [0, 1, 1], "p": [0.2, 0.7, 0.7]})
-    >>> se.merge([se.accumulate(df[i : i + 1], label="y", score="p") for i in range(3)]).table.height
+    >>> parts = [se.accumulate(df[i : i + 1], label="y", score="p") for i in range(3)]
+    >>> se.merge(parts).table.height
     2
     """
     items = list(states)

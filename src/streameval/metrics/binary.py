@@ -195,9 +195,9 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
     >>> t.select("n", "roc_auc", "tp", "fp", "accuracy", "f1").row(0)
     (4, 0.75, 1, 1, 0.5, 0.5)
     """
-    thresholds = [float(threshold)] if isinstance(threshold, int | float) else [
-        float(t) for t in threshold
-    ]
+    thresholds = (
+        [float(threshold)] if isinstance(threshold, int | float) else [float(t) for t in threshold]
+    )
     if not thresholds:
         raise InputError("expected at least one threshold, got an empty list")
     check_thresholds(state, thresholds)

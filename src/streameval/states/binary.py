@@ -50,7 +50,10 @@ def aggregations(spec: Spec, y: pl.Expr, p: pl.Expr, w: pl.Expr | None) -> list[
     """Aggregations that build the stored columns from rows (``y`` Boolean, ``p`` Float64)."""
     yi = y.cast(pl.Int64)
     ll, sq = _row_loss(y, p)
-    wt = (lambda e: e) if w is None else (lambda e: w * e)
+
+    def wt(e: pl.Expr) -> pl.Expr:
+        return e if w is None else w * e
+
     exprs = {
         "pos": wt(yi).sum(),
         "neg": wt(1 - yi).sum(),

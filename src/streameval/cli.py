@@ -1,0 +1,161 @@
+"""Command line: ``streameval evaluate`` and ``streameval demo``.
+
+Bad input prints one line on stderr and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from .errors import StreamevalError
+
+SUMMARY = [
+    "n", "positives", "prevalence", "roc_auc", "roc_auc_error", "average_precision",
+    "log_loss", "precision", "recall", "f1", "accuracy", "threshold",
+]  # fmt: skip
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"streameval: error: {message}; hint: see 'streameval {self.prog} --help'\n")
+
+
+def _precision(text: str) -> int | str:
+    return text if text == "exact" else int(text)
+
+
+def _build() -> argparse.ArgumentParser:
+    parser = _Parser(prog="streameval", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    ev = sub.add_parser("evaluate", help="evaluate binary predictions stored as Parquet")
+    ev.add_argument("source", nargs="+", help="Parquet files, directories or globs")
+    ev.add_argument("--label", required=True, help="label column (0/1, boolean, or two values)")
+    ev.add_argument("--score", required=True, help="score column (any numeric range)")
+    ev.add_argument("--by", action="append", default=[], help="group key column (repeatable)")
+    ev.add_argument("--weight", help="sample weight column")
+    ev.add_argument("--positive", help="the positive label value (default 1 / true)")
+    ev.add_argument("--threshold", action="append", type=float, help="threshold (repeatable)")
+    ev.add_argument("--precision", type=_precision, help="'exact' or mantissa bits (default 11)")
+    ev.add_argument("--drop-nulls", action="store_true", help="drop rows with nulls, with a count")
+    ev.add_argument("--output", help="write the table to FILE.parquet, .csv or .json")
+    ev.add_argument("--all", action="store_true", help="print every column, not a summary")
+
+    demo = sub.add_parser("demo", help="generate a small prediction log and evaluate it")
+    demo.add_argument("--rows", type=int, default=200_000)
+    demo.add_argument("--dir", help="where to write the log (default: a temporary directory)")
+    demo.add_argument("--output", help="write the table to FILE.parquet, .csv or .json")
+    demo.add_argument("--all", action="store_true", help="print every column, not a summary")
+    return parser
+
+
+def _coerce_positive(value: str | None) -> object:
+    """CLI text → the label value it most likely means (number, boolean, or the text)."""
+    if value is None:
+        return None
+    lowered = value.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+def _write(table: pl.DataFrame, output: str) -> None:
+    path = Path(output)
+    suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".csv", ".json"):
+        raise StreamevalError(
+            f"expected --output to end in .parquet, .csv or .json, got {output!r}; "
+            "hint: pick one of those formats"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".parquet":
+        table.write_parquet(path)
+    elif suffix == ".csv":
+        table.write_csv(path)
+    else:
+        table.write_json(path)
+    print(f"wrote {table.height} rows to {path}", file=sys.stderr)
+
+
+def _show(table: pl.DataFrame, keys: Sequence[str], show_all: bool) -> None:
+    shown = table if show_all else table.select([*keys, *SUMMARY])
+    shown = shown.with_columns(  # a bound of 3e-05 must not print as 0.0000
+        pl.col("roc_auc_error").map_elements(lambda v: f"{v:.1e}", return_dtype=pl.String)
+    )
+    with pl.Config(
+        tbl_rows=200, tbl_cols=-1, tbl_width_chars=250, float_precision=4,
+        tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
+    ):  # fmt: skip
+        print(shown)
+    if not show_all:
+        print(f"({table.width - shown.width} more columns: --all prints them, --output saves them)")
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from . import evaluate
+
+    thresholds = args.threshold or [0.5]
+    table = evaluate(
+        args.source if len(args.source) > 1 else args.source[0],
+        label=args.label,
+        score=args.score,
+        by=args.by,
+        weight=args.weight,
+        positive=_coerce_positive(args.positive),
+        threshold=thresholds if len(thresholds) > 1 else thresholds[0],
+        precision=args.precision,
+        drop_nulls=args.drop_nulls,
+    )
+    if args.output:
+        _write(table, args.output)
+    else:
+        _show(table, args.by, args.all)
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from . import evaluate
+    from .demo import generate_predictions
+
+    folder = args.dir or tempfile.mkdtemp(prefix="streameval-demo-")
+    generate_predictions(folder, rows=args.rows)
+    print(f"wrote a synthetic prediction log of {args.rows:,} rows to {folder}", file=sys.stderr)
+    print(
+        f"$ streameval evaluate {folder} --label label --score score --by segment --by day",
+        file=sys.stderr,
+    )
+    table = evaluate(folder, label="label", score="score", by=["segment", "day"])
+    if args.output:
+        _write(table, args.output)
+    else:
+        _show(table, ["segment", "day"], args.all)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = _build().parse_args(argv)
+    try:
+        return _evaluate(args) if args.command == "evaluate" else _demo(args)
+    except StreamevalError as exc:
+        print(f"streameval: error: {exc}", file=sys.stderr)
+        return 2
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"streameval: error: {first}; hint: check the source files", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
