@@ -226,6 +226,14 @@ def test_mismatched_partition_schemas_name_the_column_and_file(tmp_path):
     check_raises(se.InputError, lambda: evaluate(tmp_path), "'score'", str(other))
 
 
+@pytest.mark.parametrize("lacking", ["a.parquet", "b.parquet"])
+def test_partition_missing_a_group_key_column_is_named(tmp_path, lacking):
+    df = _predictions(100).with_columns(segment=pl.lit("x"))
+    for name in ("a.parquet", "b.parquet"):
+        (df.drop("segment") if name == lacking else df).write_parquet(tmp_path / name)
+    check_raises(se.InputError, lambda: evaluate(tmp_path, by="segment"), "'segment'", lacking)
+
+
 @pytest.mark.parametrize("name", ["predictions.parquett", "missing_dir/predictions.parquet"])
 def test_source_path_that_does_not_exist(tmp_path, name):
     _predictions(10).write_parquet(tmp_path / "predictions.parquet")

@@ -165,6 +165,7 @@ def test_pyarrow_dataset(tmp_path, base):
 
 # --- label and score types --------------------------------------------------------------------
 
+HAM_SPAM = pl.col("label").replace_strict({0: "ham", 1: "spam"}, return_dtype=pl.String)
 LABELS = {
     "bool": (pl.col("label").cast(pl.Boolean), None),
     "int8": (pl.col("label").cast(pl.Int8), None),
@@ -172,17 +173,9 @@ LABELS = {
     "int32": (pl.col("label").cast(pl.Int32), None),
     "float64": (pl.col("label").cast(pl.Float64), None),
     "float32": (pl.col("label").cast(pl.Float32), None),
-    "string": (pl.col("label").replace_strict({0: "ham", 1: "spam"}, return_dtype=pl.String), "spam"),
-    "categorical": (
-        pl.col("label").replace_strict({0: "ham", 1: "spam"}, return_dtype=pl.String).cast(
-            pl.Categorical
-        ),
-        "spam",
-    ),
-    "enum": (
-        pl.col("label").replace_strict({0: "ham", 1: "spam"}, return_dtype=pl.Enum(["ham", "spam"])),
-        "spam",
-    ),
+    "string": (HAM_SPAM, "spam"),
+    "categorical": (HAM_SPAM.cast(pl.Categorical), "spam"),
+    "enum": (HAM_SPAM.cast(pl.Enum(["ham", "spam"])), "spam"),
 }
 
 

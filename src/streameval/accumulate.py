@@ -27,12 +27,14 @@ def _as_list(by: str | Sequence[str] | None) -> list[str]:
     return list(by)
 
 
-def _collect(query: pl.LazyFrame, engine: Engine, files: list[str] | None) -> pl.DataFrame:
+def _collect(
+    query: pl.LazyFrame, engine: Engine, files: list[str] | None, columns: Sequence[str] = ()
+) -> pl.DataFrame:
     """Collect, turning engine errors about files into one clear message."""
     try:
         return query.collect(engine=engine)
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        hint = diagnose_files(files) if files else None
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
+        hint = diagnose_files(files, columns, deep=True) if files else None
         if hint:
             raise InputError(hint) from None
         raise InputError(
@@ -44,7 +46,7 @@ def _collect(query: pl.LazyFrame, engine: Engine, files: list[str] | None) -> pl
 def _schema(lf: pl.LazyFrame, files: list[str] | None) -> pl.Schema:
     try:
         return lf.collect_schema()
-    except (pl.exceptions.PolarsError, OSError) as exc:
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
         hint = diagnose_files(files) if files else None
         raise InputError(hint or f"cannot read the source's schema: {exc}") from None
 
@@ -74,7 +76,7 @@ def _label_expr(
         pos = True if positive is None else bool(positive)
         return (col if pos else ~col), pl.lit(False), pos
     if dtype.is_numeric() and (positive is None or (positive == 1 and positive is not True)):
-        return col == 1, ~col.is_in([0, 1]), 1
+        return col == 1, ~((col == 0) | (col == 1)), 1
     if not (dtype.is_numeric() or dtype in (pl.String, pl.Categorical, pl.Enum)):
         raise InputError(
             f"expected the label column {label!r} to be boolean, numeric or string, got {dtype}; "
@@ -144,16 +146,16 @@ def _diagnose_bad_rows(
         )
     if r["bad_label"]:
         return InputError(
-            f"expected labels 0/1 (or booleans) in {label!r}, found {r['bad_label']} rows with "
-            f"other values such as {r['examples']}; hint: pass positive=<the positive class> "
+            f"expected labels 0/1 (or booleans) in {label!r}, found {r['bad_label']} row(s) "
+            f"with other values such as {r['examples']}; hint: pass positive=<the positive class> "
             "if the column holds two other values"
         )
     if weight is not None and (r["null_weight"] or r["neg_weight"] or r["nonfinite_weight"]):
         return InputError(
             f"expected finite non-negative weights in {weight!r}, found {r['neg_weight']} "
-            f"negative (smallest {r['min_weight']}), {r['null_weight']} null and "
-            f"{r['nonfinite_weight']} non-finite; hint: weights are sample weights, as "
-            "sklearn's sample_weight"
+            + (f"negative (smallest {r['min_weight']}), " if r["neg_weight"] else "negative, ")
+            + f"{r['null_weight']} null and {r['nonfinite_weight']} non-finite; hint: weights "
+            "are sample weights, as sklearn's sample_weight"
         )
     return InputError("found invalid rows in the source; hint: check label, score and weight")
 
@@ -207,7 +209,7 @@ def accumulate(
     >>> import polars as pl, streameval as se
     >>> df = pl.DataFrame({"g": ["a", "a", "b"], "y": [1, 0, 1], "p": [0.9, 0.2, 0.6]})
     >>> st = se.accumulate(df, label="y", score="p", by="g")
-    >>> st.table.select("g", "pos", "neg")
+    >>> st.table.sort("g", "bucket").select("g", "pos", "neg")
     shape: (3, 3)
     ┌─────┬─────┬─────┐
     │ g   ┆ pos ┆ neg │
@@ -224,6 +226,11 @@ def accumulate(
     files = source_files(source) if not isinstance(source, pl.LazyFrame | pl.DataFrame) else None
     lf = to_lazyframe(source)
     schema = _schema(lf, files)
+    wanted = [label, score, *keys] + ([weight] if weight is not None else [])
+    if files and len(files) > 1 and any(c not in schema for c in wanted):
+        hint = diagnose_files(files, wanted)
+        if hint:
+            raise InputError(hint)
     require_columns(schema, [label], role="label")
     require_columns(schema, [score], role="score")
     if weight is not None:
@@ -276,8 +283,7 @@ def accumulate(
         weight=weight,
         positive=pos_value if isinstance(pos_value, bool | int | float | str) else str(pos_value),
     )
-    table = _collect(binary.state_query(lf, spec, y, p, w, bad), engine, files)
+    table = _collect(binary.state_query(lf, spec, y, p, w, bad), engine, files, wanted)
     if table["bucket"].null_count():
         raise _diagnose_bad_rows(lf, label, score, weight, not_allowed, engine, files)
-    table = table.sort([*keys, "bucket"])
     return State(spec, table)

@@ -51,7 +51,10 @@ def read_state(path: str | os.PathLike[str]) -> State:
     try:
         table = pq.read_table(path)
     except FileNotFoundError:
-        raise StateFileError(f"expected a state file at {os.fspath(path)!r}, found none") from None
+        raise StateFileError(
+            f"expected a state file at {os.fspath(path)!r}, found none; hint: check the path, "
+            "or accumulate and write the state first"
+        ) from None
     except (pa.ArrowException, OSError) as exc:
         raise StateFileError(
             f"cannot read the state file {os.fspath(path)!r} as Parquet ({exc}); "

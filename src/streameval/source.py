@@ -87,7 +87,7 @@ def to_lazyframe(source: Source) -> pl.LazyFrame:
         return source.lazy()
     files = source_files(source)
     if files is not None:
-        return pl.scan_parquet(files, hive_partitioning=True)
+        return pl.scan_parquet(files, hive_partitioning=True, extra_columns="ignore")
     module = type(source).__module__
     if module.startswith("pyarrow"):
         import pyarrow as pa
@@ -115,10 +115,13 @@ def require_columns(schema: pl.Schema, names: Iterable[str], *, role: str) -> No
             )
 
 
-def diagnose_files(files: Sequence[str]) -> str | None:
-    """Explain which file is unreadable or has a different schema, or None if all look fine.
+def diagnose_files(
+    files: Sequence[str], columns: Sequence[str] = (), *, deep: bool = False
+) -> str | None:
+    """Explain which file is unreadable or differs from the first, or None if all look fine.
 
-    Only called on the error path, after a scan failed.
+    Checks each file's schema (types, and presence of ``columns``); with ``deep`` also decodes
+    every file, to find damaged data pages. Only called on the error path.
     """
     import pyarrow.parquet as pq
 
@@ -129,6 +132,17 @@ def diagnose_files(files: Sequence[str]) -> str | None:
             schema = pq.read_schema(f)
         except Exception as exc:
             return f"cannot read {f!r} as Parquet ({exc}); hint: remove or rewrite that file"
+        for name in columns:
+            if name in schema.names:
+                continue
+            if any(part.startswith(f"{name}=") for part in Path(f).parts):
+                continue  # a hive partition column lives in the path
+            others = [g for g in files if g != f][:1]
+            where = f" (it is in {others[0]!r})" if others else ""
+            return (
+                f"expected every partition to have the column {name!r}, but {f!r} lacks it"
+                f"{where}; hint: rewrite that partition, or select the files that have it"
+            )
         if first_schema is None:
             first_schema, first_file = schema, f
             continue
@@ -137,7 +151,28 @@ def diagnose_files(files: Sequence[str]) -> str | None:
             if idx >= 0 and first_schema.field(idx).type != field.type:
                 return (
                     f"mismatched schemas across partitions: column {field.name!r} is "
-                    f"{first_schema.field(idx).type} in {first_file!r} but {field.type} in {f!r}; "
-                    "hint: rewrite the partitions with one type, or cast in a LazyFrame"
+                    f"{_type_name(first_schema.field(idx).type)} in {first_file!r} but "
+                    f"{_type_name(field.type)} in {f!r}; hint: rewrite the partitions with one "
+                    "type, or cast in a LazyFrame"
+                )
+    if deep:
+        for f in files:
+            try:
+                for _ in pq.ParquetFile(f).iter_batches(batch_size=1 << 16):
+                    pass
+            except Exception as exc:
+                return (
+                    f"cannot decode {f!r}: the file is damaged ({exc}); hint: remove or "
+                    "rewrite that file"
                 )
     return None
+
+
+def _type_name(arrow_type: Any) -> str:
+    """Polars' name for an Arrow type, e.g. Float64 rather than double."""
+    import pyarrow as pa
+
+    try:
+        return str(pl.from_arrow(pa.array([], type=arrow_type)).dtype)  # type: ignore[union-attr]
+    except Exception:
+        return str(arrow_type)

@@ -95,7 +95,6 @@ def merge(states: Iterable[State]) -> State:
         table.lazy()
         .group_by(group)
         .agg([getattr(pl.col(c), op)() for c, op in ops.items()])
-        .sort(group)
         .collect()
     )
     return State(spec, merged.select(table.columns))

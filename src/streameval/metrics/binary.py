@@ -204,8 +204,9 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
     lf, keys = with_group_key(state)
     count_type = pl.Float64 if state.spec.weighted else pl.Int64
     pos, neg, bucket = pl.col("pos"), pl.col("neg"), pl.col("bucket")
-    cpos = pos.cum_sum().over(keys)
-    cneg = neg.cum_sum().over(keys)
+    # Sorting by bucket alone (one Int64 column) orders every group from the top score down:
+    # group_by keeps each group's rows in frame order, so cumulative sums need no key sort.
+    cpos, cneg = pos.cum_sum(), neg.cum_sum()
     per_threshold = []
     for i, t in enumerate(thresholds):
         k = float_to_key_scalar(t)
@@ -216,19 +217,15 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
             pos.filter(bucket < k).sum().cast(count_type).alias(f"_fn{i}"),
         ]
     grouped = (
-        lf.sort([*keys, "bucket"], descending=[*([False] * len(keys)), True], nulls_last=False)
-        .with_columns(cpos.alias("_cpos"), cneg.alias("_cneg"))
+        lf.sort("bucket", descending=True)
         .group_by(keys)
         .agg(
             pl.col("n").sum(),
             pos.sum().cast(count_type).alias("positives"),
             neg.sum().cast(count_type).alias("negatives"),
-            (neg * (pl.col("_cpos") - 0.5 * pos)).sum().alias("_auc_num"),
+            (neg * (cpos - 0.5 * pos)).sum().alias("_auc_num"),
             (pos * neg).cast(pl.Float64).sum().alias("_tie_pairs"),
-            (pos * pl.col("_cpos") / (pl.col("_cpos") + pl.col("_cneg")))
-            .filter(pos > 0)
-            .sum()
-            .alias("_ap_num"),
+            (pos * cpos / (cpos + cneg)).filter(pos > 0).sum().alias("_ap_num"),
             pl.col("log_loss").sum().alias("_log_loss"),
             pl.col("brier").sum().alias("_brier"),
             pl.col("n_outside").sum().alias("_n_outside"),

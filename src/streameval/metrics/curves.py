@@ -24,7 +24,7 @@ def _cumulative(state: State, descending: bool) -> tuple[pl.LazyFrame, list[str]
     pos, neg = pl.col("pos").cast(pl.Float64), pl.col("neg").cast(pl.Float64)
     lf = (
         lf.filter((pl.col("pos") > 0) | (pl.col("neg") > 0))
-        .sort([*keys, "bucket"], descending=[*([False] * len(keys)), True], nulls_last=False)
+        .sort("bucket", descending=True)
         .with_columns(
             key_to_float(pl.col("bucket")).alias("threshold"),
             pos.cum_sum().over(keys).alias("_tps"),
