@@ -204,8 +204,8 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
     lf, keys = with_group_key(state)
     count_type = pl.Float64 if state.spec.weighted else pl.Int64
     pos, neg, bucket = pl.col("pos"), pl.col("neg"), pl.col("bucket")
-    # Sorting by bucket alone (one Int64 column) orders every group from the top score down:
-    # group_by keeps each group's rows in frame order, so cumulative sums need no key sort.
+    # Sorting by bucket alone (one Int64 column) orders every group from the top score down,
+    # and a window keeps frame order within its group: cumulative sums need no key sort.
     cpos, cneg = pos.cum_sum(), neg.cum_sum()
     per_threshold = []
     for i, t in enumerate(thresholds):
@@ -216,21 +216,32 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
             neg.filter(bucket < k).sum().cast(count_type).alias(f"_tn{i}"),
             pos.filter(bucket < k).sum().cast(count_type).alias(f"_fn{i}"),
         ]
-    grouped = (
-        lf.sort("bucket", descending=True)
+    ranked = (  # only the columns the cumulative sums need are sorted
+        lf.select(*keys, "bucket", "pos", "neg")
+        .sort("bucket", descending=True)
+        .with_columns(cpos.over(keys).alias("_cpos"), cneg.over(keys).alias("_cneg"))
         .group_by(keys)
+        .agg(
+            (neg * (pl.col("_cpos") - 0.5 * pos)).sum().alias("_auc_num"),
+            (pos * pl.col("_cpos") / (pl.col("_cpos") + pl.col("_cneg")))
+            .filter(pos > 0)
+            .sum()
+            .alias("_ap_num"),
+        )
+    )
+    grouped = (
+        lf.group_by(keys)
         .agg(
             pl.col("n").sum(),
             pos.sum().cast(count_type).alias("positives"),
             neg.sum().cast(count_type).alias("negatives"),
-            (neg * (cpos - 0.5 * pos)).sum().alias("_auc_num"),
             (pos * neg).cast(pl.Float64).sum().alias("_tie_pairs"),
-            (pos * cpos / (cpos + cneg)).filter(pos > 0).sum().alias("_ap_num"),
             pl.col("log_loss").sum().alias("_log_loss"),
             pl.col("brier").sum().alias("_brier"),
             pl.col("n_outside").sum().alias("_n_outside"),
             *per_threshold,
         )
+        .join(ranked, on=keys, how="left", nulls_equal=True)
         .with_columns(pl.lit(0.0 if state.spec.exact else 0.5).alias("_bound_factor"))
         .with_columns([f().alias(name) for name, f in RANKING.items()])
     )
@@ -250,7 +261,7 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
         long.with_columns([f().alias(name) for name, f in CONFUSION.items()])
         .select([*keys, *COLUMNS, "_n_outside"])
         .sort([*keys, "threshold"], nulls_last=False)
-        .collect()
+        .collect(engine="in-memory")
     )
     outside = out.filter(pl.col("_n_outside") > 0).height
     out = out.drop("_n_outside")

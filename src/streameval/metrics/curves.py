@@ -39,7 +39,7 @@ def _cumulative(state: State, descending: bool) -> tuple[pl.LazyFrame, list[str]
 
 
 def _finish(lf: pl.LazyFrame, keys: list[str]) -> pl.DataFrame:
-    out = lf.collect()
+    out = lf.collect(engine="in-memory")
     return out.drop(ALL) if keys == [ALL] else out
 
 
