@@ -113,6 +113,7 @@ def _relabel(df: pl.DataFrame, labels: str) -> tuple[pl.DataFrame, Any]:
 
 def _rekey(df: pl.DataFrame, keys: str) -> pl.DataFrame:
     """Group keys as ints, strings with a null, or dates."""
+    df = df.with_columns(pl.col("g").cast(pl.Int64))
     if keys == "string":
         return df.with_columns(
             g=pl.when(pl.col("g") == 2).then(None).otherwise(pl.format("seg-{}", pl.col("g")))

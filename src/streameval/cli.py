@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from .errors import StreamevalError
+from .spec import parse_precision
 
 SUMMARY = [
     "n", "positives", "prevalence", "roc_auc", "roc_auc_error", "average_precision",
@@ -26,8 +27,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"streameval: error: {message}; hint: see 'streameval {self.prog} --help'\n")
 
 
-def _precision(text: str) -> int | str:
-    return text if text == "exact" else int(text)
+def _precision(text: str) -> int:
+    try:
+        return parse_precision(text)
+    except StreamevalError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _build() -> argparse.ArgumentParser:

@@ -125,27 +125,28 @@ def diagnose_files(
     """
     import pyarrow.parquet as pq
 
-    first_schema = None
-    first_file = None
+    schemas = []
     for f in files:
         try:
-            schema = pq.read_schema(f)
+            schemas.append((f, pq.read_schema(f)))
         except Exception as exc:
             return f"cannot read {f!r} as Parquet ({exc}); hint: remove or rewrite that file"
-        for name in columns:
-            if name in schema.names:
-                continue
-            if any(part.startswith(f"{name}=") for part in Path(f).parts):
-                continue  # a hive partition column lives in the path
-            others = [g for g in files if g != f][:1]
-            where = f" (it is in {others[0]!r})" if others else ""
+
+    def has(f: str, schema: Any, name: str) -> bool:
+        in_path = any(part.startswith(f"{name}=") for part in Path(f).parts)
+        return name in schema.names or in_path
+
+    for name in columns:
+        holders = [f for f, schema in schemas if has(f, schema, name)]
+        lacking = [f for f, schema in schemas if not has(f, schema, name)]
+        if holders and lacking:
             return (
-                f"expected every partition to have the column {name!r}, but {f!r} lacks it"
-                f"{where}; hint: rewrite that partition, or select the files that have it"
+                f"expected every partition to have the column {name!r}, but {lacking[0]!r} "
+                f"lacks it (it is in {holders[0]!r}); hint: rewrite that partition, or select "
+                "the files that have it"
             )
-        if first_schema is None:
-            first_schema, first_file = schema, f
-            continue
+    first_file, first_schema = schemas[0]
+    for f, schema in schemas[1:]:
         for field in schema:
             idx = first_schema.get_field_index(field.name)
             if idx >= 0 and first_schema.field(idx).type != field.type:
