@@ -53,7 +53,6 @@ def binary_frames(draw: st.DrawFn, *, weighted: bool | None = None, probabilitie
     if weighted:
         data["w"] = w
     df = pl.DataFrame(data, schema_overrides={"y": pl.Int64, "p": pl.Float64})
-    # Int64 keys take the multi-column grouping path; Int16 and String keys the packed one.
     key_type = draw(st.sampled_from([pl.Int64, pl.Int16, pl.String]))
     df = df.with_columns(pl.col("g").cast(key_type))
     cuts = sorted(set(draw(st.lists(st.integers(0, n), max_size=4))) | {0, n})

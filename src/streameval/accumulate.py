@@ -283,8 +283,7 @@ def accumulate(
         weight=weight,
         positive=pos_value if isinstance(pos_value, bool | int | float | str) else str(pos_value),
     )
-    query, finish = binary.state_query(lf, spec, schema, y, p, w, bad)
-    table = finish(_collect(query, engine, files, wanted))
+    table = _collect(binary.state_query(lf, spec, y, p, w, bad), engine, files, wanted)
     if table["bucket"].null_count():
         raise _diagnose_bad_rows(lf, label, score, weight, not_allowed, engine, files)
     return State(spec, table)
