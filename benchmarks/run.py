@@ -57,8 +57,7 @@ if TYPE_CHECKING:
 
 CONTENDERS: tuple[str, ...] = ("floor", "default", "exact", "sklearn", "polars_ds")
 GROUP_BY: list[str] = ["segment", "day"]
-MARK_START = "<!-- bench:start -->"
-MARK_END = "<!-- bench:end -->"
+MARKER = "bench"
 HERE = Path(__file__).resolve().parent
 REPO_SRC = HERE.parent / "src"
 # Contenders whose AUCs serve as the reference for the cross-check, in order
@@ -718,15 +717,17 @@ def describe_setup(
     )
 
 
-def update_readme(path: Path, text: str) -> bool:
+def update_readme(path: Path, text: str, marker: str = MARKER) -> bool:
     """Replace the text between the benchmark markers of a file.
 
     Parameters
     ----------
     path : Path
-        File holding ``<!-- bench:start -->`` and ``<!-- bench:end -->``.
+        File holding ``<!-- {marker}:start -->`` and ``<!-- {marker}:end -->``.
     text : str
         New text to put between them.
+    marker : str
+        Marker name, ``bench`` by default.
 
     Returns
     -------
@@ -737,16 +738,17 @@ def update_readme(path: Path, text: str) -> bool:
     if not path.is_file():
         print(f"warning: {path} not found; not updated", file=sys.stderr)
         return False
+    mark_start, mark_end = f"<!-- {marker}:start -->", f"<!-- {marker}:end -->"
     content = path.read_text(encoding="utf-8")
-    start = content.find(MARK_START)
-    end = content.find(MARK_END, start + len(MARK_START)) if start >= 0 else -1
+    start = content.find(mark_start)
+    end = content.find(mark_end, start + len(mark_start)) if start >= 0 else -1
     if start < 0 or end < 0:
         print(
-            f"warning: {path} lacks {MARK_START} ... {MARK_END}; not updated",
+            f"warning: {path} lacks {mark_start} ... {mark_end}; not updated",
             file=sys.stderr,
         )
         return False
-    head = content[: start + len(MARK_START)]
+    head = content[: start + len(mark_start)]
     path.write_text(f"{head}\n{text}\n{content[end:]}", encoding="utf-8")
     return True
 

@@ -18,7 +18,7 @@ import polars as pl
 
 from ..bucketing import float_to_key_scalar, is_bucket_edge
 from ..errors import InputError
-from ..states.binary import full_columns
+from ..states.binary import column_exprs
 
 if TYPE_CHECKING:
     from ..state import State
@@ -167,7 +167,7 @@ COLUMNS = [
 
 def with_group_key(state: State) -> tuple[pl.LazyFrame, list[str]]:
     """State table as a LazyFrame and its keys (a constant key when there are none)."""
-    lf = full_columns(state.table.lazy(), state.spec)
+    lf = state.table.lazy()
     if state.keys:
         return lf, state.keys
     return lf.with_columns(pl.lit(0, pl.Int8).alias(ALL)), [ALL]
@@ -204,6 +204,7 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
     lf, keys = with_group_key(state)
     count_type = pl.Float64 if state.spec.weighted else pl.Int64
     pos, neg, bucket = pl.col("pos"), pl.col("neg"), pl.col("bucket")
+    cols = column_exprs(state.spec)
     # Sorting by bucket alone (one Int64 column) orders every group from the top score down,
     # and a window keeps frame order within its group: cumulative sums need no key sort.
     cpos, cneg = pos.cum_sum(), neg.cum_sum()
@@ -232,13 +233,13 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
     grouped = (
         lf.group_by(keys)
         .agg(
-            pl.col("n").sum(),
+            cols["n"].sum().alias("n"),
             pos.sum().cast(count_type).alias("positives"),
             neg.sum().cast(count_type).alias("negatives"),
             (pos * neg).cast(pl.Float64).sum().alias("_tie_pairs"),
-            pl.col("log_loss").sum().alias("_log_loss"),
-            pl.col("brier").sum().alias("_brier"),
-            pl.col("n_outside").sum().alias("_n_outside"),
+            cols["log_loss"].sum().alias("_log_loss"),
+            cols["brier"].sum().alias("_brier"),
+            cols["n_outside"].sum().alias("_n_outside"),
             *per_threshold,
         )
         .join(ranked, on=keys, how="left", nulls_equal=True)
