@@ -268,7 +268,13 @@ def test_threshold_inside_a_bucket_is_refused(frame):
     check_raises(se.InputError, lambda: state.metrics(threshold=0.3), "0.3", "precision")
 
 
-@pytest.mark.parametrize("precision", ["fast", -1])
+@pytest.mark.parametrize("threshold", [math.nan, []])
+def test_threshold_that_is_not_a_number_is_refused(frame, threshold):
+    state = se.accumulate(frame, label="label", score="score", precision="exact")
+    check_raises(se.InputError, lambda: state.metrics(threshold=threshold), "threshold")
+
+
+@pytest.mark.parametrize("precision", ["fast", -1, 99])
 def test_invalid_precision_is_refused(frame, precision):
     check_raises(se.InputError, lambda: evaluate(frame, precision=precision), repr(precision))
 

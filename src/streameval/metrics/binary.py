@@ -10,6 +10,7 @@ MCC is 0 when undefined. A metric undefined for a group (AUC with one class) is 
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -198,8 +199,11 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
     thresholds = (
         [float(threshold)] if isinstance(threshold, int | float) else [float(t) for t in threshold]
     )
-    if not thresholds:
-        raise InputError("expected at least one threshold, got an empty list")
+    if not thresholds or any(math.isnan(t) for t in thresholds):
+        raise InputError(
+            f"expected one or more thresholds that are numbers, got {threshold!r}; "
+            "hint: predicted positive means score >= threshold, e.g. threshold=0.5"
+        )
     check_thresholds(state, thresholds)
     lf, keys = with_group_key(state)
     count_type = pl.Float64 if state.spec.weighted else pl.Int64
