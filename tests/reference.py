@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import warnings
 from typing import Any
 
@@ -145,6 +146,8 @@ def close(a: Any, b: Any, tol: float = TOL) -> bool:
         return a is None and b is None
     if isinstance(b, float) and math.isnan(b):
         return False
+    if not isinstance(a, numbers.Real) or not isinstance(b, numbers.Real):
+        return bool(a == b)
     return math.isclose(float(a), float(b), rel_tol=tol, abs_tol=tol)
 
 

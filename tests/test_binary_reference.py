@@ -95,3 +95,29 @@ def test_split_thresholds_are_exact_in_bucketed_mode(data, bits):
         for r in reference_table(df, thresholds)
     ]
     assert_tables_match(ours, ref)
+
+
+@given(binary_frames(), st.sampled_from(["exact", 6, 11]), st.booleans())
+def test_hive_partitioned_files_match_sklearn(tmp_path_factory, data, precision, two_keys):
+    """Hive directories take the per-partition path (packed keys, finalize per partition)."""
+    df, cuts, weighted = data
+    df = df.with_columns(
+        pl.format("seg_{}", pl.col("g")).alias("g"), (pl.int_range(pl.len()) % 2).alias("h")
+    )
+    root = tmp_path_factory.mktemp("hive")
+    for i, chunk in enumerate(chunks(df, cuts)):
+        for (g,), part in chunk.partition_by("g", as_dict=True).items():
+            folder = root / f"g={g}"
+            folder.mkdir(exist_ok=True)
+            part.drop("g").write_parquet(folder / f"part-{i}.parquet")
+    by = ["h", "g"] if two_keys else ["g"]
+    w = "w" if weighted else None
+    ours = se.evaluate(root, label="y", score="p", by=by, weight=w, precision=precision)
+    if precision == "exact":
+        assert_tables_match(ours, reference_table(df, [0.5], keys=by))
+    in_memory = se.evaluate(df, label="y", score="p", by=by, weight=w, precision=precision)
+    assert_tables_match(ours, in_memory.to_dicts())
+    state = se.accumulate(root, label="y", score="p", by=by, weight=w, precision=precision)
+    expected = se.accumulate(df, label="y", score="p", by=by, weight=w, precision=precision)
+    order = [*by, "bucket"]
+    assert state.table.sort(order).equals(expected.table.sort(order).select(state.table.columns))

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import polars as pl
 
 from .bucketing import ABOVE_ONE
 from .errors import InputError, StreamevalError
-from .source import Source, diagnose_files, require_columns, source_files, to_lazyframe
+from .source import (
+    Source,
+    Unit,
+    diagnose_files,
+    hive_units,
+    require_columns,
+    source_files,
+    to_lazyframe,
+)
 from .spec import Spec, parse_precision
-from .state import State
+from .state import State, merge
 from .states import binary
 
 Engine = Literal["streaming", "in-memory"]
@@ -222,6 +231,53 @@ def accumulate(
     └─────┴─────┴─────┘
 
     """
+    plan = prepare(
+        source,
+        label=label,
+        score=score,
+        by=by,
+        weight=weight,
+        positive=positive,
+        precision=precision,
+        thresholds=thresholds,
+        drop_nulls=drop_nulls,
+        engine=engine,
+    )
+    return combine(plan)
+
+
+@dataclass
+class Plan:
+    """A validated accumulation: the spec, the row expressions and the units to compute."""
+
+    spec: Spec
+    lf: pl.LazyFrame
+    schema: pl.Schema
+    files: list[str] | None
+    engine: Engine
+    y: pl.Expr
+    p: pl.Expr
+    w: pl.Expr | None
+    bad: pl.Expr
+    not_allowed: pl.Expr
+    wanted: list[str]
+    units: list[Unit] | None
+
+
+def prepare(
+    source: Source,
+    *,
+    label: str,
+    score: str,
+    by: str | Sequence[str] | None = None,
+    weight: str | None = None,
+    positive: Any = None,
+    precision: int | str | None = None,
+    thresholds: float | Sequence[float] = (0.5,),
+    drop_nulls: bool = False,
+    engine: Engine = "streaming",
+) -> Plan:
+    """Validate the inputs (schema, types, label values) and plan the pass; reads no rows."""
     keys = _as_list(by)
     files = source_files(source) if not isinstance(source, pl.LazyFrame | pl.DataFrame) else None
     lf = to_lazyframe(source)
@@ -255,6 +311,7 @@ def accumulate(
     splits_in = [thresholds] if isinstance(thresholds, int | float) else list(thresholds)
     splits = () if bits >= 52 else tuple(sorted({float(t) for t in splits_in} | {ABOVE_ONE}))
 
+    valid = pl.lit(True)
     if drop_nulls:
         valid = pl.col(label).is_not_null() & pl.col(score).is_not_null()
         if weight is not None:
@@ -262,7 +319,7 @@ def accumulate(
         dropped = _collect(lf.select((~valid).sum()), engine, files).item()
         if dropped:
             warnings.warn(
-                f"dropped {dropped} rows with a null label, score or weight", stacklevel=2
+                f"dropped {dropped} rows with a null label, score or weight", stacklevel=3
             )
         lf = lf.filter(valid)
 
@@ -283,7 +340,49 @@ def accumulate(
         weight=weight,
         positive=pos_value if isinstance(pos_value, bool | int | float | str) else str(pos_value),
     )
-    table = _collect(binary.state_query(lf, spec, y, p, w, bad), engine, files, wanted)
+    units = hive_units(files, keys, schema) if files else None
+    if units is not None and drop_nulls:
+        units = [u.filtered(valid) for u in units]
+    return Plan(spec, lf, schema, files, engine, y, p, w, bad, not_allowed, wanted, units)
+
+
+def compute(plan: Plan, unit: Unit | None = None) -> pl.DataFrame:
+    """The state table of one unit (a hive partition whose key is constant), or of everything."""
+    lf, constants = (plan.lf, {}) if unit is None else (unit.lf, unit.constants)
+    query, finish = binary.state_query(
+        lf, plan.spec, plan.schema, plan.y, plan.p, plan.w, plan.bad, constants
+    )
+    table = finish(_collect(query, plan.engine, plan.files, plan.wanted))
     if table["bucket"].null_count():
-        raise _diagnose_bad_rows(lf, label, score, weight, not_allowed, engine, files)
-    return State(spec, table)
+        s = plan.spec
+        raise _diagnose_bad_rows(
+            plan.lf, s.label, s.score, s.weight, plan.not_allowed, plan.engine, plan.files
+        )
+    return table
+
+
+def unit_states(plan: Plan) -> Iterator[State]:
+    """One state per unit, computed when asked for (or one state for everything)."""
+    if plan.units is None:
+        yield State(plan.spec, compute(plan))
+        return
+    for unit in plan.units:
+        yield State(plan.spec, compute(plan, unit))
+
+
+def disjoint_units(plan: Plan) -> bool:
+    """Whether the plan has units and no two of them parse to the same key value."""
+    if plan.units is None:
+        return False
+    values = [tuple(u.constants.items()) for u in plan.units if u.constants]
+    return len(set(values)) == len(values)
+
+
+def combine(plan: Plan) -> State:
+    """The whole state: unit tables concatenated (merged instead if two units share a group)."""
+    states = list(unit_states(plan))
+    if len(states) == 1:
+        return states[0]
+    if disjoint_units(plan):
+        return State(plan.spec, pl.concat([s.table for s in states], how="vertical_relaxed"))
+    return merge(states)

@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from .accumulate import Engine, accumulate
+from .accumulate import Engine, combine, disjoint_units, prepare, unit_states
 from .source import Source
 
 
@@ -46,7 +46,7 @@ def evaluate(
     └───────────┴────────┘
 
     """
-    state = accumulate(
+    plan = prepare(
         source,
         label=label,
         score=score,
@@ -58,4 +58,9 @@ def evaluate(
         drop_nulls=drop_nulls,
         engine=engine,
     )
-    return state.metrics(threshold)
+    if not disjoint_units(plan):
+        return combine(plan).metrics(threshold)
+    # Hive units hold disjoint groups: each is finalized on its own, one unit in memory at once.
+    tables = [state.metrics(threshold) for state in unit_states(plan)]
+    keys = [*plan.spec.keys, "threshold"]
+    return pl.concat(tables, how="vertical_relaxed").sort(keys, nulls_last=False)

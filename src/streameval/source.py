@@ -19,6 +19,8 @@ import difflib
 import glob as globlib
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +105,59 @@ def to_lazyframe(source: Source) -> pl.LazyFrame:
         "expected a path, glob, directory, list of paths, polars LazyFrame/DataFrame or pyarrow "
         f"Table/Dataset as the source, got {type(source).__name__}"
     )
+
+
+@dataclass
+class Unit:
+    """Files in which one group key is fixed by their hive partition (``day=2026-10-01/``).
+
+    No group spans two units, so each unit is accumulated (and finalized) on its own: smaller
+    hash tables and sorts, memory bounded by the largest unit, no re-aggregation at the end.
+    """
+
+    key: str
+    files: list[str]
+    lf: pl.LazyFrame
+
+    def filtered(self, predicate: pl.Expr) -> Unit:
+        """The same unit with rows filtered."""
+        return replace(self, lf=self.lf.filter(predicate))
+
+    @cached_property
+    def constants(self) -> dict[str, Any]:
+        """The key's value in this unit, as Polars parses it (empty when the unit has no rows)."""
+        value = self.lf.select(pl.col(self.key)).head(1).collect()
+        return {self.key: value.item()} if value.height else {}
+
+
+def hive_units(files: Sequence[str], keys: Sequence[str], schema: pl.Schema) -> list[Unit] | None:
+    """Split files by the first group key that every file's hive path fixes, if there is one."""
+    for key in keys:
+        groups: dict[str, list[str]] = {}
+        for f in files:
+            values = [part[len(key) + 1 :] for part in Path(f).parts if part.startswith(f"{key}=")]
+            if len(values) != 1:
+                break
+            groups.setdefault(values[0], []).append(f)
+        else:
+            hive = {
+                part.split("=", 1)[0] for f in files for part in Path(f).parts[:-1] if "=" in part
+            }
+            hive_schema = {name: schema[name] for name in hive if name in schema}
+            return [
+                Unit(
+                    key,
+                    fs,
+                    pl.scan_parquet(
+                        fs,
+                        hive_partitioning=True,
+                        hive_schema=hive_schema,
+                        extra_columns="ignore",
+                    ),
+                )
+                for fs in groups.values()
+            ]
+    return None
 
 
 def require_columns(schema: pl.Schema, names: Iterable[str], *, role: str) -> None:

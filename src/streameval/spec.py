@@ -94,8 +94,8 @@ def parse_precision(precision: int | str | None) -> int:
             return EXACT_BITS
         if precision.strip().isdigit():
             return parse_precision(int(precision))
-    if isinstance(precision, int) and not isinstance(precision, bool) and precision >= 0:
-        return min(precision, EXACT_BITS)
+    if isinstance(precision, int) and not isinstance(precision, bool) and 0 <= precision <= 52:
+        return precision
     raise InputError(
         f"expected precision to be 'exact' or a number of mantissa bits 0–52, got {precision!r}; "
         f"hint: the default {DEFAULT_PRECISION} bits bounds the AUC error to about 1e-4"

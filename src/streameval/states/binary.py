@@ -20,10 +20,21 @@ one bucket-null check after the pass says whether to look for what was wrong.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import numpy as np
 import polars as pl
 
-from ..bucketing import bucket_expr, key_to_float
+from ..bucketing import (
+    EXACT_BITS,
+    bucket_expr,
+    bucket_floor_scalar,
+    float_to_key_scalar,
+    key_to_float,
+    ordered_key,
+)
+from ..codes import key_code, pack, unpack
 from ..spec import Spec
 
 SUM = "sum"
@@ -67,11 +78,96 @@ def aggregations(spec: Spec, y: pl.Expr, p: pl.Expr, w: pl.Expr | None) -> list[
 
 
 def state_query(
-    lf: pl.LazyFrame, spec: Spec, y: pl.Expr, p: pl.Expr, w: pl.Expr | None, bad: pl.Expr
-) -> pl.LazyFrame:
-    """Lazy state table; rows flagged ``bad`` land in a null bucket."""
-    bucket = pl.when(~bad).then(bucket_expr(p, spec.precision, spec.splits)).alias("bucket")
-    return lf.group_by([*spec.keys, bucket]).agg(aggregations(spec, y, p, w))
+    lf: pl.LazyFrame,
+    spec: Spec,
+    schema: pl.Schema,
+    y: pl.Expr,
+    p: pl.Expr,
+    w: pl.Expr | None,
+    bad: pl.Expr,
+    constants: Mapping[str, Any],
+) -> tuple[pl.LazyFrame, Callable[[pl.DataFrame], pl.DataFrame]]:
+    """Lazy state query over ``lf`` and the function that turns its result into the table.
+
+    Rows flagged ``bad`` land in a null bucket. Keys in ``constants`` are fixed over ``lf``
+    (a hive partition's value): they are left out of the grouping and added back. Within such
+    a unit, when the other keys and the bucket pack into one Int64 (:mod:`streameval.codes`),
+    the query groups by that integer: about 1.7× faster than grouping by several columns. On
+    a whole 1e8-row source the packed grouping used three times the memory, so it is only
+    used per unit.
+    """
+    aggs = aggregations(spec, y, p, w)
+    names = list(merge_ops(spec))
+    keys = [k for k in spec.keys if k not in constants]
+    fixed = [pl.lit(v, schema[k]).alias(k) for k, v in constants.items()]
+    order = [*spec.keys, "bucket", *names]
+    codes = [key_code(k, schema[k]) for k in keys]
+    field, width, decode_bucket = _bucket_field(p, spec)
+    key_codes = [c for c in codes if c is not None]
+    widths = [c.width for c in key_codes] + [width]
+    if not constants or len(key_codes) < len(codes) or sum(widths) > 63:
+        bucket = pl.when(~bad).then(bucket_expr(p, spec.precision, spec.splits)).alias("bucket")
+        query = lf.group_by([*keys, bucket]).agg(aggs)
+        return query, lambda table: table.with_columns(fixed).select(order)
+    packed = pack([c.encode for c in key_codes] + [pl.when(~bad).then(field)], widths)
+
+    def finish(table: pl.DataFrame) -> pl.DataFrame:
+        valid = table.filter(pl.col("_k").is_not_null())
+        fields = unpack(valid["_k"], widths)
+        decoded = [c.decode(f) for c, f in zip(key_codes, fields, strict=False)]
+        bucket = decode_bucket(fields[-1]).rename("bucket")
+        out = valid.drop("_k").with_columns(*decoded, bucket, *fixed).select(order)
+        if valid.height < table.height:  # keep the bad-rows marker: one row, null bucket
+            marker = table.filter(pl.col("_k").is_null()).drop("_k")
+            nulls = [pl.lit(None, schema[k]).alias(k) for k in spec.keys]
+            marker = marker.with_columns(*nulls, pl.lit(None, pl.Int64).alias("bucket"))
+            out = pl.concat([out, marker.select(order)])
+        return out
+
+    return lf.group_by(packed.alias("_k")).agg(aggs), finish
+
+
+def _bucket_field(p: pl.Expr, spec: Spec) -> tuple[pl.Expr, int, Callable[[pl.Series], pl.Series]]:
+    """Order-preserving non-negative integer field for the bucket, its width and its decoder."""
+    key = ordered_key(p)
+    if spec.exact:
+
+        def decode_exact(f: pl.Series) -> pl.Series:
+            return (
+                f.to_frame("f")
+                .select(pl.col("f") - pl.lit(2**63, pl.Int128))
+                .to_series()
+                .cast(pl.Int64)
+            )
+
+        return (key.cast(pl.Int128) + pl.lit(2**63, pl.Int128)), 64, decode_exact
+    shift = EXACT_BITS - spec.precision
+    step = 1 << shift
+    offset = 1 << (63 - shift)
+    cuts = sorted({float_to_key_scalar(t) for t in spec.splits} - {None})
+    cuts = [c for c in cuts if bucket_floor_scalar(c, spec.precision) != c]
+    index = key // step
+    parts = len(cuts) + 1
+    inside = [
+        pl.when((key >= c) & (pl.lit(c, pl.Int64) > index * step)).then(i + 1).otherwise(0)
+        for i, c in enumerate(cuts)
+    ]
+    part = pl.max_horizontal(*inside) if inside else pl.lit(0)
+    field = (index + offset) * parts + part
+    width = (64 - shift) + (parts - 1).bit_length()
+
+    def decode(f: pl.Series) -> pl.Series:
+        frame = f.to_frame("f").with_columns(
+            (pl.col("f") % parts).alias("j"), (pl.col("f") // parts - offset).alias("i")
+        )
+        lookup = pl.Series([0, *cuts], dtype=pl.Int64)
+        return frame.select(
+            pl.when(pl.col("j") == 0)
+            .then(pl.col("i") * step)
+            .otherwise(pl.lit(lookup).gather(pl.col("j")))
+        ).to_series()
+
+    return field, width, decode
 
 
 def column_exprs(spec: Spec) -> dict[str, pl.Expr]:
