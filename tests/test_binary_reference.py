@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-from polars.testing import assert_frame_equal
 from hypothesis import given
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 import streameval as se
 from reference import (

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import polars as pl
 
-from .accumulate import Engine, combine, disjoint_units, prepare, unit_states
-from .source import Source
+from .accumulate import combine, disjoint_units, prepare, unit_states
+from .source import Engine, Source
+from .state import State
 
 
 def evaluate(
@@ -60,7 +62,19 @@ def evaluate(
     )
     if not disjoint_units(plan):
         return combine(plan).metrics(threshold)
-    # Hive units hold disjoint groups: each is finalized on its own, one unit in memory at once.
-    tables = [state.metrics(threshold) for state in unit_states(plan)]
+    # Hive units hold disjoint groups: each is finalized on its own (one unit in memory at a
+    # time), grouped by its other keys only, and its fixed key added back.
+    tables = []
+    schema = plan.schema
+    for unit, state in zip(plan.units or [], unit_states(plan), strict=True):
+        fixed = unit.constants
+        spec = replace(state.spec, keys=tuple(k for k in state.keys if k not in fixed))
+        table = State(spec, state.table.drop(list(fixed))).metrics(threshold)
+        columns = [*state.keys, *table.columns[len(spec.keys) :]]
+        tables.append(
+            table.with_columns(pl.lit(v, schema[k]).alias(k) for k, v in fixed.items()).select(
+                columns
+            )
+        )
     keys = [*plan.spec.keys, "threshold"]
     return pl.concat(tables, how="vertical_relaxed").sort(keys, nulls_last=False)

@@ -22,13 +22,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
 from .errors import InputError, close_matches
 
 PathLike = str | os.PathLike[str]
+Engine = Literal["streaming", "in-memory"]
 Source = PathLike | Sequence[PathLike] | pl.LazyFrame | pl.DataFrame | Any
 
 _GLOB_CHARS = set("*?[")
@@ -232,3 +233,28 @@ def _type_name(arrow_type: Any) -> str:
         return str(pl.from_arrow(pa.array([], type=arrow_type)).dtype)  # type: ignore[union-attr]
     except Exception:
         return str(arrow_type)
+
+
+def collect(
+    query: pl.LazyFrame, engine: Engine, files: list[str] | None, columns: Sequence[str] = ()
+) -> pl.DataFrame:
+    """Collect, turning engine errors about files into one clear message."""
+    try:
+        return query.collect(engine=engine)
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
+        hint = diagnose_files(files, columns, deep=True) if files else None
+        if hint:
+            raise InputError(hint) from None
+        raise InputError(
+            f"reading the source failed: {str(exc).splitlines()[0]}; "
+            "hint: check that every file is readable Parquet with the same schema"
+        ) from None
+
+
+def schema_of(lf: pl.LazyFrame, files: list[str] | None) -> pl.Schema:
+    """The source's schema, or an InputError naming the unreadable file."""
+    try:
+        return lf.collect_schema()
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
+        hint = diagnose_files(files) if files else None
+        raise InputError(hint or f"cannot read the source's schema: {exc}") from None

@@ -221,32 +221,25 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
             neg.filter(bucket < k).sum().cast(count_type).alias(f"_tn{i}"),
             pos.filter(bucket < k).sum().cast(count_type).alias(f"_fn{i}"),
         ]
-    ranked = (  # only the columns the cumulative sums need are sorted
-        lf.select(*keys, "bucket", "pos", "neg")
-        .sort("bucket", descending=True)
+    grouped = (
+        lf.sort("bucket", descending=True)
         .with_columns(cpos.over(keys).alias("_cpos"), cneg.over(keys).alias("_cneg"))
         .group_by(keys)
-        .agg(
-            (neg * (pl.col("_cpos") - 0.5 * pos)).sum().alias("_auc_num"),
-            (pos * pl.col("_cpos") / (pl.col("_cpos") + pl.col("_cneg")))
-            .filter(pos > 0)
-            .sum()
-            .alias("_ap_num"),
-        )
-    )
-    grouped = (
-        lf.group_by(keys)
         .agg(
             cols["n"].sum().alias("n"),
             pos.sum().cast(count_type).alias("positives"),
             neg.sum().cast(count_type).alias("negatives"),
+            (neg * (pl.col("_cpos") - 0.5 * pos)).sum().alias("_auc_num"),
             (pos * neg).cast(pl.Float64).sum().alias("_tie_pairs"),
+            (pos * pl.col("_cpos") / (pl.col("_cpos") + pl.col("_cneg")))
+            .filter(pos > 0)
+            .sum()
+            .alias("_ap_num"),
             cols["log_loss"].sum().alias("_log_loss"),
             cols["brier"].sum().alias("_brier"),
             cols["n_outside"].sum().alias("_n_outside"),
             *per_threshold,
         )
-        .join(ranked, on=keys, how="left", nulls_equal=True)
         .with_columns(pl.lit(0.0 if state.spec.exact else 0.5).alias("_bound_factor"))
         .with_columns([f().alias(name) for name, f in RANKING.items()])
     )

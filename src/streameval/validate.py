@@ -1,0 +1,119 @@
+"""Checks on the rows: which label is positive, and what is wrong with rows found invalid."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from .errors import InputError, StreamevalError
+from .source import Engine, collect
+
+
+def _label_values(
+    lf: pl.LazyFrame, label: str, engine: Engine, files: list[str] | None
+) -> list[Any]:
+    col = pl.col(label)
+    if isinstance(lf.collect_schema()[label], pl.Categorical | pl.Enum):
+        col = col.cast(pl.String)
+    out = collect(lf.select(col.drop_nulls().unique().sort().head(101)), engine, files)
+    return out.to_series().to_list()
+
+
+def label_expr(
+    lf: pl.LazyFrame,
+    schema: pl.Schema,
+    label: str,
+    positive: Any,
+    engine: Engine,
+    files: list[str] | None,
+) -> tuple[pl.Expr, pl.Expr, Any]:
+    """(y as Boolean, 'label not allowed' as Boolean, positive value for the spec)."""
+    dtype = schema[label]
+    col = pl.col(label)
+    if dtype == pl.Boolean:
+        pos = True if positive is None else bool(positive)
+        return (col if pos else ~col), pl.lit(False), pos
+    if dtype.is_numeric() and (positive is None or (positive == 1 and positive is not True)):
+        return col == 1, ~((col == 0) | (col == 1)), 1
+    if not (dtype.is_numeric() or dtype in (pl.String, pl.Categorical, pl.Enum)):
+        raise InputError(
+            f"expected the label column {label!r} to be boolean, numeric or string, got {dtype}; "
+            "hint: cast it, or pass a LazyFrame with a derived label column"
+        )
+    values = _label_values(lf, label, engine, files)
+    shown = ", ".join(repr(v) for v in values[:10]) + (" …" if len(values) > 10 else "")
+    if positive is None:
+        raise InputError(
+            f"expected 0/1 or boolean labels in {label!r}, found {dtype} values {shown}; "
+            "hint: pass positive=<the positive class>"
+        )
+    if dtype in (pl.Categorical, pl.Enum):
+        col = col.cast(pl.String)
+    others = [v for v in values if v != positive]
+    if len(others) > 1:
+        what = (
+            "more than two label values"
+            if positive in values
+            else (f"the positive value {positive!r} never occurs")
+        )
+        raise InputError(
+            f"expected two classes in {label!r} with positive={positive!r}, but {what}: "
+            f"found {shown}; hint: filter the rows or fix positive= (values are case-sensitive)"
+        )
+    return col == positive, pl.lit(False), positive
+
+
+def diagnose_bad_rows(
+    lf: pl.LazyFrame,
+    label: str,
+    score: str,
+    weight: str | None,
+    not_allowed: pl.Expr,
+    engine: Engine,
+    files: list[str] | None,
+) -> StreamevalError:
+    """Name the first problem among the rows the state counted as bad (error path only)."""
+    s, y = pl.col(score), pl.col(label)
+    checks: list[pl.Expr] = [
+        y.is_null().sum().alias("null_label"),
+        s.is_null().sum().alias("null_score"),
+        s.cast(pl.Float64).is_nan().sum().alias("nan_score"),
+        s.cast(pl.Float64).is_infinite().sum().alias("inf_score"),
+        not_allowed.fill_null(False).sum().alias("bad_label"),
+        y.filter(not_allowed.fill_null(False)).unique().sort().head(5).implode().alias("examples"),
+    ]
+    if weight is not None:
+        w = pl.col(weight).cast(pl.Float64)
+        checks += [
+            w.is_null().sum().alias("null_weight"),
+            (w < 0).sum().alias("neg_weight"),
+            (~w.is_finite()).fill_null(False).sum().alias("nonfinite_weight"),
+            w.filter(w < 0).min().alias("min_weight"),
+        ]
+    r = collect(lf.select(checks), engine, files).row(0, named=True)
+    if r["null_label"] or r["null_score"]:
+        return InputError(
+            f"expected no nulls, found {r['null_label']} null labels in {label!r} and "
+            f"{r['null_score']} null scores in {score!r}; hint: filter them out, or pass "
+            "drop_nulls=True to drop them with a count"
+        )
+    if r["nan_score"] or r["inf_score"]:
+        return InputError(
+            f"expected finite scores in {score!r}, found {r['nan_score']} NaN and "
+            f"{r['inf_score']} infinite values; hint: fix the model output or filter those rows"
+        )
+    if r["bad_label"]:
+        return InputError(
+            f"expected labels 0/1 (or booleans) in {label!r}, found {r['bad_label']} row(s) "
+            f"with other values such as {r['examples']}; hint: pass positive=<the positive class> "
+            "if the column holds two other values"
+        )
+    if weight is not None and (r["null_weight"] or r["neg_weight"] or r["nonfinite_weight"]):
+        return InputError(
+            f"expected finite non-negative weights in {weight!r}, found {r['neg_weight']} "
+            + (f"negative (smallest {r['min_weight']}), " if r["neg_weight"] else "negative, ")
+            + f"{r['null_weight']} null and {r['nonfinite_weight']} non-finite; hint: weights "
+            "are sample weights, as sklearn's sample_weight"
+        )
+    return InputError("found invalid rows in the source; hint: check label, score and weight")
