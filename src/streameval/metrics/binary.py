@@ -231,7 +231,7 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
             neg.sum().cast(count_type).alias("negatives"),
             (neg * (pl.col("_cpos") - 0.5 * pos)).sum().alias("_auc_num"),
             (pos * neg).cast(pl.Float64).sum().alias("_tie_pairs"),
-            (pos * pl.col("_cpos") / (pl.col("_cpos") + pl.col("_cneg")))
+            (pos * (pl.col("_cpos") / (pl.col("_cpos") + pl.col("_cneg"))))
             .filter(pos > 0)
             .sum()
             .alias("_ap_num"),
