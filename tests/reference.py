@@ -40,8 +40,7 @@ def binary_frames(draw: st.DrawFn, *, weighted: bool | None = None, probabilitie
                 st.integers(0, n_groups - 1),
                 st.floats(0, 1).map(lambda u: int(u < positive_rate)),
                 score,
-                st.sampled_from([0.0, 0.5, 1.0, 2.25, 7.0])
-                | st.floats(1e-6, 10),
+                st.sampled_from([0.0, 0.5, 1.0, 2.25, 7.0]) | st.floats(1e-6, 10),
             ),
             min_size=n,
             max_size=n,

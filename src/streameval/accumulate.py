@@ -9,8 +9,9 @@ from typing import Any
 
 import polars as pl
 
-from .bucketing import ABOVE_ONE
+from .bucketing import ABOVE_ONE, EXACT_BITS, is_bucket_edge
 from .errors import InputError
+from .metrics.binary import COLUMNS, as_thresholds
 from .source import (
     Engine,
     Source,
@@ -24,19 +25,23 @@ from .source import (
     to_lazyframe,
 )
 from .spec import Spec, parse_precision
-from .state import State, merge
+from .state import State
 from .states import binary
 from .validate import diagnose_bad_rows, label_expr
 
-_RESERVED = {"bucket", *binary.ALL_COLUMNS}
+_RESERVED = {"bucket", *binary.ALL_COLUMNS, *COLUMNS}
 
 
 def _as_list(by: str | Sequence[str] | None) -> list[str]:
-    if by is None:
-        return []
-    if isinstance(by, str):
-        return [by]
-    return list(by)
+    keys = [] if by is None else [by] if isinstance(by, str) else by
+    if not isinstance(keys, Sequence) or not all(isinstance(k, str) for k in keys):
+        raise InputError(
+            f"expected by= to be a column name or a list of column names, got {by!r}; "
+            "hint: by=['segment', 'day']"
+        )
+    if len(set(keys)) < len(keys):
+        raise InputError(f"expected distinct group keys, got {list(keys)!r}")
+    return list(keys)
 
 
 def accumulate(
@@ -69,7 +74,7 @@ def accumulate(
     positive : optional
         The positive class value (default 1 / True).
     precision : "exact" or int, optional
-        Mantissa bits of score buckets; ``"exact"`` keeps every distinct score. Default 12.
+        Mantissa bits of score buckets; ``"exact"`` keeps every distinct score. Default 11.
     thresholds : float or list of float
         Thresholds whose confusion counts must stay exact in bucketed mode (buckets are cut
         there). ``0.5`` and other short binary fractions are always bucket edges.
@@ -147,7 +152,11 @@ def prepare(
     drop_nulls: bool = False,
     engine: Engine = "streaming",
 ) -> Plan:
-    """Validate the inputs (schema, types, label values) and plan the pass; reads no rows."""
+    """Validate the inputs (schema, types, label values) and plan the pass.
+
+    Reads no rows, except the label values when ``positive`` must be checked and the values
+    of a hive partition key (from the file list).
+    """
     keys = _as_list(by)
     files = source_files(source) if not isinstance(source, pl.LazyFrame | pl.DataFrame) else None
     lf = to_lazyframe(source)
@@ -163,10 +172,11 @@ def prepare(
         require_columns(schema, [weight], role="weight")
     require_columns(schema, keys, role="group key")
     for name in keys:
-        if name in _RESERVED or name in (label, score, weight):
+        if name in _RESERVED or name.startswith("_") or name in (label, score, weight):
             raise InputError(
-                f"expected group keys other than the label/score/weight and the state's own "
-                f"columns {sorted(_RESERVED)}, got {name!r}; hint: rename it in a LazyFrame"
+                f"expected group keys other than the label/score/weight, names starting with "
+                f"'_', and the state's and metric table's own columns, got {name!r}; "
+                "hint: rename it in a LazyFrame"
             )
     numeric_roles: list[tuple[str, str]] = [(score, "score")]
     if weight is not None:
@@ -178,8 +188,8 @@ def prepare(
                 "hint: cast it to Float64"
             )
     bits = parse_precision(precision)
-    splits_in = [thresholds] if isinstance(thresholds, int | float) else list(thresholds)
-    splits = () if bits >= 52 else tuple(sorted({float(t) for t in splits_in} | {ABOVE_ONE}))
+    cuts = {t for t in as_thresholds(thresholds) if not is_bucket_edge(t, bits)}
+    splits = () if bits >= EXACT_BITS else tuple(sorted(cuts | {ABOVE_ONE}))
 
     valid = pl.lit(True)
     if drop_nulls:
@@ -210,9 +220,7 @@ def prepare(
         weight=weight,
         positive=pos_value if isinstance(pos_value, bool | int | float | str) else str(pos_value),
     )
-    units = hive_units(files, keys, schema) if files else None
-    if units is not None and drop_nulls:
-        units = [u.filtered(valid) for u in units]
+    units = hive_units(lf, source, files, keys) if files else None
     return Plan(spec, lf, schema, files, engine, y, p, w, bad, not_allowed, wanted, units)
 
 
@@ -240,19 +248,9 @@ def unit_states(plan: Plan) -> Iterator[State]:
         yield State(plan.spec, compute(plan, unit))
 
 
-def disjoint_units(plan: Plan) -> bool:
-    """Whether the plan has units and no two of them parse to the same key value."""
-    if plan.units is None:
-        return False
-    values = [tuple(u.constants.items()) for u in plan.units if u.constants]
-    return len(set(values)) == len(values)
-
-
 def combine(plan: Plan) -> State:
-    """The whole state: unit tables concatenated (merged instead if two units share a group)."""
-    states = list(unit_states(plan))
-    if len(states) == 1:
-        return states[0]
-    if disjoint_units(plan):
-        return State(plan.spec, pl.concat([s.table for s in states], how="vertical_relaxed"))
-    return merge(states)
+    """The whole state: unit tables concatenated (units hold disjoint groups)."""
+    tables = [state.table for state in unit_states(plan)]
+    if len(tables) == 1:
+        return State(plan.spec, tables[0])
+    return State(plan.spec, pl.concat(tables, how="vertical_relaxed"))

@@ -59,21 +59,6 @@ def _build() -> argparse.ArgumentParser:
     return parser
 
 
-def _coerce_positive(value: str | None) -> object:
-    """CLI text → the label value it most likely means (number, boolean, or the text)."""
-    if value is None:
-        return None
-    lowered = value.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    for cast in (int, float):
-        try:
-            return cast(value)
-        except ValueError:
-            pass
-    return value
-
-
 def _write(table: pl.DataFrame, output: str) -> None:
     path = Path(output)
     suffix = path.suffix.lower()
@@ -116,7 +101,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         score=args.score,
         by=args.by,
         weight=args.weight,
-        positive=_coerce_positive(args.positive),
+        positive=args.positive,
         threshold=thresholds if len(thresholds) > 1 else thresholds[0],
         precision=args.precision,
         drop_nulls=args.drop_nulls,

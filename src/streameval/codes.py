@@ -3,7 +3,7 @@
 Grouping by several columns (a string segment, a date, a score bucket) makes Polars encode
 every row's keys; grouping by one packed integer is much faster. Each key column gets a code
 in ``[0, 2**width)`` (0 is null) and the codes are packed, most significant first, into an
-Int64 or Int128. Sorting the packed integer sorts by the keys' codes, then the last field.
+Int64. Sorting the packed integer sorts by the keys' codes, then the last field.
 
 >>> import polars as pl
 >>> df = pl.DataFrame({"g": ["b", "a", None, "b"], "d": [3, 1, 2, 3]})
@@ -78,24 +78,21 @@ def key_code(name: str, dtype: pl.DataType) -> KeyCode | None:
 
 
 def pack(fields: Sequence[pl.Expr], widths: Sequence[int]) -> pl.Expr:
-    """Pack non-negative integer fields (first most significant) into Int64 or Int128."""
-    total = sum(widths)
-    dtype = pl.Int64 if total <= 63 else pl.Int128
-    if total > 127:
-        raise ValueError(f"{total} bits do not fit in Int128")
-    packed: pl.Expr = pl.lit(0, dtype)
+    """Pack non-negative integer fields (first most significant) into one Int64."""
+    if sum(widths) > 63:
+        raise ValueError(f"{sum(widths)} bits do not fit in Int64")
+    packed: pl.Expr = pl.lit(0, pl.Int64)
     for f, w in zip(fields, widths, strict=True):
-        packed = packed * pl.lit(2**w, dtype) + f.cast(dtype)
+        packed = packed * (2**w) + f.cast(pl.Int64)
     return packed
 
 
 def unpack(packed: pl.Series, widths: Sequence[int]) -> list[pl.Series]:
-    """Inverse of :func:`pack`: the fields of each packed value (Int64 where they fit)."""
+    """Inverse of :func:`pack`: the Int64 fields of each packed value."""
     out = []
     shift = sum(widths)
     frame = packed.to_frame("k")
     for w in widths:
         shift -= w
-        expr = (pl.col("k") // pl.lit(2**shift, packed.dtype)) % pl.lit(2**w, packed.dtype)
-        out.append(frame.select(expr.cast(pl.Int64) if w < 63 else expr).to_series())
+        out.append(frame.select((pl.col("k") // (2**shift)) % (2**w)).to_series())
     return out

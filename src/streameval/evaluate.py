@@ -8,7 +8,8 @@ from typing import Any
 
 import polars as pl
 
-from .accumulate import combine, disjoint_units, prepare, unit_states
+from .accumulate import combine, prepare, unit_states
+from .metrics.binary import as_thresholds
 from .source import Engine, Source
 from .state import State
 
@@ -48,6 +49,7 @@ def evaluate(
     └───────────┴────────┘
 
     """
+    threshold = as_thresholds(threshold)
     plan = prepare(
         source,
         label=label,
@@ -60,7 +62,7 @@ def evaluate(
         drop_nulls=drop_nulls,
         engine=engine,
     )
-    if not disjoint_units(plan):
+    if plan.units is None:
         return combine(plan).metrics(threshold)
     # Hive units hold disjoint groups: each is finalized on its own (one unit in memory at a
     # time), grouped by its other keys only, and its fixed key added back.

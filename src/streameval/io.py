@@ -48,6 +48,11 @@ def read_state(path: str | os.PathLike[str]) -> State:
     """Read a state written by :meth:`State.write`; refuse unknown schema versions."""
     import polars as pl
 
+    if os.path.isdir(path):
+        raise StateFileError(
+            f"expected a state file, but {os.fspath(path)!r} is a directory; hint: merge the "
+            "files in it: se.merge([se.read_state(p) for p in paths])"
+        )
     try:
         table = pq.read_table(path)
     except FileNotFoundError:
@@ -66,13 +71,26 @@ def read_state(path: str | os.PathLike[str]) -> State:
             f"expected streameval state metadata in {os.fspath(path)!r}, found none; "
             "hint: this is a Parquet file, but not one written by State.write"
         )
-    version = int(meta.get(VERSION_KEY, b"0"))
+
+    def bad_metadata(exc: Exception) -> StateFileError:
+        return StateFileError(
+            f"cannot read the state metadata of {os.fspath(path)!r} ({exc!r}); hint: the file "
+            "was not written by State.write, or was altered"
+        )
+
+    try:
+        version = int(meta.get(VERSION_KEY, b"0"))
+    except ValueError as exc:
+        raise bad_metadata(exc) from None
     if version != SCHEMA_VERSION:
         raise StateFileError(
             f"expected state schema version {SCHEMA_VERSION}, but {os.fspath(path)!r} has "
             f"version {version}; hint: recompute the state with this streameval version"
         )
-    spec = Spec.from_json(meta[SPEC_KEY].decode())
+    try:
+        spec = Spec.from_json(meta[SPEC_KEY].decode())
+    except (ValueError, KeyError, TypeError) as exc:
+        raise bad_metadata(exc) from None
     frame = pl.from_arrow(table.replace_schema_metadata(None))
     assert isinstance(frame, pl.DataFrame)
     return State(spec, frame)

@@ -19,8 +19,7 @@ import difflib
 import glob as globlib
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -90,7 +89,11 @@ def to_lazyframe(source: Source) -> pl.LazyFrame:
         return source.lazy()
     files = source_files(source)
     if files is not None:
-        return pl.scan_parquet(files, hive_partitioning=True, extra_columns="ignore")
+        # One directory or glob goes to Polars as it is, so that only the folders below it
+        # count as hive partitions (a `k=v` folder above the root is not a column).
+        single = isinstance(source, str | os.PathLike) and hive_root(source) is not None
+        target = os.fspath(source) if single else files  # type: ignore[arg-type]
+        return pl.scan_parquet(target, hive_partitioning=True, extra_columns="ignore")
     module = type(source).__module__
     if module.startswith("pyarrow"):
         import pyarrow as pa
@@ -108,55 +111,47 @@ def to_lazyframe(source: Source) -> pl.LazyFrame:
     )
 
 
+def hive_root(source: Source) -> str | None:
+    """The folder below which hive partitions count, for a single directory or glob source."""
+    if not isinstance(source, str | os.PathLike):
+        return None
+    text = os.fspath(source)
+    if any(c in text for c in _GLOB_CHARS):
+        head = text[: min(text.index(c) for c in _GLOB_CHARS if c in text)]
+        return os.path.dirname(head) or "."
+    return text if os.path.isdir(text) else None
+
+
 @dataclass
 class Unit:
-    """Files in which one group key is fixed by their hive partition (``day=2026-10-01/``).
+    """The rows of one hive partition whose column is a group key (``day=2026-10-01/``).
 
     No group spans two units, so each unit is accumulated (and finalized) on its own: smaller
-    hash tables and sorts, memory bounded by the largest unit, no re-aggregation at the end.
+    hash tables and sorts, memory bounded by the largest unit, nothing to re-aggregate. A unit
+    is the whole source filtered on the partition value; Polars reads only its files.
     """
 
-    key: str
-    files: list[str]
     lf: pl.LazyFrame
-
-    def filtered(self, predicate: pl.Expr) -> Unit:
-        """The same unit with rows filtered."""
-        return replace(self, lf=self.lf.filter(predicate))
-
-    @cached_property
-    def constants(self) -> dict[str, Any]:
-        """The key's value in this unit, as Polars parses it (empty when the unit has no rows)."""
-        value = self.lf.select(pl.col(self.key)).head(1).collect()
-        return {self.key: value.item()} if value.height else {}
+    constants: dict[str, Any]
 
 
-def hive_units(files: Sequence[str], keys: Sequence[str], schema: pl.Schema) -> list[Unit] | None:
-    """Split files by the first group key that every file's hive path fixes, if there is one."""
+def hive_units(
+    lf: pl.LazyFrame, source: Source, files: Sequence[str], keys: Sequence[str]
+) -> list[Unit] | None:
+    """Split the source by the first group key that is a hive partition column, if any."""
+    root = hive_root(source)
+    if root is None:
+        return None
+    parts = [Path(os.path.relpath(f, root)).parts[:-1] for f in files]
     for key in keys:
-        groups: dict[str, list[str]] = {}
-        for f in files:
-            values = [part[len(key) + 1 :] for part in Path(f).parts if part.startswith(f"{key}=")]
-            if len(values) != 1:
-                break
-            groups.setdefault(values[0], []).append(f)
-        else:
-            hive = {
-                part.split("=", 1)[0] for f in files for part in Path(f).parts[:-1] if "=" in part
-            }
-            hive_schema = {name: schema[name] for name in hive if name in schema}
+        if all(sum(p.startswith(f"{key}=") for p in fp) == 1 for fp in parts):
+            values = lf.select(pl.col(key).unique()).collect().to_series().to_list()
             return [
                 Unit(
-                    key,
-                    fs,
-                    pl.scan_parquet(
-                        fs,
-                        hive_partitioning=True,
-                        hive_schema=hive_schema,
-                        extra_columns="ignore",
-                    ),
+                    lf.filter(pl.col(key).is_null() if v is None else pl.col(key) == v),
+                    {key: v},
                 )
-                for fs in groups.values()
+                for v in values
             ]
     return None
 

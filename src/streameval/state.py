@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from .errors import InputError
+from .errors import InputError, SpecMismatchError
 from .spec import Spec
 from .states import binary
 
@@ -84,12 +84,24 @@ def merge(states: Iterable[State]) -> State:
     if not items:
         raise InputError("expected at least one state to merge, got none")
     spec = items[0].spec
+    schema = items[0].table.schema
     for other in items[1:]:
         spec.check_mergeable(other.spec)
+        if other.table.schema != schema:
+            diffs = [
+                f"{name}: {schema.get(name)} vs {dtype}"
+                for name, dtype in other.table.schema.items()
+                if schema.get(name) != dtype
+            ]
+            raise SpecMismatchError(
+                "expected states with the same column types, but they differ ("
+                + "; ".join(diffs)
+                + "); hint: cast the group keys to one type before accumulating"
+            )
     if len(items) == 1:
         return items[0]
     ops = binary.merge_ops(spec)
-    table = pl.concat([s.table for s in items], how="vertical_relaxed")
+    table = pl.concat([s.table for s in items], how="vertical")
     group = [*spec.keys, "bucket"]
     merged = (
         table.lazy()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import polars as pl
@@ -20,6 +21,36 @@ def _label_values(
     return out.to_series().to_list()
 
 
+def _coerce_positive(positive: Any, dtype: pl.DataType, label: str) -> Any:
+    """A ``positive`` given as text (the command line) read as the label column's type."""
+    if positive is None:
+        return None
+    if hasattr(positive, "item") and not isinstance(positive, str):  # numpy scalars
+        positive = positive.item()
+    if dtype == pl.Boolean:
+        if isinstance(positive, bool):
+            return positive
+        text = str(positive).strip().lower()
+        if text in ("true", "1", "false", "0"):
+            return text in ("true", "1")
+    elif dtype.is_numeric():
+        if isinstance(positive, numbers.Real) and not isinstance(positive, bool):
+            return positive
+        try:
+            number = float(str(positive))
+            return int(number) if number.is_integer() and dtype.is_integer() else number
+        except ValueError:
+            pass
+    elif isinstance(positive, str):
+        return positive
+    else:
+        return str(positive)
+    raise InputError(
+        f"expected positive= to be a value of the {dtype} label column {label!r}, got "
+        f"{positive!r}; hint: pass one of the label values"
+    )
+
+
 def label_expr(
     lf: pl.LazyFrame,
     schema: pl.Schema,
@@ -31,10 +62,11 @@ def label_expr(
     """(y as Boolean, 'label not allowed' as Boolean, positive value for the spec)."""
     dtype = schema[label]
     col = pl.col(label)
+    positive = _coerce_positive(positive, dtype, label)
     if dtype == pl.Boolean:
-        pos = True if positive is None else bool(positive)
+        pos = True if positive is None else positive
         return (col if pos else ~col), pl.lit(False), pos
-    if dtype.is_numeric() and (positive is None or (positive == 1 and positive is not True)):
+    if dtype.is_numeric() and positive is None:
         return col == 1, ~((col == 0) | (col == 1)), 1
     if not (dtype.is_numeric() or dtype in (pl.String, pl.Categorical, pl.Enum)):
         raise InputError(

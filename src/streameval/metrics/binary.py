@@ -11,8 +11,9 @@ MCC is 0 when undefined. A metric undefined for a group (AUC with one class) is 
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -41,19 +42,22 @@ def prevalence() -> pl.Expr:
     return _ratio(P, P + N, zero_division=None)
 
 
+_BOTH = (P > 0) & (N > 0)
+
+
 def roc_auc() -> pl.Expr:
     """Area under the ROC curve (ties ½); null with one class."""
-    return _ratio(pl.col("_auc_num"), P * N, zero_division=None)
+    return pl.when(_BOTH).then(pl.col("_auc"))
 
 
 def roc_auc_error() -> pl.Expr:
     """Bound on |bucketed − exact| AUC: ½·Σ_b P_b·N_b / (P·N); 0 in exact mode."""
-    return _ratio(pl.col("_tie_pairs") * pl.col("_bound_factor"), P * N, zero_division=None)
+    return pl.when(_BOTH).then(pl.col("_tie_share") * pl.col("_bound_factor"))
 
 
 def average_precision() -> pl.Expr:
     """Step-sum average precision; null with no positives."""
-    return _ratio(pl.col("_ap_num"), P, zero_division=None)
+    return pl.when(P > 0).then(pl.col("_ap"))
 
 
 def _probability_mean(column: str) -> pl.Expr:
@@ -174,6 +178,30 @@ def with_group_key(state: State) -> tuple[pl.LazyFrame, list[str]]:
     return lf.with_columns(pl.lit(0, pl.Int8).alias(ALL)), [ALL]
 
 
+def as_thresholds(threshold: object) -> list[float]:
+    """One threshold or several as a sorted list of distinct floats, or raise InputError.
+
+    >>> as_thresholds(0.5), as_thresholds([0.7, 0.3, 0.7])
+    ([0.5], [0.3, 0.7])
+    """
+
+    def number(t: object) -> bool:
+        return isinstance(t, numbers.Real) and not isinstance(t, bool) and not math.isnan(t)
+
+    if number(threshold):
+        items: list[object] | None = [threshold]
+    elif isinstance(threshold, str | bytes) or not isinstance(threshold, Iterable):
+        items = None
+    else:
+        items = list(threshold)
+    if not items or not all(number(t) for t in items):
+        raise InputError(
+            f"expected a threshold or a list of thresholds that are numbers, got {threshold!r}; "
+            "hint: predicted positive means score >= threshold, e.g. threshold=0.5"
+        )
+    return sorted({float(t) for t in items})  # type: ignore[arg-type]
+
+
 def check_thresholds(state: State, thresholds: Sequence[float]) -> None:
     """Raise when a threshold splits a bucket, so its confusion counts would not be exact."""
     spec = state.spec
@@ -196,22 +224,16 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
     >>> t.select("n", "roc_auc", "tp", "fp", "accuracy", "f1").row(0)
     (4, 0.75, 1, 1, 0.5, 0.5)
     """
-    thresholds = (
-        [float(threshold)] if isinstance(threshold, int | float) else [float(t) for t in threshold]
-    )
-    if not thresholds or any(math.isnan(t) for t in thresholds):
-        raise InputError(
-            f"expected one or more thresholds that are numbers, got {threshold!r}; "
-            "hint: predicted positive means score >= threshold, e.g. threshold=0.5"
-        )
+    thresholds = as_thresholds(threshold)
     check_thresholds(state, thresholds)
     lf, keys = with_group_key(state)
     count_type = pl.Float64 if state.spec.weighted else pl.Int64
     pos, neg, bucket = pl.col("pos"), pl.col("neg"), pl.col("bucket")
+    fpos, fneg = pos.cast(pl.Float64), neg.cast(pl.Float64)
     cols = column_exprs(state.spec)
     # Sorting by bucket alone (one Int64 column) orders every group from the top score down,
     # and a window keeps frame order within its group: cumulative sums need no key sort.
-    cpos, cneg = pos.cum_sum(), neg.cum_sum()
+    cpos, cneg = fpos.cum_sum(), fneg.cum_sum()
     per_threshold = []
     for i, t in enumerate(thresholds):
         k = float_to_key_scalar(t)
@@ -229,12 +251,16 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
             cols["n"].sum().alias("n"),
             pos.sum().cast(count_type).alias("positives"),
             neg.sum().cast(count_type).alias("negatives"),
-            (neg * (pl.col("_cpos") - 0.5 * pos)).sum().alias("_auc_num"),
-            (pos * neg).cast(pl.Float64).sum().alias("_tie_pairs"),
-            (pos * (pl.col("_cpos") / (pl.col("_cpos") + pl.col("_cneg"))))
+            # Shares of each group's positive and negative weight, so that no product of
+            # two weights can overflow or underflow.
+            ((fneg / fneg.sum()) * ((pl.col("_cpos") - 0.5 * fpos) / fpos.sum()))
+            .sum()
+            .alias("_auc"),
+            ((fpos / fpos.sum()) * (fneg / fneg.sum())).sum().alias("_tie_share"),
+            ((fpos / fpos.sum()) * (pl.col("_cpos") / (pl.col("_cpos") + pl.col("_cneg"))))
             .filter(pos > 0)
             .sum()
-            .alias("_ap_num"),
+            .alias("_ap"),
             cols["log_loss"].sum().alias("_log_loss"),
             cols["brier"].sum().alias("_brier"),
             cols["n_outside"].sum().alias("_n_outside"),

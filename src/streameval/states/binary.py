@@ -102,10 +102,13 @@ def state_query(
     fixed = [pl.lit(v, schema[k]).alias(k) for k, v in constants.items()]
     order = [*spec.keys, "bucket", *names]
     codes = [key_code(k, schema[k]) for k in keys]
-    field, width, decode_bucket = _bucket_field(p, spec)
     key_codes = [c for c in codes if c is not None]
-    widths = [c.width for c in key_codes] + [width]
-    if not constants or len(key_codes) < len(codes) or sum(widths) > 63:
+    if not constants or spec.exact or len(key_codes) < len(codes):
+        widths = [64]
+    else:
+        field, width, decode_bucket = _bucket_field(p, spec)
+        widths = [c.width for c in key_codes] + [width]
+    if sum(widths) > 63:
         bucket = pl.when(~bad).then(bucket_expr(p, spec.precision, spec.splits)).alias("bucket")
         query = lf.group_by([*keys, bucket]).agg(aggs)
         return query, lambda table: table.with_columns(fixed).select(order)
@@ -128,19 +131,11 @@ def state_query(
 
 
 def _bucket_field(p: pl.Expr, spec: Spec) -> tuple[pl.Expr, int, Callable[[pl.Series], pl.Series]]:
-    """Order-preserving non-negative integer field for the bucket, its width and its decoder."""
+    """Order-preserving integer field of a bucketed-mode bucket, its width and its decoder.
+
+    The exact mode's 64-bit keys do not pack with group keys into an Int64.
+    """
     key = ordered_key(p)
-    if spec.exact:
-
-        def decode_exact(f: pl.Series) -> pl.Series:
-            return (
-                f.to_frame("f")
-                .select(pl.col("f") - pl.lit(2**63, pl.Int128))
-                .to_series()
-                .cast(pl.Int64)
-            )
-
-        return (key.cast(pl.Int128) + pl.lit(2**63, pl.Int128)), 64, decode_exact
     shift = EXACT_BITS - spec.precision
     step = 1 << shift
     offset = 1 << (63 - shift)
