@@ -42,22 +42,24 @@ def prevalence() -> pl.Expr:
     return _ratio(P, P + N, zero_division=None)
 
 
+# Pair sums use weights scaled by one power of two (exact), so no product overflows.
+_P, _N = pl.col("_P"), pl.col("_N")
 _BOTH = (P > 0) & (N > 0)
 
 
 def roc_auc() -> pl.Expr:
     """Area under the ROC curve (ties ½); null with one class."""
-    return pl.when(_BOTH).then(pl.col("_auc"))
+    return pl.when(_BOTH).then(pl.col("_auc_num") / _P / _N)
 
 
 def roc_auc_error() -> pl.Expr:
     """Bound on |bucketed − exact| AUC: ½·Σ_b P_b·N_b / (P·N); 0 in exact mode."""
-    return pl.when(_BOTH).then(pl.col("_tie_share") * pl.col("_bound_factor"))
+    return pl.when(_BOTH).then(pl.col("_tie_pairs") / _P / _N * pl.col("_bound_factor"))
 
 
 def average_precision() -> pl.Expr:
     """Step-sum average precision; null with no positives."""
-    return pl.when(P > 0).then(pl.col("_ap"))
+    return pl.when(P > 0).then(pl.col("_ap_num") / _P)
 
 
 def _probability_mean(column: str) -> pl.Expr:
@@ -178,6 +180,14 @@ def with_group_key(state: State) -> tuple[pl.LazyFrame, list[str]]:
     return lf.with_columns(pl.lit(0, pl.Int8).alias(ALL)), [ALL]
 
 
+def _pair_scale(table: pl.DataFrame) -> float:
+    """A power of two that brings the largest bucket weight near 1 (multiplying is exact)."""
+    largest = table.select(pl.max_horizontal(pl.col("pos").max(), pl.col("neg").max())).item()
+    if not largest or not math.isfinite(float(largest)):
+        return 1.0
+    return math.ldexp(1.0, -math.frexp(float(largest))[1])
+
+
 def as_thresholds(threshold: object) -> list[float]:
     """One threshold or several as a sorted list of distinct floats, or raise InputError.
 
@@ -229,7 +239,8 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
     lf, keys = with_group_key(state)
     count_type = pl.Float64 if state.spec.weighted else pl.Int64
     pos, neg, bucket = pl.col("pos"), pl.col("neg"), pl.col("bucket")
-    fpos, fneg = pos.cast(pl.Float64), neg.cast(pl.Float64)
+    scale = _pair_scale(state.table)
+    fpos, fneg = pos.cast(pl.Float64) * scale, neg.cast(pl.Float64) * scale
     cols = column_exprs(state.spec)
     # Sorting by bucket alone (one Int64 column) orders every group from the top score down,
     # and a window keeps frame order within its group: cumulative sums need no key sort.
@@ -251,16 +262,14 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
             cols["n"].sum().alias("n"),
             pos.sum().cast(count_type).alias("positives"),
             neg.sum().cast(count_type).alias("negatives"),
-            # Shares of each group's positive and negative weight, so that no product of
-            # two weights can overflow or underflow.
-            ((fneg / fneg.sum()) * ((pl.col("_cpos") - 0.5 * fpos) / fpos.sum()))
-            .sum()
-            .alias("_auc"),
-            ((fpos / fpos.sum()) * (fneg / fneg.sum())).sum().alias("_tie_share"),
-            ((fpos / fpos.sum()) * (pl.col("_cpos") / (pl.col("_cpos") + pl.col("_cneg"))))
+            fpos.sum().alias("_P"),
+            fneg.sum().alias("_N"),
+            (fneg * (pl.col("_cpos") - 0.5 * fpos)).sum().alias("_auc_num"),
+            (fpos * fneg).sum().alias("_tie_pairs"),
+            (fpos * (pl.col("_cpos") / (pl.col("_cpos") + pl.col("_cneg"))))
             .filter(pos > 0)
             .sum()
-            .alias("_ap"),
+            .alias("_ap_num"),
             cols["log_loss"].sum().alias("_log_loss"),
             cols["brier"].sum().alias("_brier"),
             cols["n_outside"].sum().alias("_n_outside"),
