@@ -23,10 +23,12 @@ from ..errors import InputError
 from ..states.binary import column_exprs
 
 if TYPE_CHECKING:
+    from ..spec import Spec
     from ..state import State
 
 Metric = Callable[[], pl.Expr]
 ALL = "_all"
+CHUNK_ROWS = 4_000_000
 
 tp, fp, tn, fn = (pl.col(c).cast(pl.Float64) for c in ("tp", "fp", "tn", "fn"))
 P, N = pl.col("positives").cast(pl.Float64), pl.col("negatives").cast(pl.Float64)
@@ -172,11 +174,11 @@ COLUMNS = [
 ]  # fmt: skip
 
 
-def with_group_key(state: State) -> tuple[pl.LazyFrame, list[str]]:
-    """State table as a LazyFrame and its keys (a constant key when there are none)."""
-    lf = state.table.lazy()
-    if state.keys:
-        return lf, state.keys
+def with_group_key(table: pl.DataFrame, keys: list[str]) -> tuple[pl.LazyFrame, list[str]]:
+    """A state table as a LazyFrame and its keys (a constant key when there are none)."""
+    lf = table.lazy()
+    if keys:
+        return lf, keys
     return lf.with_columns(pl.lit(0, pl.Int8).alias(ALL)), [ALL]
 
 
@@ -236,12 +238,47 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
     """
     thresholds = as_thresholds(threshold)
     check_thresholds(state, thresholds)
-    lf, keys = with_group_key(state)
-    count_type = pl.Float64 if state.spec.weighted else pl.Int64
-    pos, neg, bucket = pl.col("pos"), pl.col("neg"), pl.col("bucket")
     scale = _pair_scale(state.table)
+    parts = [
+        _finalize(chunk, state.spec, thresholds, scale)
+        for chunk in _key_chunks(state.table, state.keys)
+    ]
+    out = pl.concat(parts, how="vertical") if len(parts) > 1 else parts[0]
+    out = out.sort([*state.keys, "threshold"], nulls_last=False)
+    outside = out.filter(pl.col("_n_outside") > 0).height
+    out = out.drop("_n_outside")
+    if outside:
+        warnings.warn(
+            f"log_loss and brier are null for {outside} group row(s) whose scores fall outside "
+            "[0, 1]; they need probabilities (other metrics are computed)",
+            stacklevel=3,
+        )
+    return out
+
+
+def _key_chunks(table: pl.DataFrame, keys: list[str]) -> list[pl.DataFrame]:
+    """The state split by a hash of its keys into parts of about CHUNK_ROWS rows.
+
+    No group spans two parts, so each is finalized on its own and the finalize step's sorts
+    and windows never hold more than one part: memory stays near the state's own size.
+    """
+    count = table.height // CHUNK_ROWS + 1
+    if count == 1 or not keys:
+        return [table]
+    part = (pl.struct(keys).hash() % count).alias("_part")
+    hashed = table.with_columns(part)
+    return [hashed.filter(pl.col("_part") == i).drop("_part") for i in range(count)]
+
+
+def _finalize(
+    table: pl.DataFrame, spec: Spec, thresholds: list[float], scale: float
+) -> pl.DataFrame:
+    """Metric rows of every group of a state table (``_n_outside`` still attached)."""
+    lf, keys = with_group_key(table, list(spec.keys))
+    count_type = pl.Float64 if spec.weighted else pl.Int64
+    pos, neg, bucket = pl.col("pos"), pl.col("neg"), pl.col("bucket")
     fpos, fneg = pos.cast(pl.Float64) * scale, neg.cast(pl.Float64) * scale
-    cols = column_exprs(state.spec)
+    cols = column_exprs(spec)
     # Sorting by bucket alone (one Int64 column) orders every group from the top score down,
     # and a window keeps frame order within its group: cumulative sums need no key sort.
     cpos, cneg = fpos.cum_sum(), fneg.cum_sum()
@@ -275,7 +312,7 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
             cols["n_outside"].sum().alias("_n_outside"),
             *per_threshold,
         )
-        .with_columns(pl.lit(0.0 if state.spec.exact else 0.5).alias("_bound_factor"))
+        .with_columns(pl.lit(0.0 if spec.exact else 0.5).alias("_bound_factor"))
         .with_columns([f().alias(name) for name, f in RANKING.items()])
     )
     long = pl.concat(
@@ -293,15 +330,6 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
     out = (
         long.with_columns([f().alias(name) for name, f in CONFUSION.items()])
         .select([*keys, *COLUMNS, "_n_outside"])
-        .sort([*keys, "threshold"], nulls_last=False)
         .collect(engine="in-memory")
     )
-    outside = out.filter(pl.col("_n_outside") > 0).height
-    out = out.drop("_n_outside")
-    if outside:
-        warnings.warn(
-            f"log_loss and brier are null for {outside} group row(s) whose scores fall outside "
-            "[0, 1]; they need probabilities (other metrics are computed)",
-            stacklevel=3,
-        )
     return out.drop(ALL) if keys == [ALL] else out

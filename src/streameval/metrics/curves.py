@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def _cumulative(state: State, descending: bool) -> tuple[pl.LazyFrame, list[str]]:
     """Occupied buckets with cumulative positive/negative weight from the top score down."""
-    lf, keys = with_group_key(state)
+    lf, keys = with_group_key(state.table, state.keys)
     pos, neg = pl.col("pos").cast(pl.Float64), pl.col("neg").cast(pl.Float64)
     lf = (
         lf.filter((pl.col("pos") > 0) | (pl.col("neg") > 0))
