@@ -117,3 +117,13 @@ def test_duplicate_thresholds_give_one_row_and_edge_thresholds_keep_states_merge
     a = se.accumulate(frame, label="y", score="p", thresholds=[0.25])
     b = se.accumulate(frame, label="y", score="p")
     assert a.merge(b).metrics([0.25, 0.5]).height == 2
+
+
+def test_hive_units_warn_once_about_log_loss(tmp_path):
+    for day in (1, 2, 3):
+        os.makedirs(tmp_path / f"day={day}")
+        df = pl.DataFrame({"g": ["a", "b"], "y": [0, 1], "p": [-1.0, 2.0]})
+        df.write_parquet(tmp_path / f"day={day}" / "x.parquet")
+    with pytest.warns(UserWarning, match="null for 6 group row") as caught:
+        se.evaluate(tmp_path, label="y", score="p", by=["day", "g"])
+    assert len(caught) == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -68,15 +70,31 @@ def evaluate(
     # time), grouped by its other keys only, and its fixed key added back.
     tables = []
     schema = plan.schema
-    for unit, state in zip(plan.units or [], unit_states(plan), strict=True):
-        fixed = unit.constants
-        spec = replace(state.spec, keys=tuple(k for k in state.keys if k not in fixed))
-        table = State(spec, state.table.drop(list(fixed))).metrics(threshold)
-        columns = [*state.keys, *table.columns[len(spec.keys) :]]
-        tables.append(
-            table.with_columns(pl.lit(v, schema[k]).alias(k) for k, v in fixed.items()).select(
-                columns
-            )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for unit, state in zip(plan.units, unit_states(plan), strict=True):
+            fixed = unit.constants
+            spec = replace(state.spec, keys=tuple(k for k in state.keys if k not in fixed))
+            table = State(spec, state.table.drop(list(fixed))).metrics(threshold)
+            columns = [*state.keys, *table.columns[len(spec.keys) :]]
+            fixed_columns = [pl.lit(v, schema[k]).alias(k) for k, v in fixed.items()]
+            tables.append(table.with_columns(fixed_columns).select(columns))
+    out = pl.concat(tables, how="vertical_relaxed")
+    _warn_once(caught)
+    return out.sort([*plan.spec.keys, "threshold"], nulls_last=False)
+
+
+def _warn_once(caught: list[warnings.WarningMessage]) -> None:
+    """Re-issue the units' warnings: the log-loss one once for all units, others as they were."""
+    outside = [w for w in caught if "log_loss and brier are null" in str(w.message)]
+    for w in caught:
+        if w not in outside:
+            warnings.warn(w.message, stacklevel=3)
+    if outside:
+        counts = [re.search(r"null for (\d+)", str(w.message)) for w in outside]
+        nulls = sum(int(m.group(1)) for m in counts if m)
+        warnings.warn(
+            f"log_loss and brier are null for {nulls} group row(s) whose scores fall outside "
+            "[0, 1]; they need probabilities (other metrics are computed)",
+            stacklevel=3,
         )
-    keys = [*plan.spec.keys, "threshold"]
-    return pl.concat(tables, how="vertical_relaxed").sort(keys, nulls_last=False)
