@@ -158,25 +158,28 @@ def assert_tables_match(ours: pl.DataFrame, reference: list[dict[str, Any]], tol
             assert close(mine[name], value, tol), (name, mine[name], value, ref)
 
 
-def reference_roc(df: pl.DataFrame) -> dict[Any, tuple[np.ndarray, ...]]:
-    out = {}
+def _groups(df: pl.DataFrame):
+    """Per group g: key, labels, scores, weights (or None) and positive/negative weight."""
     for key, part in df.partition_by("g", as_dict=True).items():
         y, p = part["y"].to_numpy(), part["p"].to_numpy()
         w = part["w"].to_numpy() if "w" in part.columns else None
         sw = np.ones_like(p) if w is None else w
-        if sw[y == 1].sum() > 0 and sw[y == 0].sum() > 0:
+        yield key[0], y, p, w, sw[y == 1].sum(), sw[y == 0].sum()
+
+
+def reference_roc(df: pl.DataFrame) -> dict[Any, tuple[np.ndarray, ...]]:
+    out = {}
+    for g, y, p, w, positives, negatives in _groups(df):
+        if positives > 0 and negatives > 0:
             fpr, tpr, thr = skm.roc_curve(y, p, sample_weight=w, drop_intermediate=False)
-            out[key[0]] = (thr, fpr, tpr)
+            out[g] = (thr, fpr, tpr)
     return out
 
 
 def reference_pr(df: pl.DataFrame) -> dict[Any, tuple[np.ndarray, ...]]:
     out = {}
-    for key, part in df.partition_by("g", as_dict=True).items():
-        y, p = part["y"].to_numpy(), part["p"].to_numpy()
-        w = part["w"].to_numpy() if "w" in part.columns else None
-        sw = np.ones_like(p) if w is None else w
-        if sw[y == 1].sum() > 0:
+    for g, y, p, w, positives, _ in _groups(df):
+        if positives > 0:
             prec, rec, thr = skm.precision_recall_curve(y, p, sample_weight=w)
-            out[key[0]] = (np.append(thr, np.inf), prec, rec)
+            out[g] = (np.append(thr, np.inf), prec, rec)
     return out
