@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import polars as pl
 
-from .bucketing import ABOVE_ONE, EXACT_BITS, is_bucket_edge
-from .errors import InputError
-from .metrics.binary import COLUMNS, as_thresholds
+from .errors import InputError, close_matches
+from .metrics.binary import as_thresholds
 from .source import (
     Engine,
     Source,
@@ -26,10 +26,9 @@ from .source import (
 )
 from .spec import Spec, parse_precision
 from .state import State
-from .states import binary
-from .validate import diagnose_bad_rows, label_expr
+from .tasks import Inputs, Opened, TaskPlan
 
-_RESERVED = {"bucket", *binary.ALL_COLUMNS, *COLUMNS}
+TASKS = ("binary", "multiclass", "regression")
 
 
 def _as_list(by: str | Sequence[str] | None) -> list[str]:
@@ -44,43 +43,77 @@ def _as_list(by: str | Sequence[str] | None) -> list[str]:
     return list(keys)
 
 
+def task_module(task: str) -> ModuleType:
+    """The planning module of a task."""
+    from .tasks import binary, multiclass, regression
+
+    modules = {"binary": binary, "multiclass": multiclass, "regression": regression}
+    if task not in modules:
+        raise InputError(
+            f"expected task to be one of {', '.join(TASKS)}, got {task!r}; hint: "
+            + close_matches(str(task), TASKS)
+        )
+    return modules[task]
+
+
 def accumulate(
     source: Source,
     *,
     label: str,
-    score: str,
+    score: str | None = None,
     by: str | Sequence[str] | None = None,
     weight: str | None = None,
+    task: str = "binary",
+    prediction: str | None = None,
+    scores: Sequence[str] | Mapping[Any, str] | None = None,
+    classes: Sequence[Any] | None = None,
     positive: Any = None,
     precision: int | str | None = None,
     thresholds: float | Sequence[float] = (0.5,),
+    top_k: int = 2,
+    power: float = 1.5,
     drop_nulls: bool = False,
     engine: Engine = "streaming",
 ) -> State:
-    """Compute the mergeable state of a binary classifier's scores in one streaming pass.
+    """Compute the mergeable state of a model's predictions in one streaming pass.
 
     Parameters
     ----------
     source : path, glob, directory, list of paths, LazyFrame, DataFrame or pyarrow data
         The predictions. Hive partition columns (``day=2026-10-01/``) can be used in ``by``.
     label : str
-        Label column: 0/1, booleans, or two values with ``positive=`` naming the positive one.
-    score : str
-        Score column, any numeric range (probabilities, logits, margins).
+        Label column. Binary: 0/1, booleans, or two values with ``positive=``. Multiclass:
+        any type. Regression: numeric.
+    score : str, optional
+        Binary task: the score column, any numeric range (probabilities, logits, margins).
     by : str or list of str, optional
         Group key columns; one state row set per group.
     weight : str, optional
         Non-negative sample weights (sklearn's ``sample_weight``).
+    task : {"binary", "multiclass", "regression"}
+        What the predictions are.
+    prediction : str, optional
+        Multiclass: the hard predicted class. Regression: the predicted value.
+    scores : list of str or mapping class → column, optional
+        Multiclass: per-class probability columns, in ``classes`` order for a list.
+    classes : list, optional
+        Multiclass: every class, in order (also those missing from this part of the data, so
+        that states of partitions merge). Default: the sorted values found.
     positive : optional
-        The positive class value (default 1 / True).
+        Binary: the positive class value (default 1 / True).
     precision : "exact" or int, optional
-        Mantissa bits of score buckets; ``"exact"`` keeps every distinct score. Default 11.
+        Mantissa bits of score (and error) buckets; ``"exact"`` keeps every distinct value.
+        Default 11.
     thresholds : float or list of float
-        Thresholds whose confusion counts must stay exact in bucketed mode (buckets are cut
-        there). ``0.5`` and other short binary fractions are always bucket edges.
+        Binary: thresholds whose confusion counts must stay exact in bucketed mode (buckets
+        are cut there). ``0.5`` and other short binary fractions are always bucket edges.
+    top_k : int
+        Multiclass: ``k`` of ``top_k_accuracy`` (sklearn's default 2).
+    power : float
+        Regression: Tweedie power of ``mean_tweedie_deviance`` (≤ 0 or ≥ 1; default 1.5).
     drop_nulls : bool
-        Drop rows with a null label, score or weight (with a warning giving the count)
-        instead of raising.
+        Drop rows with a null in a column read (with a warning giving the count) instead of
+        raising.
     engine : {"streaming", "in-memory"}
         Polars engine; streaming keeps memory bounded.
 
@@ -106,136 +139,104 @@ def accumulate(
     └─────┴─────┴─────┘
 
     """
-    plan = prepare(
-        source,
+    inputs = Inputs(
         label=label,
         score=score,
-        by=by,
+        task=task,
+        prediction=prediction,
+        scores=scores,
+        classes=classes,
         weight=weight,
         positive=positive,
-        precision=precision,
-        thresholds=thresholds,
-        drop_nulls=drop_nulls,
-        engine=engine,
+        precision=parse_precision(precision),
+        thresholds=tuple(as_thresholds(thresholds)),
+        top_k=top_k,
+        power=power,
     )
-    return combine(plan)
+    return combine(prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine))
 
 
 @dataclass
 class Plan:
-    """A validated accumulation: the spec, the row expressions and the units to compute."""
+    """A validated accumulation: the source, the task's plan and the units to compute."""
 
-    spec: Spec
     lf: pl.LazyFrame
     schema: pl.Schema
     files: list[str] | None
     engine: Engine
-    y: pl.Expr
-    p: pl.Expr
-    w: pl.Expr | None
-    bad: pl.Expr
-    not_allowed: pl.Expr
     wanted: list[str]
+    task: TaskPlan
     units: list[Unit] | None
+
+    @property
+    def spec(self) -> Spec:
+        """The spec of the states this plan computes."""
+        spec: Spec = self.task.spec
+        return spec
 
 
 def prepare(
     source: Source,
+    inputs: Inputs,
     *,
-    label: str,
-    score: str,
     by: str | Sequence[str] | None = None,
-    weight: str | None = None,
-    positive: Any = None,
-    precision: int | str | None = None,
-    thresholds: float | Sequence[float] = (0.5,),
     drop_nulls: bool = False,
     engine: Engine = "streaming",
 ) -> Plan:
     """Validate the inputs (schema, types, label values) and plan the pass.
 
-    Reads no rows, except the label values when ``positive`` must be checked and the values
+    Reads no rows, except label values when classes must be found or checked, and the values
     of a hive partition key (from the file list).
     """
+    module = task_module(inputs.task)
     keys = _as_list(by)
     files = source_files(source) if not isinstance(source, pl.LazyFrame | pl.DataFrame) else None
     lf = to_lazyframe(source)
     schema = schema_of(lf, files)
-    wanted = [label, score, *keys] + ([weight] if weight is not None else [])
+    roles = module.roles(inputs)
+    if inputs.weight is not None:
+        roles.append((inputs.weight, "weight"))
+    used = [column for column, _ in roles]
+    wanted = [*used, *keys]
     if files and len(files) > 1 and any(c not in schema for c in wanted):
         hint = diagnose_files(files, wanted)
         if hint:
             raise InputError(hint)
-    require_columns(schema, [label], role="label")
-    require_columns(schema, [score], role="score")
-    if weight is not None:
-        require_columns(schema, [weight], role="weight")
+    for column, role in roles:
+        require_columns(schema, [column], role=role)
     require_columns(schema, keys, role="group key")
     for name in keys:
-        if name in _RESERVED or name.startswith("_") or name in (label, score, weight):
+        if name in module.RESERVED or name.startswith("_") or name in used:
             raise InputError(
-                f"expected group keys other than the label/score/weight, names starting with "
-                f"'_', and the state's and metric table's own columns, got {name!r}; "
-                "hint: rename it in a LazyFrame"
+                f"expected group keys other than the columns read ({', '.join(used)}), names "
+                f"starting with '_', and the state's and metric table's own columns, got "
+                f"{name!r}; hint: rename it in a LazyFrame"
             )
-    numeric_roles: list[tuple[str, str]] = [(score, "score")]
-    if weight is not None:
-        numeric_roles.append((weight, "weight"))
-    for column, role in numeric_roles:
+    numeric = module.numeric(inputs) + ([(inputs.weight, "weight")] if inputs.weight else [])
+    for column, role in numeric:
         if not schema[column].is_numeric():
             raise InputError(
                 f"expected the {role} column {column!r} to be numeric, got {schema[column]}; "
                 "hint: cast it to Float64"
             )
-    bits = parse_precision(precision)
-    cuts = {t for t in as_thresholds(thresholds) if not is_bucket_edge(t, bits)}
-    splits = () if bits >= EXACT_BITS else tuple(sorted(cuts | {ABOVE_ONE}))
-
-    valid = pl.lit(True)
     if drop_nulls:
-        valid = pl.col(label).is_not_null() & pl.col(score).is_not_null()
-        if weight is not None:
-            valid = valid & pl.col(weight).is_not_null()
+        valid = pl.all_horizontal([pl.col(c).is_not_null() for c in used])
         dropped = collect(lf.select((~valid).sum()), engine, files).item()
         if dropped:
-            warnings.warn(
-                f"dropped {dropped} rows with a null label, score or weight", stacklevel=3
-            )
+            warnings.warn(f"dropped {dropped} rows with a null in {', '.join(used)}", stacklevel=3)
         lf = lf.filter(valid)
-
-    y, not_allowed, pos_value = label_expr(lf, schema, label, positive, engine, files)
-    p = pl.col(score).cast(pl.Float64)
-    w = pl.col(weight).cast(pl.Float64) if weight is not None else None
-    bad = pl.col(label).is_null() | (~p.is_finite()).fill_null(True) | not_allowed.fill_null(False)
-    if w is not None:
-        bad = bad | (w < 0).fill_null(True) | (~w.is_finite()).fill_null(True)
-    spec = Spec(
-        kind="binary",
-        keys=tuple(keys),
-        precision=bits,
-        splits=splits,
-        weighted=weight is not None,
-        label=label,
-        score=score,
-        weight=weight,
-        positive=pos_value if isinstance(pos_value, bool | int | float | str) else str(pos_value),
-    )
+    task = module.plan(Opened(lf, schema, files, engine, keys), inputs)
     units = hive_units(lf, source, files, keys) if files else None
-    return Plan(spec, lf, schema, files, engine, y, p, w, bad, not_allowed, wanted, units)
+    return Plan(lf, schema, files, engine, wanted, task, units)
 
 
 def compute(plan: Plan, unit: Unit | None = None) -> pl.DataFrame:
     """The state table of one unit (a hive partition whose key is constant), or of everything."""
     lf, constants = (plan.lf, {}) if unit is None else (unit.lf, unit.constants)
-    query, finish = binary.state_query(
-        lf, plan.spec, plan.schema, plan.y, plan.p, plan.w, plan.bad, constants
-    )
+    query, finish = plan.task.build(lf, constants)
     table = finish(collect(query, plan.engine, plan.files, plan.wanted))
-    if table["bucket"].null_count():
-        s = plan.spec
-        raise diagnose_bad_rows(
-            plan.lf, s.label, s.score, s.weight, plan.not_allowed, plan.engine, plan.files
-        )
+    if plan.task.invalid(table):
+        raise plan.task.diagnose()
     return table
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -13,27 +13,36 @@ import polars as pl
 from .accumulate import combine, prepare, unit_states
 from .metrics.binary import as_thresholds
 from .source import Engine, Source
+from .spec import parse_precision
 from .state import State
+from .tasks import Inputs
 
 
 def evaluate(
     source: Source,
     *,
     label: str,
-    score: str,
+    score: str | None = None,
     by: str | Sequence[str] | None = None,
     weight: str | None = None,
+    task: str = "binary",
+    prediction: str | None = None,
+    scores: Sequence[str] | Mapping[Any, str] | None = None,
+    classes: Sequence[Any] | None = None,
     positive: Any = None,
     threshold: float | Sequence[float] = 0.5,
     precision: int | str | None = None,
+    top_k: int = 2,
+    power: float = 1.5,
+    alpha: float = 0.5,
     drop_nulls: bool = False,
     engine: Engine = "streaming",
 ) -> pl.DataFrame:
-    """Evaluate binary predictions: one metric row per group (and threshold).
+    """Evaluate predictions: one metric row per group (and threshold, for a binary task).
 
-    Parameters are those of :func:`streameval.accumulate`; ``threshold`` (one value or a
-    list) sets where predicted positive means ``score >= threshold``, and is kept exact in
-    bucketed mode.
+    Parameters are those of :func:`streameval.accumulate`, plus ``threshold`` (binary: one
+    value or a list; predicted positive means ``score >= threshold``, kept exact in bucketed
+    mode) and ``alpha`` (regression: the quantile of ``mean_pinball_loss``).
 
     Examples
     --------
@@ -49,23 +58,32 @@ def evaluate(
     │ 0.3       ┆ 1.0    │
     │ 0.5       ┆ 0.5    │
     └───────────┴────────┘
+    >>> reg = pl.DataFrame({"y": [1.0, 2.0, 4.0], "yhat": [1.5, 2.0, 3.0]})
+    >>> se.evaluate(reg, task="regression", label="y", prediction="yhat")["mae"].item()
+    0.5
 
     """
-    threshold = as_thresholds(threshold)
-    plan = prepare(
-        source,
+    thresholds = as_thresholds(threshold)
+    inputs = Inputs(
         label=label,
         score=score,
-        by=by,
+        task=task,
+        prediction=prediction,
+        scores=scores,
+        classes=classes,
         weight=weight,
         positive=positive,
-        precision=precision,
-        thresholds=threshold,
-        drop_nulls=drop_nulls,
-        engine=engine,
+        precision=parse_precision(precision),
+        thresholds=tuple(thresholds),
+        top_k=top_k,
+        power=power,
     )
+    plan = prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine)
+    options: dict[str, Any] = {"threshold": thresholds} if task == "binary" else {}
+    if task == "regression":
+        options["alpha"] = alpha
     if plan.units is None:
-        return combine(plan).metrics(threshold)
+        return combine(plan).metrics(**options)
     # Hive units hold disjoint groups: each is finalized on its own (one unit in memory at a
     # time), grouped by its other keys only, and its fixed key added back.
     tables = []
@@ -75,13 +93,14 @@ def evaluate(
         for unit, state in zip(plan.units, unit_states(plan), strict=True):
             fixed = unit.constants
             spec = replace(state.spec, keys=tuple(k for k in state.keys if k not in fixed))
-            table = State(spec, state.table.drop(list(fixed))).metrics(threshold)
+            table = State(spec, state.table.drop(list(fixed))).metrics(**options)
             columns = [*state.keys, *table.columns[len(spec.keys) :]]
             fixed_columns = [pl.lit(v, schema[k]).alias(k) for k, v in fixed.items()]
             tables.append(table.with_columns(fixed_columns).select(columns))
     out = pl.concat(tables, how="vertical_relaxed")
     _warn_once(caught)
-    return out.sort([*plan.spec.keys, "threshold"], nulls_last=False)
+    order = [*plan.spec.keys] + (["threshold"] if "threshold" in out.columns else [])
+    return out.sort(order, nulls_last=False) if order else out
 
 
 def _warn_once(caught: list[warnings.WarningMessage]) -> None:

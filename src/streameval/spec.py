@@ -20,7 +20,7 @@ class Spec:
     Attributes
     ----------
     kind : str
-        The state kind, e.g. ``"binary"``.
+        The task and state kind: ``"binary"``, ``"multiclass"`` or ``"regression"``.
     keys : tuple of str
         Group key columns.
     precision : int
@@ -29,10 +29,18 @@ class Spec:
         Scores at which buckets were cut so confusion counts there stay exact.
     weighted : bool
         Whether a weight column was used (sums are then Float64).
-    label, score, weight : str or None
+    label, score, weight, prediction : str or None
         Source column names.
     positive : Any
-        The positive label value (JSON-representable).
+        The positive label value of a binary task (JSON-representable).
+    classes : tuple
+        A multiclass task's classes, in order (JSON-representable values).
+    scores : tuple of str
+        A multiclass task's score columns, one per class in ``classes`` order.
+    top_k : int
+        ``k`` of a multiclass task's ``top_k_accuracy``.
+    power : float
+        Tweedie power of a regression task's ``mean_tweedie_deviance``.
 
     """
 
@@ -42,9 +50,14 @@ class Spec:
     splits: tuple[float, ...] = ()
     weighted: bool = False
     label: str = "label"
-    score: str = "score"
+    score: str | None = "score"
     weight: str | None = None
     positive: Any = 1
+    prediction: str | None = None
+    classes: tuple[Any, ...] = ()
+    scores: tuple[str, ...] = ()
+    top_k: int = 2
+    power: float = 1.5
     schema_version: int = field(default=SCHEMA_VERSION)
 
     @property
@@ -61,7 +74,8 @@ class Spec:
         """Inverse of :meth:`to_json`."""
         data = json.loads(text)
         data["keys"] = tuple(data["keys"])
-        data["splits"] = tuple(data["splits"])
+        for name in ("splits", "classes", "scores"):
+            data[name] = tuple(data.get(name, ()))
         return cls(**data)
 
     def check_mergeable(self, other: Spec) -> None:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import polars as pl
 
 from .errors import InputError, SpecMismatchError
 from .spec import Spec
-from .states import binary
+from .states import kind_module
 
 
 @dataclass(frozen=True)
@@ -43,22 +45,96 @@ class State:
         """Merge with other states of the same spec (sums re-aggregated)."""
         return merge([self, *others])
 
-    def metrics(self, threshold: float | Sequence[float] = 0.5) -> pl.DataFrame:
-        """Metric table, one row per group (and per threshold when a list is given)."""
-        from .metrics.binary import metric_table
+    def metrics(
+        self,
+        threshold: float | Sequence[float] | None = None,
+        *,
+        alpha: float = 0.5,
+        metrics: Sequence[str] | None = None,
+    ) -> pl.DataFrame:
+        """Metric table, one row per group (binary: and per threshold when a list is given).
 
-        return metric_table(self, threshold)
+        Parameters
+        ----------
+        threshold : float or list of float, optional
+            Binary: predicted positive means ``score >= threshold`` (default 0.5).
+        alpha : float
+            Regression: the quantile of ``mean_pinball_loss``.
+        metrics : list of str, optional
+            Only these metric columns (after the keys and ``n``). A metric asked for by name
+            whose domain the data violates raises instead of being null with a warning.
+
+        """
+        kind = self.spec.kind
+        if kind != "binary" and threshold is not None:
+            raise InputError(
+                f"expected no threshold for a {kind} state, got {threshold!r}; "
+                "hint: thresholds apply to binary scores"
+            )
+        if kind == "regression":
+            from .metrics.regression import metric_table as regression_table
+
+            return regression_table(self, alpha=alpha, metrics=metrics)
+        if kind == "multiclass":
+            from .metrics.multiclass import metric_table as multiclass_table
+
+            return multiclass_table(self, metrics=metrics)
+        from .metrics.binary import COLUMNS, metric_table
+        from .metrics.regression import select_metrics
+
+        fixed = ["n", "threshold"]
+        names = select_metrics(metrics, [c for c in COLUMNS if c not in fixed])
+        t = 0.5 if threshold is None else threshold
+        if metrics is None or not {"log_loss", "brier"} & set(names):
+            table = metric_table(self, t)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", UserWarning)
+                try:
+                    table = metric_table(self, t)
+                except UserWarning as exc:
+                    raise InputError(f"expected probabilities, but {exc}") from None
+        return table.select(*self.keys, "n", *names, "threshold")
+
+    def per_class(self) -> pl.DataFrame:
+        """Multiclass: per group and class, support and one-vs-rest metrics (and AUC, AP)."""
+        from .metrics.classes import per_class
+
+        self._require("multiclass", "per_class")
+        return per_class(self)
+
+    def confusion_matrix(
+        self, normalize: Literal["true", "pred", "all"] | None = None, *, wide: bool = False
+    ) -> pl.DataFrame:
+        """Multiclass: confusion matrix per group, long (keys, actual, predicted, count) or wide.
+
+        ``normalize`` divides by the actual class's total (``"true"``), the predicted
+        class's (``"pred"``) or the group's (``"all"``).
+        """
+        from .metrics.classes import confusion_matrix
+
+        self._require("multiclass", "confusion_matrix")
+        return confusion_matrix(self, normalize, wide=wide)
+
+    def _require(self, kind: str, method: str) -> None:
+        if self.spec.kind != kind:
+            raise InputError(
+                f"expected a {kind} state for {method}(), got a {self.spec.kind} state; "
+                f"hint: accumulate with task='{kind}'"
+            )
 
     def roc_curve(self) -> pl.DataFrame:
         """ROC points per group: keys, threshold, fpr, tpr (as sklearn's ``roc_curve``)."""
         from .metrics.curves import roc_curve
 
+        self._require("binary", "roc_curve")
         return roc_curve(self)
 
     def pr_curve(self) -> pl.DataFrame:
         """PR points per group: keys, threshold, precision, recall."""
         from .metrics.curves import pr_curve
 
+        self._require("binary", "pr_curve")
         return pr_curve(self)
 
     def write(self, path: str | os.PathLike[str]) -> None:
@@ -100,9 +176,10 @@ def merge(states: Iterable[State]) -> State:
             )
     if len(items) == 1:
         return items[0]
-    ops = binary.merge_ops(spec)
+    kind = kind_module(spec)
+    ops = kind.merge_ops(spec)
     table = pl.concat([s.table for s in items], how="vertical")
-    group = [*spec.keys, "bucket"]
+    group = [*spec.keys, *kind.group_columns(spec)]
     merged = (
         table.lazy()
         .group_by(group)

@@ -52,6 +52,11 @@ def merge_ops(spec: Spec) -> dict[str, str]:
     return dict.fromkeys(cols, SUM)
 
 
+def group_columns(spec: Spec) -> list[str]:
+    """Columns that identify a state row after the group keys."""
+    return ["bucket"]
+
+
 def _row_loss(y: pl.Expr, p: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     """Per-row log loss (sklearn's clipping) and squared error."""
     clipped = p.clip(_EPS, 1.0 - _EPS)

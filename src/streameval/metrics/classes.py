@@ -1,0 +1,229 @@
+"""Per-class statistics of a multiclass state: counts, one-vs-rest metrics, confusion matrix.
+
+A class's one-vs-rest confusion counts come from the confusion rows: support ``t`` (actual),
+predicted ``p`` and correct ``c``; then tp = c, fp = p − c, fn = t − c, tn = s − t − p + c.
+Ratios use sklearn's ``zero_division=0``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+import polars as pl
+
+from ..errors import InputError
+from .binary import ALL, with_group_key
+from .ranking import ranking
+
+if TYPE_CHECKING:
+    from ..state import State
+
+Normalize = Literal["true", "pred", "all"] | None
+
+
+def _ratio(num: pl.Expr, den: pl.Expr) -> pl.Expr:
+    return pl.when(den > 0).then(num / den).otherwise(0.0)
+
+
+def class_values(state: State) -> pl.Series:
+    """The classes as a Series (the label's type: string, integer, float or boolean)."""
+    return pl.Series("class", list(state.spec.classes))
+
+
+def weight_column(state: State) -> pl.Expr:
+    """The weight of a state row: Σw, or the row count when unweighted."""
+    return pl.col("w") if state.spec.weighted else pl.col("n").cast(pl.Float64)
+
+
+def confusion_rows(state: State) -> tuple[pl.LazyFrame, list[str]]:
+    """Confusion rows (keys, actual, predicted, _w) and the keys (a constant key when none)."""
+    lf, keys = with_group_key(state.table, state.keys)
+    rows = lf.filter(pl.col("column").is_null()).select(
+        *keys, "actual", "predicted", "n", weight_column(state).alias("_w")
+    )
+    return rows, keys
+
+
+def class_counts(state: State) -> tuple[pl.LazyFrame, list[str]]:
+    """Per group and class index ``k``: t, p, c (weights), s (group total), one-vs-rest counts.
+
+    Every class of the spec appears for every group, with zeros when absent; ``t_n`` and
+    ``p_n`` count rows (a class is present in a group when it has rows, as in sklearn, even
+    if their weights are 0).
+    """
+    rows, keys = confusion_rows(state)
+    groups = rows.select(keys).unique()
+    index = pl.LazyFrame({"k": list(range(len(state.spec.classes)))}, schema={"k": pl.Int32})
+    w = pl.col("_w")
+    rows_n = pl.col("n").sum()
+    t = rows.group_by(*keys, pl.col("actual").alias("k")).agg(
+        w.sum().alias("t"), rows_n.alias("t_n")
+    )
+    p = rows.group_by(*keys, pl.col("predicted").alias("k")).agg(
+        w.sum().alias("p"), rows_n.alias("p_n")
+    )
+    c = (
+        rows.filter(pl.col("actual") == pl.col("predicted"))
+        .group_by(*keys, pl.col("actual").alias("k"))
+        .agg(w.sum().alias("c"))
+    )
+    out = groups.join(index, how="cross")
+    for part in (t, p, c):
+        out = out.join(part, on=[*keys, "k"], how="left", nulls_equal=True)
+    out = out.with_columns(pl.col("t", "p", "c", "t_n", "p_n").fill_null(0)).with_columns(
+        pl.col("t").sum().over(keys).alias("s")
+    )
+    tp, t_, p_, s = pl.col("c"), pl.col("t"), pl.col("p"), pl.col("s")
+    return out.with_columns(
+        tp.alias("tp"),
+        (p_ - tp).alias("fp"),
+        (t_ - tp).alias("fn"),
+        (s - t_ - p_ + tp).alias("tn"),
+    ), keys
+
+
+def one_vs_rest(counts: pl.LazyFrame) -> pl.LazyFrame:
+    """Per-class precision … fnr and jaccard from :func:`class_counts`."""
+    tp, fp, fn, tn = (pl.col(c) for c in ("tp", "fp", "fn", "tn"))
+    return counts.with_columns(
+        _ratio(tp, tp + fp).alias("precision"),
+        _ratio(tp, tp + fn).alias("recall"),
+        _ratio(2 * tp, 2 * tp + fp + fn).alias("f1"),
+        _ratio(tp, tp + fp + fn).alias("jaccard"),
+        _ratio(tn, tn + fp).alias("specificity"),
+        _ratio(tn, tn + fn).alias("npv"),
+        _ratio(fp, fp + tn).alias("fpr"),
+        _ratio(fn, fn + tp).alias("fnr"),
+    )
+
+
+def ovr_ranking(state: State) -> tuple[pl.LazyFrame, list[str]]:
+    """Per group and class index ``k``: one-vs-rest AUC, its bound and average precision."""
+    lf, keys = with_group_key(state.table, state.keys)
+    w = weight_column(state)
+    hist = (
+        lf.filter(pl.col("column").is_not_null())
+        .group_by(*keys, pl.col("column").alias("k"), "bucket")
+        .agg(
+            w.filter(pl.col("actual") == pl.col("column")).sum().alias("pos"),
+            w.filter(pl.col("actual") != pl.col("column")).sum().alias("neg"),
+        )
+    )
+    return ranking(hist, [*keys, "k"], exact=state.spec.exact), keys
+
+
+PER_CLASS = ["support", "precision", "recall", "f1", "specificity", "npv", "fpr", "fnr"]
+SCORE_COLUMNS = ["roc_auc", "roc_auc_error", "average_precision"]
+
+
+def per_class(state: State) -> pl.DataFrame:
+    """Per group and class: support, one-vs-rest metrics, and with scores AUC and AP.
+
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": ["a", "b", "c", "a"], "pred": ["a", "b", "a", "a"]})
+    >>> st = se.accumulate(df, task="multiclass", label="y", prediction="pred")
+    >>> st.per_class().select("class", "support", "precision", "recall")
+    shape: (3, 4)
+    ┌───────┬─────────┬───────────┬────────┐
+    │ class ┆ support ┆ precision ┆ recall │
+    │ ---   ┆ ---     ┆ ---       ┆ ---    │
+    │ str   ┆ f64     ┆ f64       ┆ f64    │
+    ╞═══════╪═════════╪═══════════╪════════╡
+    │ a     ┆ 2.0     ┆ 0.666667  ┆ 1.0    │
+    │ b     ┆ 1.0     ┆ 1.0       ┆ 1.0    │
+    │ c     ┆ 1.0     ┆ 0.0       ┆ 0.0    │
+    └───────┴─────────┴───────────┴────────┘
+    """
+    counts, keys = class_counts(state)
+    out = one_vs_rest(counts).with_columns(pl.col("t").alias("support"))
+    columns = list(PER_CLASS)
+    if state.spec.scores:
+        ranked, _ = ovr_ranking(state)
+        out = out.join(ranked, on=[*keys, "k"], how="left", nulls_equal=True)
+        columns += SCORE_COLUMNS
+    names = pl.LazyFrame({"k": range(len(state.spec.classes)), "class": class_values(state)})
+    out = out.with_columns(pl.col("k").cast(pl.Int64)).join(names, on="k")
+    table = out.sort([*keys, "k"], nulls_last=False).select(*keys, "class", *columns).collect()
+    return table.drop(ALL) if keys == [ALL] else table
+
+
+def confusion_matrix(
+    state: State, normalize: Normalize = None, *, wide: bool = False
+) -> pl.DataFrame:
+    """Confusion matrix per group: long (keys, actual, predicted, count) or wide.
+
+    ``count`` is Σw (the row count when unweighted); ``normalize`` divides by the actual
+    class's total (``"true"``), the predicted class's (``"pred"``) or the group's (``"all"``),
+    0 where that total is 0 (as sklearn). ``wide=True`` gives one column per predicted class.
+
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [0, 1, 2, 2], "pred": [0, 2, 2, 1]})
+    >>> st = se.accumulate(df, task="multiclass", label="y", prediction="pred")
+    >>> st.confusion_matrix(wide=True)
+    shape: (3, 4)
+    ┌────────┬─────┬─────┬─────┐
+    │ actual ┆ 0   ┆ 1   ┆ 2   │
+    │ ---    ┆ --- ┆ --- ┆ --- │
+    │ i64    ┆ f64 ┆ f64 ┆ f64 │
+    ╞════════╪═════╪═════╪═════╡
+    │ 0      ┆ 1.0 ┆ 0.0 ┆ 0.0 │
+    │ 1      ┆ 0.0 ┆ 0.0 ┆ 1.0 │
+    │ 2      ┆ 0.0 ┆ 1.0 ┆ 1.0 │
+    └────────┴─────┴─────┴─────┘
+    """
+    if normalize not in (None, "true", "pred", "all"):
+        raise InputError(
+            f"expected normalize to be None, 'true', 'pred' or 'all', got {normalize!r}"
+        )
+    rows, keys = confusion_rows(state)
+    k = len(state.spec.classes)
+    index = pl.LazyFrame({"actual": range(k)}, schema={"actual": pl.Int32})
+    cells = (
+        rows.select(keys)
+        .unique()
+        .join(index, how="cross")
+        .join(index.rename({"actual": "predicted"}), how="cross")
+        .join(
+            rows.group_by(*keys, "actual", "predicted").agg(pl.col("_w").sum().alias("count")),
+            on=[*keys, "actual", "predicted"],
+            how="left",
+            nulls_equal=True,
+        )
+        .with_columns(pl.col("count").fill_null(0.0))
+    )
+    if normalize is not None:
+        over = {"true": [*keys, "actual"], "pred": [*keys, "predicted"], "all": keys}[normalize]
+        total = pl.col("count").sum().over(over)
+        cells = cells.with_columns(pl.when(total > 0).then(pl.col("count") / total).otherwise(0.0))
+    values = class_values(state)
+    names = pl.LazyFrame({"i": range(k), "value": values})
+    for side in ("actual", "predicted"):
+        cells = (
+            cells.with_columns(pl.col(side).cast(pl.Int64).alias("i"))
+            .join(names, on="i")
+            .drop(side, "i")
+            .rename({"value": side})
+        )
+    long = (
+        cells.with_columns(pl.col("actual").alias("_a"))  # keep class order, not value order
+        .sort(keys, nulls_last=False)
+        .select(*keys, "actual", "predicted", "count")
+        .collect()
+    )
+    order = {v: i for i, v in enumerate(values.to_list())}
+    long = long.with_columns(
+        pl.col("actual").replace_strict(order, return_dtype=pl.Int64).alias("_a"),
+        pl.col("predicted").replace_strict(order, return_dtype=pl.Int64).alias("_p"),
+    ).sort([*keys, "_a", "_p"], nulls_last=False)
+    if wide:
+        long = (
+            long.with_columns(pl.col("predicted").cast(pl.String))
+            .pivot(
+                on="predicted", index=[*keys, "actual", "_a"], values="count", sort_columns=False
+            )
+            .sort([*keys, "_a"], nulls_last=False)
+            .drop("_a")
+        )
+    else:
+        long = long.drop("_a", "_p")
+    return long.drop(ALL) if keys == [ALL] else long

@@ -1,0 +1,302 @@
+"""Multiclass metric table: confusion-matrix metrics and, with scores, losses and AUCs.
+
+Definitions follow scikit-learn. Averages: ``macro`` over the classes present in the group
+(as actual or predicted, sklearn's default ``labels``), ``micro`` from the pooled counts,
+``weighted`` by support. ``f1_macro_harmonic`` is the reference texts' macro F1: the harmonic
+mean of macro precision and macro recall. ``g_mean`` is the geometric mean of the recalls of
+the classes present as actual. Kappa weights use the class index in ``classes`` (sklearn with
+``labels=classes``). With scores: ``log_loss`` (labels = classes), ``brier`` (sum over
+classes; halved for two classes, as sklearn), ``top_k_accuracy``, one-vs-rest AUCs (per
+class where defined, then averaged) and one-vs-one AUCs (Hand & Till, over pairs of classes
+present), each with its error bound in bucketed mode (the bounds averaged alike).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from .binary import ALL
+from .classes import class_counts, confusion_rows, one_vs_rest, ovr_ranking, weight_column
+from .ranking import ranking
+
+if TYPE_CHECKING:
+    from ..state import State
+
+S = pl.col("_s")
+
+
+def _defined(expr: pl.Expr) -> pl.Expr:
+    """Null for groups of total weight 0."""
+    return pl.when(S > 0).then(expr)
+
+
+def _kappa(observed: str, expected: str) -> Callable[[], pl.Expr]:
+    def kappa() -> pl.Expr:
+        return pl.when(pl.col(expected) > 0).then(1.0 - pl.col(observed) / pl.col(expected))
+
+    return kappa
+
+
+def accuracy() -> pl.Expr:
+    """Share of weight on the diagonal."""
+    return _defined(pl.col("_correct") / S)
+
+
+def error_rate() -> pl.Expr:
+    """1 − accuracy."""
+    return _defined((S - pl.col("_correct")) / S)
+
+
+def mcc() -> pl.Expr:
+    """Multiclass Matthews correlation (sklearn's); 0 when undefined."""
+    cov_tp = pl.col("_correct") * S - pl.col("_tp_dot")
+    den = (S * S - pl.col("_pp")) * (S * S - pl.col("_tt"))
+    return pl.when(den > 0).then(cov_tp / den.sqrt()).otherwise(0.0)
+
+
+def _micro(num: pl.Expr, den: pl.Expr) -> Callable[[], pl.Expr]:
+    return lambda: pl.when(den > 0).then(num / den).otherwise(0.0)
+
+
+def f1_macro_harmonic() -> pl.Expr:
+    """Harmonic mean of macro precision and macro recall."""
+    p, r = pl.col("precision_macro"), pl.col("recall_macro")
+    return pl.when(p + r > 0).then(2 * p * r / (p + r)).otherwise(0.0)
+
+
+def _mean(column: str) -> Callable[[], pl.Expr]:
+    return lambda: pl.col(f"_{column}")
+
+
+def _per_weight(column: str, scale: str | None = None) -> Callable[[], pl.Expr]:
+    def metric() -> pl.Expr:
+        ok = (S > 0) & (pl.col("_n_outside") == 0)
+        value = pl.col(f"_{column}") / S
+        return pl.when(ok).then(value if scale is None else value * pl.col(scale))
+
+    return metric
+
+
+def _averaged(metric: str) -> dict[str, Callable[[], pl.Expr]]:
+    correct = pl.col("_correct")
+    micro_den = {"jaccard": 2 * S - correct}.get(metric, S)
+    return {
+        f"{metric}_macro": _mean(f"{metric}_macro"),
+        f"{metric}_micro": _micro(correct, micro_den),
+        f"{metric}_weighted": _mean(f"{metric}_weighted"),
+    }
+
+
+METRICS: dict[str, Callable[[], pl.Expr]] = {
+    "accuracy": accuracy,
+    "error_rate": error_rate,
+    "balanced_accuracy": _mean("balanced_accuracy"),
+    "cohen_kappa": _kappa("_obs_0", "_exp_0"),
+    "kappa_linear": _kappa("_obs_1", "_exp_1"),
+    "kappa_quadratic": _kappa("_obs_2", "_exp_2"),
+    "mcc": mcc,
+    **_averaged("precision"),
+    **_averaged("recall"),
+    **_averaged("f1"),
+    **_averaged("jaccard"),
+    "f1_macro_harmonic": f1_macro_harmonic,
+    "g_mean": _mean("g_mean"),
+    "hamming_loss": error_rate,
+}
+SCORE_METRICS: dict[str, Callable[[], pl.Expr]] = {
+    "log_loss": _per_weight("log_loss"),
+    "brier": _per_weight("brier", "_brier_scale"),
+    "top_k_accuracy": lambda: _defined(pl.col("_top_k") / S),
+    **{
+        f"roc_auc_{kind}_{avg}{suffix}": _mean(f"{kind}_{avg}{suffix}")
+        for kind in ("ovr", "ovo")
+        for avg in ("macro", "weighted")
+        for suffix in ("", "_error")
+    },
+}
+COLUMNS = ["n", *METRICS, *SCORE_METRICS]
+
+
+def _class_aggregates(state: State) -> tuple[pl.LazyFrame, list[str]]:
+    """Per group: totals, averaged per-class metrics and the kappa/MCC sums."""
+    counts, keys = class_counts(state)
+    per_class = one_vs_rest(counts)
+    t, p, k = pl.col("t"), pl.col("p"), pl.col("k")
+    present = (pl.col("t_n") + pl.col("p_n")) > 0
+    recall = pl.col("recall").filter(t > 0)
+
+    def weighted(m: str) -> pl.Expr:
+        return pl.when(t.sum() > 0).then((pl.col(m) * t).sum() / t.sum()).otherwise(0.0)
+
+    aggs = [
+        pl.col("s").first().alias("_s"),
+        pl.col("c").sum().alias("_correct"),
+        (t * p).sum().alias("_tp_dot"),
+        (t * t).sum().alias("_tt"),
+        (p * p).sum().alias("_pp"),
+        recall.mean().alias("_balanced_accuracy"),
+        pl.when(recall.min() > 0).then(recall.log().mean().exp()).otherwise(0.0).alias("_g_mean"),
+    ]
+    for m in ("precision", "recall", "f1", "jaccard"):
+        aggs += [
+            pl.col(m).filter(present).mean().fill_null(0.0).alias(f"_{m}_macro"),
+            weighted(m).alias(f"_{m}_weighted"),
+        ]
+    grouped = per_class.group_by(keys).agg(aggs)
+    # Kappa: observed disagreement from the cells, expected from t_i·p_j/s over class pairs.
+    rows, _ = confusion_rows(state)
+    gap = (pl.col("actual") - pl.col("predicted")).cast(pl.Float64).abs()
+    weights = [(gap > 0).cast(pl.Float64), gap, gap * gap]
+    observed = rows.group_by(keys).agg(
+        [(w * pl.col("_w")).sum().alias(f"_obs_{i}") for i, w in enumerate(weights)]
+    )
+    pairs = counts.select(*keys, k.alias("i"), t).join(
+        counts.select(*keys, k.alias("j"), p, "s"), on=keys, nulls_equal=True
+    )
+    gap = (pl.col("i") - pl.col("j")).cast(pl.Float64).abs()
+    weights = [(gap > 0).cast(pl.Float64), gap, gap * gap]
+    expected = pairs.group_by(keys).agg(
+        [(w * t * p / pl.col("s")).sum().alias(f"_exp_{i}") for i, w in enumerate(weights)]
+    )
+    out = grouped.join(observed, on=keys, nulls_equal=True).join(
+        expected, on=keys, nulls_equal=True
+    )
+    return out, keys
+
+
+def _ovo(state: State, keys: list[str]) -> pl.LazyFrame:
+    """Hand & Till one-vs-one AUCs per group, macro and prevalence-weighted, with bounds."""
+    from .binary import with_group_key
+
+    lf, _ = with_group_key(state.table, state.keys)
+    w = weight_column(state)
+    hist = lf.filter(pl.col("column").is_not_null()).select(
+        *keys, pl.col("column").alias("a"), "actual", "bucket", w.alias("_w")
+    )
+    mine = hist.filter(pl.col("actual") == pl.col("a")).drop("actual")
+    other = hist.filter(pl.col("actual") != pl.col("a")).rename({"actual": "b"})
+    pairs = other.select(*keys, "a", "b").unique()
+    rows = (
+        pl.concat(
+            [
+                pairs.join(mine, on=[*keys, "a"], nulls_equal=True).with_columns(
+                    pl.col("_w").alias("pos"), pl.lit(0.0).alias("neg")
+                ),
+                other.with_columns(pl.lit(0.0).alias("pos"), pl.col("_w").alias("neg")),
+            ],
+            how="diagonal",
+        )
+        .group_by(*keys, "a", "b", "bucket")
+        .agg(pl.col("pos", "neg").sum())
+    )
+    directed = ranking(rows, [*keys, "a", "b"], exact=state.spec.exact).filter(
+        pl.col("roc_auc").is_not_null()
+    )
+    back = directed.select(
+        *keys,
+        pl.col("a").alias("b"),
+        pl.col("b").alias("a"),
+        pl.col("roc_auc").alias("_auc_ba"),
+        pl.col("roc_auc_error").alias("_err_ba"),
+        pl.col("_P").alias("_P_b"),
+    )
+    pair = directed.filter(pl.col("a") < pl.col("b")).join(
+        back, on=[*keys, "a", "b"], nulls_equal=True
+    )
+    auc = (pl.col("roc_auc") + pl.col("_auc_ba")) / 2
+    err = (pl.col("roc_auc_error") + pl.col("_err_ba")) / 2
+    prevalence = pl.col("_P") + pl.col("_P_b")
+    return pair.group_by(keys).agg(
+        auc.mean().alias("_ovo_macro"),
+        err.mean().alias("_ovo_macro_error"),
+        ((auc * prevalence).sum() / prevalence.sum()).alias("_ovo_weighted"),
+        ((err * prevalence).sum() / prevalence.sum()).alias("_ovo_weighted_error"),
+    )
+
+
+def _score_aggregates(state: State, keys: list[str]) -> pl.LazyFrame:
+    """Per group: loss sums, top-k hits and one-vs-rest / one-vs-one AUC averages."""
+    from .binary import with_group_key
+
+    lf, _ = with_group_key(state.table, state.keys)
+    sums = (
+        lf.filter(pl.col("column").is_null())
+        .group_by(keys)
+        .agg(
+            [
+                pl.col(c).sum().alias(f"_{c}")
+                for c in ("log_loss", "brier", "top_k", "n_outside", "n_unnormalized")
+            ]
+        )
+    )
+    ranked, _ = ovr_ranking(state)
+    defined = pl.col("roc_auc").is_not_null()
+    support = pl.col("_P").filter(defined)
+    auc, err = pl.col("roc_auc").filter(defined), pl.col("roc_auc_error").filter(defined)
+    some = support.sum() > 0
+    ovr = ranked.group_by(keys).agg(
+        auc.mean().alias("_ovr_macro"),
+        err.mean().alias("_ovr_macro_error"),
+        pl.when(some).then((auc * support).sum() / support.sum()).alias("_ovr_weighted"),
+        pl.when(some).then((err * support).sum() / support.sum()).alias("_ovr_weighted_error"),
+    )
+    return sums.join(ovr, on=keys, how="left", nulls_equal=True).join(
+        _ovo(state, keys), on=keys, how="left", nulls_equal=True
+    )
+
+
+def metric_table(state: State, *, metrics: Sequence[str] | None = None) -> pl.DataFrame:
+    """Finalize a multiclass state into the metric table (one row per group).
+
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": ["a", "b", "c", "a"], "pred": ["a", "b", "a", "a"]})
+    >>> st = se.accumulate(df, task="multiclass", label="y", prediction="pred")
+    >>> st.metrics().select("n", "accuracy", "f1_macro", "mcc").row(0)
+    (4, 0.75, 0.6, 0.6454972243679028)
+    """
+    from .regression import select_metrics
+
+    available = {**METRICS, **(SCORE_METRICS if state.spec.scores else {})}
+    names = select_metrics(metrics, list(available))
+    out, keys = _class_aggregates(state)
+    rows, _ = confusion_rows(state)
+    out = out.join(rows.group_by(keys).agg(pl.col("n").sum()), on=keys, nulls_equal=True)
+    if state.spec.scores:
+        out = out.join(_score_aggregates(state, keys), on=keys, how="left", nulls_equal=True)
+        halve = len(state.spec.classes) < 3  # sklearn halves the Brier score of two classes
+        out = out.with_columns(pl.lit(0.5 if halve else 1.0).alias("_brier_scale"))
+    needed = {*names, "precision_macro", "recall_macro"}
+    table = (
+        out.with_columns(
+            [f().alias(n) for n, f in available.items() if n in needed and n != "f1_macro_harmonic"]
+        )
+        .with_columns(f1_macro_harmonic().alias("f1_macro_harmonic"))
+        .sort(keys, nulls_last=False)
+        .collect()
+    )
+    if state.spec.scores:
+        _warn_about_scores(table, names, explicit=metrics is not None)
+    table = table.select(*keys, "n", *names)
+    return table.drop(ALL) if keys == [ALL] else table
+
+
+def _warn_about_scores(table: pl.DataFrame, names: list[str], *, explicit: bool) -> None:
+    outside = int(table["_n_outside"].sum())
+    if outside and {"log_loss", "brier"} & set(names):
+        text = f"{outside} row(s) have scores outside [0, 1], so log_loss and brier are null"
+        if explicit:
+            from ..errors import InputError
+
+            raise InputError(f"expected probabilities, but {text}; hint: pass probabilities")
+        warnings.warn(text + " (they need probabilities)", stacklevel=4)
+    unnormalized = int(table["_n_unnormalized"].sum())
+    if unnormalized and {"log_loss", "brier"} & set(names):
+        warnings.warn(
+            f"the scores of {unnormalized} row(s) do not sum to 1; log_loss and brier take them "
+            "as they are (hint: pass probabilities)",
+            stacklevel=4,
+        )

@@ -1,0 +1,356 @@
+"""Regression metric table: error moments, losses, R², deviances and quantiles per group.
+
+Definitions follow scikit-learn (``mean_squared_error`` … ``d2_absolute_error_score``), with
+e = ŷ − y: ``mean_error`` is the bias Σw·e/Σw. MAPE and SMAPE are fractions (the reference
+texts multiply by 100 %): MAPE = mean |e|/max(|y|, eps) as sklearn, SMAPE = mean
+2|e|/(|y| + |ŷ|), 0 where both are 0. Quantiles (``median_ae``, ``residual_p50/_p90/_p99``
+of |e|, and the median of y inside ``d2_absolute_error``) are sklearn's weighted percentile
+with averaging (``np.median`` when unweighted). R² and explained variance follow sklearn's
+``force_finite``: 1 for a perfect fit of a constant label, else 0 when the label's variance
+is zero (below float64 resolution). A metric whose domain a row violates (MSLE: values ≤ −1;
+MAPE: |y| < eps; Poisson, gamma, Tweedie deviances: sklearn's limits) is null for its group
+with a warning, or an error when asked for by name. Groups of total weight 0 are null.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import polars as pl
+
+from ..bucketing import key_to_float
+from ..errors import InputError
+from .binary import ALL, with_group_key
+
+if TYPE_CHECKING:
+    from ..state import State
+
+_EPS = float(np.finfo(np.float64).eps)
+QUANTILES = {"residual_p50": 50, "residual_p90": 90, "residual_p99": 99}
+
+W, N = pl.col("_W"), pl.col("n")
+
+
+def _mean(total: str, domain: str | None = None) -> pl.Expr:
+    ok = W > 0 if domain is None else (W > 0) & (pl.col(domain) == 0)
+    return pl.when(ok).then(pl.col(total) / W)
+
+
+def _explained(
+    num: pl.Expr, den: pl.Expr, num_zero: pl.Expr, den_zero: pl.Expr, *, min_rows: int = 2
+) -> pl.Expr:
+    """1 − num/den with sklearn's force_finite (den zero: 1 if num is 0, else 0).
+
+    ``*_zero`` are the levels at or below which a sum of squares is zero to float64 precision.
+    """
+    return (
+        pl.when((min_rows > N) | (W <= 0))
+        .then(None)
+        .when(den <= den_zero)
+        .then(pl.when(num <= num_zero).then(1.0).otherwise(0.0))
+        .otherwise(1.0 - num / den)
+    )
+
+
+def mean_error() -> pl.Expr:
+    """Bias: Σw·(ŷ − y) / Σw."""
+    return _mean("_se")
+
+
+def mse() -> pl.Expr:
+    """Mean squared error."""
+    return _mean("_sse")
+
+
+def rmse() -> pl.Expr:
+    """Root mean squared error."""
+    return mse().sqrt()
+
+
+def mae() -> pl.Expr:
+    """Mean absolute error."""
+    return _mean("_sae")
+
+
+def max_error() -> pl.Expr:
+    """Largest |e| (over rows, as sklearn's unweighted ``max_error``)."""
+    return pl.col("_amax")
+
+
+def msle() -> pl.Expr:
+    """Mean squared log1p error; null when a value is ≤ −1."""
+    return _mean("_sle", "_bad_sle")
+
+
+def rmsle() -> pl.Expr:
+    """Root of :func:`msle`."""
+    return msle().sqrt()
+
+
+def mape() -> pl.Expr:
+    """Mean |e| / max(|y|, eps), a fraction; null when a label is (nearly) 0."""
+    return _mean("_ape", "_bad_ape")
+
+
+def smape() -> pl.Expr:
+    """Mean 2|e| / (|y| + |ŷ|), a fraction in [0, 2]."""
+    return _mean("_spe")
+
+
+def r2() -> pl.Expr:
+    """Coefficient of determination 1 − SS_res / SS_tot."""
+    return _explained(pl.col("_sse"), pl.col("_m2_y"), pl.lit(0.0), pl.col("_zero_y"))
+
+
+def explained_variance() -> pl.Expr:
+    """1 − Var(y − ŷ) / Var(y)."""
+    m2_e, m2_y = pl.col("_m2_e"), pl.col("_m2_y")
+    return _explained(m2_e, m2_y, pl.col("_zero_e"), pl.col("_zero_y"), min_rows=1)
+
+
+def mean_poisson_deviance() -> pl.Expr:
+    """Mean Poisson deviance; null unless y ≥ 0 and ŷ > 0."""
+    return _mean("_poisson", "_bad_poisson")
+
+
+def mean_gamma_deviance() -> pl.Expr:
+    """Mean gamma deviance; null unless y > 0 and ŷ > 0."""
+    return _mean("_gamma", "_bad_gamma")
+
+
+def mean_tweedie_deviance() -> pl.Expr:
+    """Mean Tweedie deviance at the state's power; null outside its domain."""
+    return _mean("_tweedie", "_bad_tweedie")
+
+
+def mean_pinball_loss() -> pl.Expr:
+    """Mean pinball loss at ``alpha``."""
+    return _mean("_pinball")
+
+
+def d2_absolute_error() -> pl.Expr:
+    """1 − Σw|e| / Σw|y − median(y)| (sklearn's ``d2_absolute_error_score``)."""
+    zero = pl.lit(0.0)
+    return _explained(pl.col("_sae"), pl.col("_dev_median"), zero, zero)
+
+
+def median_ae() -> pl.Expr:
+    """Median |e|."""
+    return pl.col("_q50")
+
+
+def residual_quantile(name: str) -> Callable[[], pl.Expr]:
+    """The |e| quantile stored under ``name``."""
+    return lambda: pl.col(f"_{name}")
+
+
+def residual_quantile_error() -> pl.Expr:
+    """Relative bound on the error of the |e| quantiles (0 in exact mode)."""
+    return pl.col("_rel_error")
+
+
+METRICS: dict[str, Callable[[], pl.Expr]] = {
+    "mean_error": mean_error,
+    "mse": mse,
+    "rmse": rmse,
+    "mae": mae,
+    "median_ae": median_ae,
+    "max_error": max_error,
+    "msle": msle,
+    "rmsle": rmsle,
+    "mape": mape,
+    "smape": smape,
+    "r2": r2,
+    "explained_variance": explained_variance,
+    "mean_poisson_deviance": mean_poisson_deviance,
+    "mean_gamma_deviance": mean_gamma_deviance,
+    "mean_tweedie_deviance": mean_tweedie_deviance,
+    "mean_pinball_loss": mean_pinball_loss,
+    "d2_absolute_error": d2_absolute_error,
+    **{name: residual_quantile(name) for name in QUANTILES},
+    "residual_quantile_error": residual_quantile_error,
+}
+COLUMNS = ["n", *METRICS]
+#: Metrics that are null when rows fall outside their domain: metric → (count column, domain).
+DOMAINS = {
+    "msle": ("bad_sle", "label and prediction > −1"),
+    "rmsle": ("bad_sle", "label and prediction > −1"),
+    "mape": ("bad_ape", "|label| ≥ machine epsilon"),
+    "mean_poisson_deviance": ("bad_poisson", "label ≥ 0 and prediction > 0"),
+    "mean_gamma_deviance": ("bad_gamma", "label > 0 and prediction > 0"),
+    "mean_tweedie_deviance": ("bad_tweedie", "the Tweedie power's domain"),
+}
+
+
+def _quantile(q: int) -> pl.Expr:
+    """Averaged inverted-CDF quantile (sklearn's weighted percentile) in a sorted group."""
+    cdf, v = pl.col("_cdf"), pl.col("_v")
+    rank = pl.lit(q / 100) * cdf.last()
+    sel = cdf >= rank
+    first, after = v.filter(sel).first(), v.filter(sel).slice(1, 1).first()
+    above = cdf.filter(sel).first() - rank
+    return (
+        pl.when(first.is_null())
+        .then(v.last())
+        .when(above > _EPS)
+        .then(first)
+        .otherwise((first + pl.coalesce(after, first)) / 2)
+    )
+
+
+def _aggregates(state: State, alpha: float) -> tuple[pl.LazyFrame, list[str]]:
+    """Per group: totals, moments of y and e (Chan over buckets), quantiles, deviations."""
+    spec = state.spec
+    lf, keys = with_group_key(state.table, state.keys)
+    weight = pl.col("w") if spec.weighted else pl.col("n").cast(pl.Float64)
+    d1, d2 = (pl.lit(0.0), pl.lit(0.0)) if spec.exact else (pl.col("d1"), pl.col("d2"))
+    wb, lo, mb = pl.col("_Wb"), pl.col("_lo"), pl.col("_mb")
+    by_part = [*keys, "part"]
+    hist = (
+        lf.filter(pl.col("part") < 2)
+        .with_columns(weight.alias("_Wb"), key_to_float(pl.col("bucket")).alias("_lo"))
+        .with_columns((wb * lo + d1).alias("_s"), (wb * lo * lo + 2 * lo * d1 + d2).alias("_sq"))
+        .with_columns(
+            pl.when(wb > 0).then(lo + d1 / wb).alias("_mb"),
+            pl.when(wb > 0).then(pl.max_horizontal(d2 - d1 * d1 / wb, 0.0)).alias("_m2b"),
+        )
+        .with_columns(
+            (pl.col("_s").sum() / wb.sum()).over(by_part).alias("_mean"),
+            (wb > 0).sum().over(by_part).alias("_occupied"),
+        )
+    )
+    # One occupied bucket has no spread between buckets (its mean may differ from the
+    # group's in the last bit, which must not turn a constant into a tiny variance).
+    spread = pl.when(pl.col("_occupied") > 1).then(wb * (mb - pl.col("_mean")) ** 2)
+    s = pl.col("_s")
+    moments = hist.group_by(by_part).agg(
+        pl.col("n").sum().alias("n"),
+        wb.sum().alias("_W"),
+        s.sum().alias("_sum"),
+        (pl.col("_m2b").sum() + spread.sum()).alias("_m2"),
+        pl.col("_sq").sum().alias("_sq"),
+        s.abs().sum().alias("_abs"),
+        (pl.when(s < 0).then(-alpha * s).otherwise((1 - alpha) * s)).sum().alias("_pin"),
+        lo.abs().max().alias("_vmax"),
+        d2.sum().alias("_d2"),
+    )
+    # Sums of squares at or below this level are zero to float64 precision: rounding of the
+    # values and the cancellation in d2 − d1²/W (bucketed mode) stay below it.
+    zero = (16 * _EPS * pl.col("_vmax")) ** 2 * pl.col("_W") + 16 * _EPS * pl.col("_d2")
+    value = pl.when(pl.col("part") == 1).then(mb.abs()).otherwise(mb)
+    quantiles = (
+        hist.filter(wb > 0)
+        .with_columns(value.alias("_v"))
+        .sort("_v")
+        .with_columns(wb.cum_sum().over(by_part).alias("_cdf"))
+        .group_by(by_part)
+        .agg([_quantile(q).alias(f"_{name}") for name, q in QUANTILES.items()])
+    )
+    per_part = moments.join(quantiles, on=by_part, how="left", nulls_equal=True)
+    y_stats = per_part.filter(pl.col("part") == 0).select(
+        *keys,
+        pl.col("_m2").alias("_m2_y"),
+        zero.alias("_zero_y"),
+        pl.col("_residual_p50").alias("_median_y"),
+    )
+    e_stats = per_part.filter(pl.col("part") == 1).select(
+        *keys,
+        "n",
+        "_W",
+        pl.col("_sum").alias("_se"),
+        pl.col("_sq").alias("_sse"),
+        pl.col("_abs").alias("_sae"),
+        pl.col("_pin").alias("_pinball"),
+        pl.col("_m2").alias("_m2_e"),
+        zero.alias("_zero_e"),
+        pl.col("_residual_p50").alias("_q50"),
+        *[f"_{name}" for name in QUANTILES],
+    )
+    deviation = (
+        hist.filter(pl.col("part") == 0)
+        .join(y_stats.select(*keys, "_median_y"), on=keys, nulls_equal=True)
+        .group_by(keys)
+        .agg((s - pl.col("_median_y") * wb).abs().sum().alias("_dev_median"))
+    )
+    totals = lf.filter(pl.col("part") == 2).select(
+        *keys,
+        *[pl.col(c).alias(f"_{c}") for c in (*_LOSSES, *_BAD, "amax")],
+    )
+    out = e_stats
+    for other in (y_stats, deviation, totals):
+        out = out.join(other, on=keys, how="left", nulls_equal=True)
+    rel = 0.0 if spec.exact else math.ldexp(1.0, 1 - spec.precision)
+    return out.with_columns(pl.lit(rel).alias("_rel_error")), keys
+
+
+_LOSSES = ("sle", "ape", "spe", "poisson", "gamma", "tweedie")
+_BAD = ("bad_sle", "bad_ape", "bad_poisson", "bad_gamma", "bad_tweedie")
+
+
+def select_metrics(metrics: Sequence[str] | None, available: Sequence[str]) -> list[str]:
+    """The metric columns asked for (all when None), or an InputError naming unknown ones."""
+    if metrics is None:
+        return list(available)
+    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    unknown = [m for m in names if m not in available]
+    if unknown:
+        from ..errors import close_matches
+
+        raise InputError(
+            f"expected metric names of this task, got unknown {unknown!r}; hint: "
+            + close_matches(unknown[0], available)
+        )
+    return names
+
+
+def metric_table(
+    state: State, *, alpha: float = 0.5, metrics: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Finalize a regression state into the metric table (one row per group).
+
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [1.0, 2.0, 3.0, 5.0], "f": [1.5, 2.0, 2.0, 6.0]})
+    >>> st = se.accumulate(df, task="regression", label="y", prediction="f", precision="exact")
+    >>> st.metrics().select("n", "mse", "mae", "median_ae", "r2").row(0)
+    (4, 0.5625, 0.625, 0.75, 0.7428571428571429)
+    """
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 <= alpha <= 1:
+        raise InputError(f"expected alpha (the pinball quantile) in [0, 1], got {alpha!r}")
+    names = select_metrics(metrics, list(METRICS))
+    lf, keys = _aggregates(state, float(alpha))
+    out = (
+        lf.with_columns([METRICS[name]().alias(name) for name in names])
+        .sort(keys, nulls_last=False)
+        .collect(engine="in-memory")
+    )
+    _check_domains(out, names, explicit=metrics is not None)
+    out = out.select(*keys, "n", *names)
+    return out.drop(ALL) if keys == [ALL] else out
+
+
+def _check_domains(out: pl.DataFrame, names: list[str], *, explicit: bool) -> None:
+    """Warn (or raise, for metrics asked for by name) about rows outside a metric's domain."""
+    problems = []
+    for name in names:
+        if name not in DOMAINS:
+            continue
+        column, domain = DOMAINS[name]
+        rows = int(out[f"_{column}"].fill_null(0).sum())
+        if rows:
+            groups = out.filter(pl.col(f"_{column}") > 0).height
+            problems.append(
+                f"{name} needs {domain}: {rows} row(s) outside it, in {groups} group(s)"
+            )
+    if not problems:
+        return
+    text = "; ".join(problems)
+    if explicit:
+        raise InputError(
+            f"expected data inside the metrics' domains, but {text}; hint: filter those rows "
+            "or leave the metric out"
+        )
+    warnings.warn(f"null for the groups concerned: {text}", stacklevel=4)

@@ -1,0 +1,73 @@
+"""Binary task: a label with two classes and one score column of any numeric range."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from ..bucketing import ABOVE_ONE, EXACT_BITS, is_bucket_edge
+from ..errors import InputError
+from ..metrics.binary import COLUMNS
+from ..spec import Spec
+from ..states import binary
+from ..validate import diagnose_bad_rows, label_expr
+from . import Inputs, Opened, TaskPlan, weight_expr
+
+RESERVED = {"bucket", *binary.ALL_COLUMNS, *COLUMNS}
+
+
+def roles(inputs: Inputs) -> list[tuple[str, str]]:
+    """Source columns read, with their role."""
+    if inputs.score is None:
+        raise InputError(
+            "expected score= naming the score column of a binary task, got none; hint: "
+            "score='p', or task='multiclass' with prediction= or scores="
+        )
+    return [(inputs.label, "label"), (inputs.score, "score")]
+
+
+def numeric(inputs: Inputs) -> list[tuple[str, str]]:
+    """Columns that must be numeric, with their role."""
+    return [(inputs.score, "score")] if inputs.score is not None else []
+
+
+def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
+    """Spec and state query of a binary task."""
+    lf, schema, score = opened.lf, opened.schema, str(inputs.score)
+    bits = inputs.precision
+    cuts = {t for t in inputs.thresholds if not is_bucket_edge(t, bits)}
+    splits = () if bits >= EXACT_BITS else tuple(sorted(cuts | {ABOVE_ONE}))
+    y, not_allowed, pos_value = label_expr(
+        lf, schema, inputs.label, inputs.positive, opened.engine, opened.files
+    )
+    p = pl.col(score).cast(pl.Float64)
+    w, bad_weight, _ = weight_expr(inputs.weight)
+    bad = (
+        pl.col(inputs.label).is_null()
+        | (~p.is_finite()).fill_null(True)
+        | not_allowed.fill_null(False)
+        | bad_weight
+    )
+    spec = Spec(
+        kind="binary",
+        keys=tuple(opened.keys),
+        precision=bits,
+        splits=splits,
+        weighted=inputs.weight is not None,
+        label=inputs.label,
+        score=score,
+        weight=inputs.weight,
+        positive=pos_value if isinstance(pos_value, bool | int | float | str) else str(pos_value),
+    )
+
+    def build(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Any:
+        return binary.state_query(unit, spec, schema, y, p, w, bad, constants)
+
+    def diagnose() -> Exception:
+        return diagnose_bad_rows(
+            lf, inputs.label, score, inputs.weight, not_allowed, opened.engine, opened.files
+        )
+
+    return TaskPlan(spec, build, lambda t: bool(t["bucket"].null_count()), diagnose)

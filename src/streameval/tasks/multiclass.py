@@ -1,0 +1,219 @@
+"""Multiclass task: a label of any type, a hard prediction and/or per-class score columns."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from ..errors import InputError
+from ..metrics.multiclass import COLUMNS
+from ..spec import Spec
+from ..states import multiclass
+from ..validate import _coerce_positive
+from . import (
+    Check,
+    Inputs,
+    Opened,
+    TaskPlan,
+    finite_checks,
+    first_problem,
+    require_int,
+    weight_expr,
+)
+
+RESERVED = {*multiclass.ALL_COLUMNS, *COLUMNS, "class"}
+MAX_CLASSES = 10_000
+
+
+def _score_columns(inputs: Inputs) -> list[str]:
+    scores = inputs.scores
+    if scores is None:
+        return []
+    if isinstance(scores, Mapping):
+        return [str(c) for c in scores.values()]
+    if isinstance(scores, str) or not all(isinstance(c, str) for c in scores):
+        raise InputError(
+            f"expected scores= to be a list of column names (in class order) or a mapping "
+            f"class → column, got {scores!r}; hint: scores=['p_cat', 'p_dog', 'p_bird']"
+        )
+    return list(scores)
+
+
+def roles(inputs: Inputs) -> list[tuple[str, str]]:
+    """Source columns read, with their role."""
+    if inputs.prediction is None and inputs.scores is None:
+        raise InputError(
+            "expected prediction= (the predicted class) or scores= (per-class probability "
+            "columns) for a multiclass task, got neither; hint: prediction='pred'"
+        )
+    out = [(inputs.label, "label")]
+    if inputs.prediction is not None:
+        out.append((inputs.prediction, "prediction"))
+    out += [(c, "score") for c in _score_columns(inputs)]
+    return out
+
+
+def numeric(inputs: Inputs) -> list[tuple[str, str]]:
+    """Columns that must be numeric, with their role."""
+    return [(c, "score") for c in _score_columns(inputs)]
+
+
+def _found_values(opened: Opened, columns: list[str]) -> list[Any]:
+    """Sorted distinct values of the label (and prediction) columns: one extra pass."""
+    exprs = []
+    for c in columns:
+        col = pl.col(c)
+        if isinstance(opened.schema[c], pl.Categorical | pl.Enum):
+            col = col.cast(pl.String)
+        exprs.append(col.drop_nulls().unique().head(MAX_CLASSES + 1).implode().alias(c))
+    from ..source import collect
+
+    row = collect(opened.lf.select(exprs), opened.engine, opened.files).row(0)
+    values = sorted({v for column in row for v in column})
+    if len(values) > MAX_CLASSES:
+        raise InputError(
+            f"expected at most {MAX_CLASSES} classes, found more in {', '.join(columns)}; "
+            "hint: is this a regression target? pass task='regression'"
+        )
+    return values
+
+
+def _classes(opened: Opened, inputs: Inputs) -> tuple[list[Any], list[str]]:
+    """The classes in order and their score columns (empty without scores=)."""
+    dtype = opened.schema[inputs.label]
+    if not (dtype.is_numeric() or dtype in (pl.String, pl.Categorical, pl.Enum, pl.Boolean)):
+        raise InputError(
+            f"expected the label column {inputs.label!r} to be boolean, numeric or string, got "
+            f"{dtype}; hint: cast it, or pass a LazyFrame with a derived label column"
+        )
+
+    def coerce(value: Any) -> Any:
+        try:
+            return _coerce_positive(value, dtype, inputs.label)
+        except InputError:
+            raise InputError(
+                f"expected classes that are values of the {dtype} label column "
+                f"{inputs.label!r}, got {value!r}; hint: pass classes in the label's type"
+            ) from None
+
+    scores = inputs.scores
+    if inputs.classes is not None:
+        if isinstance(inputs.classes, str) or not isinstance(inputs.classes, Sequence):
+            raise InputError(f"expected classes= to be a list, got {inputs.classes!r}")
+        classes = [coerce(c) for c in inputs.classes]
+    elif isinstance(scores, Mapping):
+        classes = [coerce(c) for c in scores]
+    else:
+        columns = [inputs.label] + ([inputs.prediction] if inputs.prediction else [])
+        classes = [coerce(c) for c in _found_values(opened, columns)]
+    if len(set(classes)) < len(classes) or len(classes) < 2:
+        raise InputError(
+            f"expected at least two distinct classes, got {classes!r}; hint: a two-class "
+            "problem with one score column is task='binary'"
+        )
+    if any(isinstance(c, float) and not math.isfinite(c) for c in classes):
+        raise InputError(f"expected finite class values, got {classes!r}")
+    if scores is None:
+        return classes, []
+    if isinstance(scores, Mapping):
+        by_class = {coerce(k): str(v) for k, v in scores.items()}
+        missing = [c for c in classes if c not in by_class]
+        extra = [k for k in by_class if k not in classes]
+        if missing or extra:
+            raise InputError(
+                f"expected one score column per class, but classes {missing!r} have none and "
+                f"{extra!r} are not classes; hint: classes are {classes!r}"
+            )
+        return classes, [by_class[c] for c in classes]
+    columns = _score_columns(inputs)
+    if len(columns) != len(classes):
+        raise InputError(
+            f"expected one score column per class ({len(classes)} classes: {classes!r}), got "
+            f"{len(columns)} columns {columns!r}; hint: pass classes=[...] in the scores' order "
+            "or scores={class: column}"
+        )
+    return classes, columns
+
+
+def _index(column: str, schema: pl.Schema, classes: list[Any]) -> pl.Expr:
+    """Class index (Int32) of a label/prediction column; null when not a class."""
+    col = pl.col(column)
+    if isinstance(schema[column], pl.Categorical | pl.Enum):
+        col = col.cast(pl.String)
+    elif schema[column].is_float():
+        classes = [float(c) for c in classes]
+    return col.replace_strict(classes, list(range(len(classes))), default=None).cast(pl.Int32)
+
+
+def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
+    """Spec and state query of a multiclass task."""
+    top_k = require_int(inputs.top_k, "top_k", 1)
+    classes, score_columns = _classes(opened, inputs)
+    schema, label = opened.schema, inputs.label
+    actual = _index(label, schema, classes)
+    ps = [pl.col(c).cast(pl.Float64) for c in score_columns]
+    if inputs.prediction is not None:
+        predicted = _index(inputs.prediction, schema, classes)
+    else:
+        predicted = pl.concat_list(ps).list.arg_max().cast(pl.Int32)
+    w, bad_weight, weight_checks = weight_expr(inputs.weight)
+    bad = actual.is_null() | predicted.is_null() | bad_weight
+    for p in ps:
+        bad = bad | (~p.is_finite()).fill_null(True)
+    spec = Spec(
+        kind="multiclass",
+        keys=tuple(opened.keys),
+        precision=inputs.precision,
+        weighted=inputs.weight is not None,
+        label=label,
+        score=None,
+        weight=inputs.weight,
+        positive=None,
+        prediction=inputs.prediction,
+        classes=tuple(classes),
+        scores=tuple(score_columns),
+        top_k=top_k,
+    )
+    shown = ", ".join(repr(c) for c in classes[:10]) + (" …" if len(classes) > 10 else "")
+    checks = [
+        Check(
+            pl.col(label).is_null(),
+            f"expected no nulls in the label column {label!r}, found {{count}}; hint: filter "
+            "them out, or pass drop_nulls=True to drop them with a count",
+        ),
+        Check(
+            actual.is_null(),
+            f"expected labels among the classes ({shown}), found {{count}} row(s) with other "
+            f"values in {label!r} such as {{examples}}; hint: pass classes=[...] listing every "
+            "class",
+            show=pl.col(label).cast(pl.String),
+        ),
+    ]
+    if inputs.prediction is not None:
+        pred = inputs.prediction
+        checks.append(
+            Check(
+                predicted.is_null(),
+                f"expected predictions among the classes ({shown}), found {{count}} null or "
+                f"other value(s) in {pred!r} such as {{examples}}; hint: pass classes=[...] "
+                "listing every class",
+                show=pl.col(pred).cast(pl.String),
+            )
+        )
+    for column in score_columns:
+        checks += finite_checks(column, "score")
+    checks += weight_checks
+
+    def build(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Any:
+        return multiclass.state_query(unit, spec, schema, actual, predicted, ps, w, bad, constants)
+
+    def invalid(table: pl.DataFrame) -> bool:
+        return bool(table["actual"].null_count())
+
+    def diagnose() -> Exception:
+        return first_problem(opened.lf, checks, opened.engine, opened.files)
+
+    return TaskPlan(spec, build, invalid, diagnose)

@@ -1,0 +1,73 @@
+"""Regression task: a numeric label and a numeric prediction."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from ..errors import InputError
+from ..metrics.regression import COLUMNS
+from ..spec import Spec
+from ..states import regression
+from . import Check, Inputs, Opened, TaskPlan, finite_checks, first_problem, weight_expr
+
+RESERVED = {*regression.ALL_COLUMNS, *COLUMNS}
+
+
+def roles(inputs: Inputs) -> list[tuple[str, str]]:
+    """Source columns read, with their role."""
+    if inputs.prediction is None:
+        raise InputError(
+            "expected prediction= naming the predicted value column of a regression task, "
+            "got none; hint: task='regression', label='y', prediction='y_hat'"
+        )
+    return [(inputs.label, "label"), (inputs.prediction, "prediction")]
+
+
+def numeric(inputs: Inputs) -> list[tuple[str, str]]:
+    """Columns that must be numeric, with their role."""
+    return roles(inputs)
+
+
+def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
+    """Spec and state query of a regression task."""
+    power = inputs.power
+    if isinstance(power, bool) or not isinstance(power, int | float) or 0 < power < 1:
+        raise InputError(
+            f"expected a Tweedie power ≤ 0 or ≥ 1, got {power!r}; hint: 0 is the normal "
+            "distribution, 1 Poisson, 2 gamma, between 1 and 2 compound Poisson–gamma"
+        )
+    label, prediction = inputs.label, str(inputs.prediction)
+    y, f = pl.col(label).cast(pl.Float64), pl.col(prediction).cast(pl.Float64)
+    w, bad_weight, weight_checks = weight_expr(inputs.weight)
+    bad = (~y.is_finite()).fill_null(True) | (~f.is_finite()).fill_null(True) | bad_weight
+    spec = Spec(
+        kind="regression",
+        keys=tuple(opened.keys),
+        precision=inputs.precision,
+        weighted=inputs.weight is not None,
+        label=label,
+        score=None,
+        weight=inputs.weight,
+        positive=None,
+        prediction=prediction,
+        power=float(power),
+    )
+    checks: list[Check] = [
+        *finite_checks(label, "label"),
+        *finite_checks(prediction, "prediction"),
+        *weight_checks,
+    ]
+
+    def build(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Any:
+        return regression.state_query(unit, spec, opened.schema, y, f, w, bad, constants)
+
+    def invalid(table: pl.DataFrame) -> bool:
+        return bool(table["bucket"].null_count())
+
+    def diagnose() -> Exception:
+        return first_problem(opened.lf, checks, opened.engine, opened.files)
+
+    return TaskPlan(spec, build, invalid, diagnose)

@@ -1,0 +1,93 @@
+"""Every regression metric against scikit-learn on chunked, weighted, tied input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given
+from sklearn.metrics import explained_variance_score, r2_score
+
+import streameval as se
+from reference import assert_tables_match, chunks
+from reference_regression import ALPHA, POWER, regression_frames, regression_reference
+
+pytestmark = pytest.mark.filterwarnings("ignore:null for the groups concerned:UserWarning")
+
+
+def accumulate_chunked(df, cuts, weighted, **kw):
+    parts = [
+        se.accumulate(
+            c, task="regression", label="y", prediction="f", by="g",
+            weight="w" if weighted else None, power=POWER, **kw,
+        )
+        for c in chunks(df, cuts)
+    ]  # fmt: skip
+    return se.merge(parts)
+
+
+@given(regression_frames())
+def test_regression_metrics_match_sklearn_exact(data):
+    df, cuts, weighted = data
+    ours = accumulate_chunked(df, cuts, weighted, precision="exact").metrics(alpha=ALPHA)
+    assert_tables_match(ours, regression_reference(df))
+    assert (ours["residual_quantile_error"] == 0).all()
+
+
+@given(regression_frames())
+def test_bucketed_quantiles_within_their_relative_bound(data):
+    df, cuts, weighted = data
+    ours = accumulate_chunked(df, cuts, weighted, precision=6).metrics(alpha=ALPHA)
+    ref = regression_reference(df)
+    exact_cols = ["mean_error", "mse", "mae", "r2", "mean_pinball_loss", "smape", "max_error"]
+    for mine, want in zip(ours.to_dicts(), ref, strict=True):
+        bound = mine["residual_quantile_error"]
+        for name in ["median_ae", "residual_p50", "residual_p90", "residual_p99"]:
+            if want.get(name) is not None:
+                assert abs(mine[name] - want[name]) <= bound * abs(want[name]) + 1e-12, name
+        for name in exact_cols:  # sums and moments do not depend on the buckets
+            if want.get(name) is not None:
+                assert math.isclose(mine[name], want[name], rel_tol=1e-9, abs_tol=1e-9), name
+
+
+def test_domain_violations_are_null_with_a_warning_or_an_error_by_name():
+    df = pl.DataFrame({"y": [0.0, 1.0, 2.0], "f": [0.5, -2.0, 2.0]})
+    st = se.accumulate(df, task="regression", label="y", prediction="f")
+    with pytest.warns(UserWarning, match=r"msle needs label and prediction > −1: 1 row"):
+        table = st.metrics()
+    assert table["msle"].item() is None and table["mape"].item() is None
+    assert table["mse"].item() == pytest.approx((0.25 + 9) / 3)
+    with pytest.raises(se.InputError, match="mean_gamma_deviance needs label > 0"):
+        st.metrics(metrics=["mse", "mean_gamma_deviance"])
+    assert st.metrics(metrics=["mse"]).columns == ["n", "mse"]
+    with pytest.raises(se.InputError, match="did you mean 'mse'"):
+        st.metrics(metrics=["mes"])
+
+
+def test_regression_rejects_bad_rows_and_options():
+    df = pl.DataFrame({"y": [1.0, None, 2.0], "f": [1.0, 2.0, float("nan")]})
+    with pytest.raises(se.InputError, match="no nulls in the label column 'y', found 1"):
+        se.evaluate(df, task="regression", label="y", prediction="f")
+    with pytest.raises(se.InputError, match="finite values in the prediction column 'f'"):
+        se.evaluate(df.drop_nulls(), task="regression", label="y", prediction="f")
+    with pytest.raises(se.InputError, match="Tweedie power"):
+        se.evaluate(df, task="regression", label="y", prediction="f", power=0.5)
+    with pytest.raises(se.InputError, match="expected prediction="):
+        se.evaluate(df, task="regression", label="y")
+    with pytest.raises(se.InputError, match="no threshold for a regression state"):
+        se.accumulate(df.drop_nulls(), task="regression", label="y", prediction="y").metrics(0.5)
+
+
+@pytest.mark.parametrize(("offset", "precision"), [(1e9, "exact"), (1e4, 8), (1e5, 11)])
+def test_large_offsets_keep_variances_accurate(offset, precision):
+    # Bucketed moments are centred on each bucket's lowest value: accurate while the spread
+    # is not far below the bucket width (here 1 against 40 and 50).
+    rng = np.random.default_rng(0)
+    y = offset + rng.normal(size=5000)
+    df = pl.DataFrame({"y": y, "f": y + rng.normal(scale=0.5, size=5000)})
+    table = se.evaluate(df, task="regression", label="y", prediction="f", precision=precision)
+    assert table["r2"].item() == pytest.approx(r2_score(y, df["f"]), rel=1e-9)
+    ev = explained_variance_score(y, df["f"])
+    assert table["explained_variance"].item() == pytest.approx(ev, rel=1e-9)
