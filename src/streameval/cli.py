@@ -16,10 +16,17 @@ import polars as pl
 from .errors import StreamevalError
 from .spec import parse_precision
 
-SUMMARY = [
-    "n", "positives", "prevalence", "roc_auc", "roc_auc_error", "average_precision",
-    "log_loss", "precision", "recall", "f1", "accuracy", "threshold",
-]  # fmt: skip
+SUMMARY = {
+    "binary": [
+        "n", "positives", "prevalence", "roc_auc", "roc_auc_error", "average_precision",
+        "log_loss", "precision", "recall", "f1", "accuracy", "threshold",
+    ],
+    "multiclass": [
+        "n", "accuracy", "balanced_accuracy", "f1_macro", "f1_weighted", "cohen_kappa", "mcc",
+        "log_loss", "top_k_accuracy", "roc_auc_ovr_macro", "roc_auc_ovr_macro_error",
+    ],
+    "regression": ["n", "mean_error", "rmse", "mae", "median_ae", "mape", "smape", "r2"],
+}  # fmt: skip
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,14 +45,33 @@ def _build() -> argparse.ArgumentParser:
     parser = _Parser(prog="streameval", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    ev = sub.add_parser("evaluate", help="evaluate binary predictions stored as Parquet")
+    ev = sub.add_parser("evaluate", help="evaluate predictions stored as Parquet")
     ev.add_argument("source", nargs="+", help="Parquet files, directories or globs")
-    ev.add_argument("--label", required=True, help="label column (0/1, boolean, or two values)")
-    ev.add_argument("--score", required=True, help="score column (any numeric range)")
+    ev.add_argument("--task", default="binary", choices=["binary", "multiclass", "regression"])
+    ev.add_argument("--label", required=True, help="label column")
+    ev.add_argument("--score", help="binary: score column (any numeric range)")
+    ev.add_argument("--prediction", help="multiclass: predicted class; regression: prediction")
+    ev.add_argument(
+        "--scores",
+        action="append",
+        help="multiclass: score column(s) in class order, or CLASS=COLUMN (repeatable, or "
+        "comma-separated)",
+    )
+    ev.add_argument("--classes", action="append", help="multiclass: every class, in order")
     ev.add_argument("--by", action="append", default=[], help="group key column (repeatable)")
     ev.add_argument("--weight", help="sample weight column")
-    ev.add_argument("--positive", help="the positive label value (default 1 / true)")
-    ev.add_argument("--threshold", action="append", type=float, help="threshold (repeatable)")
+    ev.add_argument("--positive", help="binary: the positive label value (default 1 / true)")
+    ev.add_argument("--threshold", action="append", type=float, help="binary: threshold")
+    ev.add_argument("--top-k", type=int, default=2, help="multiclass: k of top_k_accuracy")
+    ev.add_argument("--power", type=float, default=1.5, help="regression: Tweedie power")
+    ev.add_argument("--alpha", type=float, default=0.5, help="regression: pinball quantile")
+    ev.add_argument("--metric", action="append", help="only these metrics (repeatable)")
+    ev.add_argument(
+        "--table",
+        choices=["metrics", "per-class", "confusion"],
+        default="metrics",
+        help="multiclass: the per-class table or the confusion matrix instead of the metrics",
+    )
     ev.add_argument("--precision", type=_precision, help="'exact' or mantissa bits (default 11)")
     ev.add_argument("--drop-nulls", action="store_true", help="drop rows with nulls, with a count")
     ev.add_argument("--output", help="write the table to FILE.parquet, .csv or .json")
@@ -77,39 +103,80 @@ def _write(table: pl.DataFrame, output: str) -> None:
     print(f"wrote {table.height} rows to {path}", file=sys.stderr)
 
 
-def _show(table: pl.DataFrame, keys: Sequence[str], show_all: bool) -> None:
-    shown = table if show_all else table.select([*keys, *SUMMARY])
+def _show(table: pl.DataFrame, columns: Sequence[str], show_all: bool) -> None:
+    shown = table if show_all else table.select([c for c in columns if c in table.columns])
     shown = shown.with_columns(  # a bound of 3e-05 must not print as 0.0000
-        pl.col("roc_auc_error").map_elements(lambda v: f"{v:.1e}", return_dtype=pl.String)
+        pl.col(c).map_elements(lambda v: f"{v:.1e}", return_dtype=pl.String)
+        for c in shown.columns
+        if c.endswith("_error") and c != "mean_error"
     )
     with pl.Config(
         tbl_rows=200, tbl_cols=-1, tbl_width_chars=250, float_precision=4,
         tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
     ):  # fmt: skip
         print(shown)
-    if not show_all:
+    if shown.width < table.width:
         print(f"({table.width - shown.width} more columns: --all prints them, --output saves them)")
 
 
+def _split(items: Sequence[str] | None) -> list[str]:
+    return [part.strip() for item in items or [] for part in item.split(",") if part.strip()]
+
+
+def _scores(items: Sequence[str] | None) -> list[str] | dict[str, str] | None:
+    parts = _split(items)
+    if not parts:
+        return None
+    if any("=" in p for p in parts):
+        if not all(p.count("=") == 1 for p in parts):
+            raise StreamevalError(
+                f"expected every --scores item as CLASS=COLUMN once one is, got {parts!r}"
+            )
+        return dict(p.split("=") for p in parts)
+    return parts
+
+
 def _evaluate(args: argparse.Namespace) -> int:
-    from . import evaluate
+    from . import accumulate, evaluate
 
     thresholds = args.threshold or [0.5]
-    table = evaluate(
-        args.source if len(args.source) > 1 else args.source[0],
-        label=args.label,
-        score=args.score,
-        by=args.by,
-        weight=args.weight,
-        positive=args.positive,
-        threshold=thresholds if len(thresholds) > 1 else thresholds[0],
-        precision=args.precision,
-        drop_nulls=args.drop_nulls,
-    )
+    source = args.source if len(args.source) > 1 else args.source[0]
+    columns: dict[str, object] = {
+        "label": args.label,
+        "score": args.score,
+        "by": args.by,
+        "weight": args.weight,
+        "task": args.task,
+        "prediction": args.prediction,
+        "scores": _scores(args.scores),
+        "classes": _split(args.classes) or None,
+        "positive": args.positive,
+        "precision": args.precision,
+        "top_k": args.top_k,
+        "power": args.power,
+        "drop_nulls": args.drop_nulls,
+    }
+    if args.table != "metrics":
+        if args.task != "multiclass":
+            raise StreamevalError(
+                f"expected --task multiclass with --table {args.table}, got --task {args.task}"
+            )
+        state = accumulate(source, **columns)  # type: ignore[arg-type]
+        table = state.per_class() if args.table == "per-class" else state.confusion_matrix()
+        shown: list[str] = list(table.columns)
+    else:
+        table = evaluate(
+            source,
+            threshold=thresholds if len(thresholds) > 1 else thresholds[0],
+            alpha=args.alpha,
+            metrics=args.metric,
+            **columns,  # type: ignore[arg-type]
+        )
+        shown = [*args.by, *(SUMMARY[args.task] if not args.metric else table.columns)]
     if args.output:
         _write(table, args.output)
     else:
-        _show(table, args.by, args.all)
+        _show(table, shown, args.all)
     return 0
 
 
@@ -128,7 +195,7 @@ def _demo(args: argparse.Namespace) -> int:
     if args.output:
         _write(table, args.output)
     else:
-        _show(table, ["segment", "day"], args.all)
+        _show(table, ["segment", "day", *SUMMARY["binary"]], args.all)
     return 0
 
 

@@ -35,6 +35,7 @@ def evaluate(
     top_k: int = 2,
     power: float = 1.5,
     alpha: float = 0.5,
+    metrics: Sequence[str] | None = None,
     drop_nulls: bool = False,
     engine: Engine = "streaming",
 ) -> pl.DataFrame:
@@ -42,7 +43,9 @@ def evaluate(
 
     Parameters are those of :func:`streameval.accumulate`, plus ``threshold`` (binary: one
     value or a list; predicted positive means ``score >= threshold``, kept exact in bucketed
-    mode) and ``alpha`` (regression: the quantile of ``mean_pinball_loss``).
+    mode), ``alpha`` (regression: the quantile of ``mean_pinball_loss``) and ``metrics``
+    (only these metric columns; one asked for by name whose domain the data violates raises
+    instead of being null with a warning).
 
     Examples
     --------
@@ -80,6 +83,7 @@ def evaluate(
     )
     plan = prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine)
     options: dict[str, Any] = {"threshold": thresholds} if task == "binary" else {}
+    options["metrics"] = metrics
     if task == "regression":
         options["alpha"] = alpha
     if plan.units is None:

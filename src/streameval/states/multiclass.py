@@ -105,7 +105,9 @@ def state_query(
         for name in group_columns(spec):
             if name not in table.columns:
                 table = table.with_columns(pl.lit(None, types[name]).alias(name))
-        out = table.with_columns(fixed).select(order)
+        # Score rows hold 0 in the row-sum columns: what merging (a sum) gives too.
+        values = pl.col(list(merge_ops(spec))).fill_null(0)
+        out = table.with_columns(*fixed, values).select(order)
         return out.cast({c: t for c, t in types.items() if c in out.columns})
 
     return query, finish

@@ -139,6 +139,8 @@ def state_query(
     casts = {c: pl.Int64 for c in [*DOMAINS]} | {"n": pl.Int64}
 
     def finish(table: pl.DataFrame) -> pl.DataFrame:
-        return table.with_columns(fixed).select(order).cast(casts)  # type: ignore[arg-type]
+        # A part's rows hold 0 in the other parts' columns: what merging (a sum) gives too.
+        values = pl.col(list(merge_ops(spec))).fill_null(0)
+        return table.with_columns(*fixed, values).select(order).cast(casts)  # type: ignore[arg-type]
 
     return query, finish
