@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from .binary import ALL
-from .classes import class_counts, confusion_rows, one_vs_rest, ovr_ranking, weight_column
-from .ranking import ranking
+from .classes import class_counts, confusion_rows, one_vs_rest, weight_column
 
 if TYPE_CHECKING:
     from ..state import State
@@ -168,8 +167,15 @@ def _class_aggregates(state: State) -> tuple[pl.LazyFrame, list[str]]:
     return out, keys
 
 
-def _ovo(state: State, keys: list[str]) -> pl.LazyFrame:
-    """Hand & Till one-vs-one AUCs per group, macro and prevalence-weighted, with bounds."""
+def _pairwise(state: State, keys: list[str]) -> pl.LazyFrame:
+    """Per group, score column a and other class b: the pair sums behind every AUC.
+
+    On column a's histogram (sorted by score, descending), each row of class b ≠ a adds
+    w·(weight of class a above it + ½ in its bucket) to ``_num`` and w·(class a's weight in
+    its bucket) to ``_ties``; ``_P`` is class a's weight and ``_N`` class b's. Then
+    AUC(a | b) = _num / (_P·_N) and its bound is ½·_ties / (_P·_N); one-vs-rest sums the
+    pairs over b. No row is repeated per pair.
+    """
     from .binary import with_group_key
 
     lf, _ = with_group_key(state.table, state.keys)
@@ -177,45 +183,36 @@ def _ovo(state: State, keys: list[str]) -> pl.LazyFrame:
     hist = lf.filter(pl.col("column").is_not_null()).select(
         *keys, pl.col("column").alias("a"), "actual", "bucket", w.alias("_w")
     )
-    mine = hist.filter(pl.col("actual") == pl.col("a")).drop("actual")
-    other = hist.filter(pl.col("actual") != pl.col("a")).rename({"actual": "b"})
-    pairs = other.select(*keys, "a", "b").unique()
-    rows = (
-        pl.concat(
-            [
-                pairs.join(mine, on=[*keys, "a"], nulls_equal=True).with_columns(
-                    pl.col("_w").alias("pos"), pl.lit(0.0).alias("neg")
-                ),
-                other.with_columns(pl.lit(0.0).alias("pos"), pl.col("_w").alias("neg")),
-            ],
-            how="diagonal",
+    mine = pl.col("actual") == pl.col("a")
+    by_bucket = (
+        hist.group_by(*keys, "a", "bucket")
+        .agg(pl.col("_w").filter(mine).sum().alias("_pos"))
+        .sort("bucket", descending=True)
+        .with_columns(pl.col("_pos").cum_sum().over([*keys, "a"]).alias("_cpos"))
+    )
+    positives = by_bucket.group_by(*keys, "a").agg(pl.col("_pos").sum().alias("_P"))
+    others = hist.filter(~mine).join(by_bucket, on=[*keys, "a", "bucket"], nulls_equal=True)
+    above = pl.col("_cpos") - 0.5 * pl.col("_pos")
+    return (
+        others.group_by(*keys, "a", pl.col("actual").alias("b"))
+        .agg(
+            (pl.col("_w") * above).sum().alias("_num"),
+            (pl.col("_w") * pl.col("_pos")).sum().alias("_ties"),
+            pl.col("_w").sum().alias("_N"),
         )
-        .group_by(*keys, "a", "b", "bucket")
-        .agg(pl.col("pos", "neg").sum())
+        .join(positives, on=[*keys, "a"], nulls_equal=True)
     )
-    directed = ranking(rows, [*keys, "a", "b"], exact=state.spec.exact).filter(
-        pl.col("roc_auc").is_not_null()
-    )
-    back = directed.select(
-        *keys,
-        pl.col("a").alias("b"),
-        pl.col("b").alias("a"),
-        pl.col("roc_auc").alias("_auc_ba"),
-        pl.col("roc_auc_error").alias("_err_ba"),
-        pl.col("_P").alias("_P_b"),
-    )
-    pair = directed.filter(pl.col("a") < pl.col("b")).join(
-        back, on=[*keys, "a", "b"], nulls_equal=True
-    )
-    auc = (pl.col("roc_auc") + pl.col("_auc_ba")) / 2
-    err = (pl.col("roc_auc_error") + pl.col("_err_ba")) / 2
-    prevalence = pl.col("_P") + pl.col("_P_b")
-    return pair.group_by(keys).agg(
-        auc.mean().alias("_ovo_macro"),
-        err.mean().alias("_ovo_macro_error"),
-        ((auc * prevalence).sum() / prevalence.sum()).alias("_ovo_weighted"),
-        ((err * prevalence).sum() / prevalence.sum()).alias("_ovo_weighted_error"),
-    )
+
+
+def _averages(auc: pl.Expr, err: pl.Expr, weight: pl.Expr, name: str) -> list[pl.Expr]:
+    """Macro and weighted means of the defined AUCs and of their bounds."""
+    some = weight.sum() > 0
+    return [
+        auc.mean().alias(f"_{name}_macro"),
+        err.mean().alias(f"_{name}_macro_error"),
+        pl.when(some).then((auc * weight).sum() / weight.sum()).alias(f"_{name}_weighted"),
+        pl.when(some).then((err * weight).sum() / weight.sum()).alias(f"_{name}_weighted_error"),
+    ]
 
 
 def _score_aggregates(state: State, keys: list[str]) -> pl.LazyFrame:
@@ -233,19 +230,39 @@ def _score_aggregates(state: State, keys: list[str]) -> pl.LazyFrame:
             ]
         )
     )
-    ranked, _ = ovr_ranking(state)
-    defined = pl.col("roc_auc").is_not_null()
-    support = pl.col("_P").filter(defined)
-    auc, err = pl.col("roc_auc").filter(defined), pl.col("roc_auc_error").filter(defined)
-    some = support.sum() > 0
-    ovr = ranked.group_by(keys).agg(
-        auc.mean().alias("_ovr_macro"),
-        err.mean().alias("_ovr_macro_error"),
-        pl.when(some).then((auc * support).sum() / support.sum()).alias("_ovr_weighted"),
-        pl.when(some).then((err * support).sum() / support.sum()).alias("_ovr_weighted_error"),
+    bound = 0.0 if state.spec.exact else 0.5
+    pairs = _pairwise(state, keys).collect().lazy()  # read by both averages: compute once
+    P, N = pl.col("_P"), pl.col("_N")
+    ovr = (
+        pairs.group_by(*keys, "a")
+        .agg(pl.col("_num", "_ties", "_N").sum(), P.first())
+        .filter((P > 0) & (N > 0))
+        .group_by(keys)
+        .agg(_averages(pl.col("_num") / P / N, pl.col("_ties") / P / N * bound, P, "ovr"))
+    )
+    directed = pairs.filter((P > 0) & (N > 0)).with_columns(
+        (pl.col("_num") / P / N).alias("_auc"), (pl.col("_ties") / P / N * bound).alias("_err")
+    )
+    back = directed.select(
+        *keys,
+        pl.col("a").alias("b"),
+        pl.col("b").alias("a"),
+        pl.col("_auc").alias("_auc_ba"),
+        pl.col("_err").alias("_err_ba"),
+    )
+    pair = directed.filter(pl.col("a") < pl.col("b")).join(
+        back, on=[*keys, "a", "b"], nulls_equal=True
+    )
+    ovo = pair.group_by(keys).agg(
+        _averages(
+            (pl.col("_auc") + pl.col("_auc_ba")) / 2,
+            (pl.col("_err") + pl.col("_err_ba")) / 2,
+            P + N,  # the pair's prevalence: weight of its two classes
+            "ovo",
+        )
     )
     return sums.join(ovr, on=keys, how="left", nulls_equal=True).join(
-        _ovo(state, keys), on=keys, how="left", nulls_equal=True
+        ovo, on=keys, how="left", nulls_equal=True
     )
 
 

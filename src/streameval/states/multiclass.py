@@ -89,10 +89,31 @@ def state_query(
     extra = _row_sums(actual, ps, w, spec.top_k) if ps else []
     confusion = lf.group_by([*keys, a, predicted.alias("predicted")]).agg([*counts, *extra])
     parts = [confusion]
-    for k, p in enumerate(ps):
-        bucket = bucket_expr(p, spec.precision).alias("bucket")
-        hist = lf.group_by([*keys, a, bucket]).agg(counts)
-        parts.append(hist.with_columns(pl.lit(k, pl.Int32).alias("column")))
+    if ps:
+        # One long table of (row, score column) entries, grouped once: faster than one
+        # group_by per class column.
+        names = [f"_b{k}" for k in range(len(ps))]
+        weight = [w.alias("_w")] if w is not None else []
+        wide = lf.select(
+            *keys,
+            a,
+            *weight,
+            *[bucket_expr(p, spec.precision).alias(n) for n, p in zip(names, ps, strict=True)],
+        )
+        long = wide.unpivot(
+            on=names,
+            index=[*keys, "actual", *(["_w"] if w is not None else [])],
+            variable_name="_column",
+            value_name="bucket",
+        )
+        hist_counts = [pl.len().cast(pl.Int64).alias("n")]
+        if w is not None:
+            hist_counts.append(pl.col("_w").sum().alias("w"))
+        hist = long.group_by([*keys, "actual", "_column", "bucket"]).agg(hist_counts)
+        column = pl.col("_column").replace_strict(
+            names, list(range(len(ps))), return_dtype=pl.Int32
+        )
+        parts.append(hist.with_columns(column.alias("column")).drop("_column"))
     query = pl.concat(parts, how="diagonal")
     fixed = [pl.lit(v, schema[k]).alias(k) for k, v in constants.items()]
     order = [*spec.keys, *group_columns(spec), *merge_ops(spec)]

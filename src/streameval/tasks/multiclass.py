@@ -157,10 +157,15 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
     ps = [pl.col(c).cast(pl.Float64) for c in score_columns]
     if inputs.prediction is not None:
         predicted = _index(inputs.prediction, schema, classes)
-    else:
-        predicted = pl.concat_list(ps).list.arg_max().cast(pl.Int32)
+    else:  # argmax, the first class on ties (as numpy)
+        top = pl.max_horizontal(ps)
+        predicted = pl.coalesce(
+            [pl.when(p == top).then(pl.lit(k, pl.Int32)) for k, p in enumerate(ps)]
+        )
     w, bad_weight, weight_checks = weight_expr(inputs.weight)
-    bad = actual.is_null() | predicted.is_null() | bad_weight
+    bad = actual.is_null() | bad_weight
+    if inputs.prediction is not None:
+        bad = bad | predicted.is_null()
     for p in ps:
         bad = bad | (~p.is_finite()).fill_null(True)
     spec = Spec(
