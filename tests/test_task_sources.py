@@ -131,3 +131,16 @@ def test_multiclass_bad_input_is_named(log):
         se.accumulate(frame, **REGRESSION).per_class()
     with pytest.raises(se.InputError, match="task to be one of"):
         se.evaluate(frame, task="multi", label="animal")
+
+
+def test_domain_warnings_of_partitions_add_up_to_one(tmp_path):
+    for day, values in [("2026-10-01", [0.0, 1.0]), ("2026-10-02", [-2.0, 0.0])]:
+        (tmp_path / f"day={day}").mkdir()
+        frame = pl.DataFrame({"y": values, "f": [1.0, 1.0]})
+        frame.write_parquet(tmp_path / f"day={day}" / "part-0.parquet")
+    with pytest.warns(se.DomainWarning) as caught:
+        se.evaluate(tmp_path, by="day", **REGRESSION | {"label": "y", "prediction": "f"})
+    domain = [w for w in caught if isinstance(w.message, se.DomainWarning)]
+    assert len(domain) == 1
+    assert domain[0].message.problems["mape needs |label| ≥ machine epsilon"] == [2, 2]
+    assert domain[0].message.problems["msle needs label and prediction > −1"] == [1, 1]

@@ -17,7 +17,7 @@ shape: (2, 3)
 from __future__ import annotations
 
 from .accumulate import accumulate
-from .errors import InputError, SpecMismatchError, StateFileError, StreamevalError
+from .errors import DomainWarning, InputError, SpecMismatchError, StateFileError, StreamevalError
 from .evaluate import evaluate
 from .io import read_state
 from .spec import DEFAULT_PRECISION, Spec
@@ -25,6 +25,7 @@ from .state import State, merge
 
 __all__ = [
     "DEFAULT_PRECISION",
+    "DomainWarning",
     "InputError",
     "Spec",
     "SpecMismatchError",

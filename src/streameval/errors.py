@@ -39,3 +39,19 @@ def close_matches(name: str, candidates: Iterable[str]) -> str:
     shown = ", ".join(repr(c) for c in names[:20])
     more = f" (and {len(names) - 20} more)" if len(names) > 20 else ""
     return f"columns are: {shown}{more}"
+
+
+class DomainWarning(UserWarning):
+    """Metrics left null because rows fall outside their domain, with the counts.
+
+    ``problems`` maps a message part (``"msle needs label and prediction > −1"``) to
+    [offending rows, groups concerned], so the warnings of several units add up into one.
+    """
+
+    def __init__(self, problems: dict[str, list[int]]) -> None:
+        self.problems = problems
+        text = "; ".join(
+            f"{what}: {rows} row(s) outside it, in {groups} group(s)"
+            for what, (rows, groups) in problems.items()
+        )
+        super().__init__(f"null for the groups concerned: {text}")

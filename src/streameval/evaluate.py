@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from .accumulate import combine, prepare, unit_states
+from .errors import DomainWarning
 from .metrics.binary import as_thresholds
 from .source import Engine, Source
 from .spec import parse_precision
@@ -110,9 +111,16 @@ def evaluate(
 def _warn_once(caught: list[warnings.WarningMessage]) -> None:
     """Re-issue the units' warnings: the log-loss one once for all units, others as they were."""
     outside = [w for w in caught if "log_loss and brier are null" in str(w.message)]
+    domains: dict[str, list[int]] = {}
     for w in caught:
-        if w not in outside:
+        if isinstance(w.message, DomainWarning):
+            for what, (rows, groups) in w.message.problems.items():
+                total = domains.setdefault(what, [0, 0])
+                total[0], total[1] = total[0] + rows, total[1] + groups
+        elif w not in outside:
             warnings.warn(w.message, stacklevel=3)
+    if domains:
+        warnings.warn(DomainWarning(domains), stacklevel=3)
     if outside:
         counts = [re.search(r"null for (\d+)", str(w.message)) for w in outside]
         nulls = sum(int(m.group(1)) for m in counts if m)

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from ..bucketing import key_to_float
-from ..errors import InputError
+from ..errors import DomainWarning, InputError
 from .binary import ALL, with_group_key
 
 if TYPE_CHECKING:
@@ -334,7 +334,7 @@ def metric_table(
 
 def _check_domains(out: pl.DataFrame, names: list[str], *, explicit: bool) -> None:
     """Warn (or raise, for metrics asked for by name) about rows outside a metric's domain."""
-    problems = []
+    problems: dict[str, list[int]] = {}
     for name in names:
         if name not in DOMAINS:
             continue
@@ -342,15 +342,13 @@ def _check_domains(out: pl.DataFrame, names: list[str], *, explicit: bool) -> No
         rows = int(out[f"_{column}"].fill_null(0).sum())
         if rows:
             groups = out.filter(pl.col(f"_{column}") > 0).height
-            problems.append(
-                f"{name} needs {domain}: {rows} row(s) outside it, in {groups} group(s)"
-            )
+            problems[f"{name} needs {domain}"] = [rows, groups]
     if not problems:
         return
-    text = "; ".join(problems)
+    warning = DomainWarning(problems)
     if explicit:
         raise InputError(
-            f"expected data inside the metrics' domains, but {text}; hint: filter those rows "
-            "or leave the metric out"
+            f"expected data inside the metrics' domains, but {str(warning).split(': ', 1)[1]}; "
+            "hint: filter those rows or leave the metric out"
         )
-    warnings.warn(f"null for the groups concerned: {text}", stacklevel=4)
+    warnings.warn(warning, stacklevel=4)
