@@ -94,6 +94,26 @@ def test_per_class_and_confusion_matrix_match_sklearn(data):
         np.testing.assert_allclose(mine["f1"], f, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(mine["support"], s if w is None else
                                    [w[y == c].sum() for c in labels], rtol=1e-9)  # fmt: skip
+        cells = skm.multilabel_confusion_matrix(y, pred, labels=labels, sample_weight=w)
+        tn, fp, fn = cells[:, 0, 0], cells[:, 0, 1], cells[:, 1, 0]
+        for name, num, den in [("specificity", tn, tn + fp), ("npv", tn, tn + fn),
+                               ("fpr", fp, fp + tn), ("fnr", fn, fn + cells[:, 1, 1])]:  # fmt: skip
+            want = np.divide(num, den, out=np.zeros(k), where=den > 0)
+            np.testing.assert_allclose(mine[name], want, rtol=1e-9, atol=1e-12, err_msg=name)
+        if "p0" not in part.columns:
+            continue
+        scores = part.select([f"p{j}" for j in range(k)]).to_numpy()
+        sw = np.ones(len(y)) if w is None else w
+        for c, row in zip(labels, mine.iter_rows(named=True), strict=True):
+            positives, negatives = sw[y == c].sum(), sw[y != c].sum()
+            if positives > 0 and negatives > 0:
+                auc = skm.roc_auc_score(y == c, scores[:, c], sample_weight=w)
+                assert row["roc_auc"] == pytest.approx(auc, rel=1e-9)
+            else:
+                assert row["roc_auc"] is None
+            if positives > 0:
+                ap = skm.average_precision_score(y == c, scores[:, c], sample_weight=w)
+                assert row["average_precision"] == pytest.approx(ap, rel=1e-9)
     assert matrices.height == df["g"].n_unique() * k * k
 
 
