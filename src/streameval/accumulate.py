@@ -10,7 +10,9 @@ from typing import Any
 
 import polars as pl
 
+from . import kernels
 from .errors import InputError, close_matches
+from .kernels.runs import Runs, runs_state
 from .metrics.binary import as_thresholds
 from .source import (
     Engine,
@@ -167,6 +169,7 @@ class Plan:
     wanted: list[str]
     task: TaskPlan
     units: list[Unit] | None
+    in_memory: bool = False
 
     @property
     def spec(self) -> Spec:
@@ -227,12 +230,36 @@ def prepare(
         lf = lf.filter(valid)
     task = module.plan(Opened(lf, schema, files, engine, keys), inputs)
     units = hive_units(lf, source, files, keys) if files else None
-    return Plan(lf, schema, files, engine, wanted, task, units)
+    in_memory = isinstance(source, pl.DataFrame) or (
+        type(source).__module__.startswith("pyarrow")
+        and type(source).__name__ in ("Table", "RecordBatch")
+    )
+    return Plan(lf, schema, files, engine, wanted, task, units, in_memory)
+
+
+def unit_runs(plan: Plan, unit: Unit | None = None) -> Runs | None:
+    """The sorted runs of a unit (or of an in-memory source), when the sort kernel applies.
+
+    The kernel collects the unit's rows, so it runs on hive units (bounded by the largest
+    partition) and on sources already in memory, never on a whole scanned source.
+    """
+    if plan.task.runs is None or not kernels.ENABLED:
+        return None
+    if unit is None:
+        if not plan.in_memory:
+            return None
+        runs: Runs | None = plan.task.runs(plan.lf, {})
+        return runs
+    runs = plan.task.runs(unit.lf, unit.constants)
+    return runs
 
 
 def compute(plan: Plan, unit: Unit | None = None) -> pl.DataFrame:
     """The state table of one unit (a hive partition whose key is constant), or of everything."""
     lf, constants = (plan.lf, {}) if unit is None else (unit.lf, unit.constants)
+    runs = unit_runs(plan, unit)
+    if runs is not None:
+        return runs_state(runs, plan.spec, plan.schema, constants)
     query, finish = plan.task.build(lf, constants)
     table = finish(collect(query, plan.engine, plan.files, plan.wanted))
     if plan.task.invalid(table):
