@@ -22,6 +22,7 @@ def regression_frames(draw: st.DrawFn, *, weighted: bool | None = None):
     n = draw(st.integers(1, 40))
     n_groups = draw(st.integers(1, 3))
     low = draw(st.sampled_from([-3.0, 0.0, 0.5]))
+
     # Values within 1e-6 of 0 are 0: tiny ones overflow the deviances to inf/NaN and
     # underflow squares, in sklearn as here.
     def number(high: float) -> st.SearchStrategy[float]:
