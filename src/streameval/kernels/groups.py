@@ -1,8 +1,9 @@
 """One small integer per group: the key columns' codes, shifted to start at 0 and concatenated.
 
-Each key column's :class:`streameval.codes.KeyCode` (0 for null) is shifted by its smallest
-value in the unit and given the bits its largest needs, so 100 segments take 7 bits whatever
-the key's type. The first key is the most significant.
+Each key column's :class:`streameval.codes.KeyCode` (0 for null) is shifted so that its
+smallest non-null code in the unit becomes 1 (0 stays null) and given the bits its
+largest needs, so 100 segments take 7 bits whatever the key's type. The first key is the
+most significant.
 
 >>> import numpy as np, polars as pl
 >>> from streameval.codes import key_code
@@ -10,7 +11,9 @@ the key's type. The first key is the most significant.
 >>> frame = pl.DataFrame({"d": [5, 7, None]}, schema={"d": pl.Int16})
 >>> groups = GroupCodes.build([code], [frame.select(code.encode).to_series().to_numpy()], 3)
 >>> groups.bits, groups.codes.tolist()
-(4, [6, 8, 0])
+(2, [1, 3, 0])
+>>> GroupCodes.build([code], [np.array([9, 8])], 2).codes.tolist()
+[2, 1]
 >>> groups.decode(groups.codes)[0].to_list()
 [5, 7, None]
 """
@@ -40,7 +43,7 @@ class GroupCodes:
     keys : list of KeyCode
         The key columns' codes, first key first.
     lows, widths : list of int
-        Each key's smallest code in the unit and the bits of its shifted codes.
+        What each key's non-null codes were shifted by, and the bits of its shifted codes.
 
     """
 
@@ -73,10 +76,13 @@ class GroupCodes:
         codes = np.zeros(size, np.uint64)
         lows, widths = [], []
         for values in raw:
-            low, high = int(values.min()), int(values.max())
+            high = int(values.max())
+            present = values[values > 0] if int(values.min()) == 0 else values
+            low = int(present.min()) - 1 if present.size else 0  # non-null codes start at 1
+            shifted = values - low if present is values else np.where(values > 0, values - low, 0)
             width = (high - low).bit_length()
             codes <<= np.uint64(width)
-            codes |= (values - low).astype(np.uint64)
+            codes |= shifted.astype(np.uint64)
             lows.append(low)
             widths.append(width)
         return cls(codes, sum(widths), list(keys), lows, widths)
@@ -98,6 +104,6 @@ class GroupCodes:
         shift = self.bits
         for key, low, width in zip(self.keys, self.lows, self.widths, strict=True):
             shift -= width
-            field = (codes >> np.uint64(shift)) & np.uint64((1 << width) - 1)
-            out.append(key.decode(pl.Series(field.astype(np.int64) + low)))
+            field = ((codes >> np.uint64(shift)) & np.uint64((1 << width) - 1)).astype(np.int64)
+            out.append(key.decode(pl.Series(np.where(field > 0, field + low, field))))
         return out
