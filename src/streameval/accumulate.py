@@ -256,8 +256,12 @@ def unit_runs(plan: Plan, unit: Unit | None = None) -> Runs | None:
 
 def compute(plan: Plan, unit: Unit | None = None) -> pl.DataFrame:
     """The state table of one unit (a hive partition whose key is constant), or of everything."""
+    return state_table(plan, unit, unit_runs(plan, unit))
+
+
+def state_table(plan: Plan, unit: Unit | None, runs: Runs | None) -> pl.DataFrame:
+    """The state table of a unit from its sorted runs, or by the Polars query without them."""
     lf, constants = (plan.lf, {}) if unit is None else (unit.lf, unit.constants)
-    runs = unit_runs(plan, unit)
     if runs is not None:
         return runs_state(runs, plan.spec, plan.schema, constants)
     query, finish = plan.task.build(lf, constants)
@@ -267,13 +271,18 @@ def compute(plan: Plan, unit: Unit | None = None) -> pl.DataFrame:
     return table
 
 
+def units_with_runs(plan: Plan) -> Iterator[tuple[Unit, Runs | None]]:
+    """Each hive unit with its sorted runs (or None); the next unit's are computed meanwhile."""
+    return kernels.prefetch(plan.units or [], lambda unit: unit_runs(plan, unit))
+
+
 def unit_states(plan: Plan) -> Iterator[State]:
     """One state per unit, computed when asked for (or one state for everything)."""
     if plan.units is None:
         yield State(plan.spec, compute(plan))
         return
-    for unit in plan.units:
-        yield State(plan.spec, compute(plan, unit))
+    for unit, runs in units_with_runs(plan):
+        yield State(plan.spec, state_table(plan, unit, runs))
 
 
 def combine(plan: Plan) -> State:

@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from .accumulate import combine, compute, prepare, unit_runs
+from .accumulate import combine, prepare, state_table, unit_runs, units_with_runs
 from .kernels.metrics import runs_metrics
 from .metrics.binary import as_thresholds
 from .source import Engine, Source
@@ -93,13 +93,12 @@ def evaluate(
     schema = plan.schema
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for unit in plan.units:
+        for unit, runs in units_with_runs(plan):
             fixed = unit.constants
             spec = replace(plan.spec, keys=tuple(k for k in plan.spec.keys if k not in fixed))
-            runs = unit_runs(plan, unit)
             table = None if runs is None else runs_metrics(runs, spec, thresholds)
             if table is None:
-                state = State(plan.spec, compute(plan, unit))
+                state = State(plan.spec, state_table(plan, unit, runs))
                 table = State(spec, state.table.drop(list(fixed))).metrics(**options)
             columns = [*plan.spec.keys, *table.columns[len(spec.keys) :]]
             fixed_columns = [pl.lit(v, schema[k]).alias(k) for k, v in fixed.items()]
