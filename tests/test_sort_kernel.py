@@ -17,6 +17,7 @@ from polars.testing import assert_frame_equal
 import streameval as se
 from streameval import kernels
 from streameval.accumulate import prepare, unit_runs
+from streameval.kernels.hashed import text_codes
 from streameval.tasks import Inputs
 
 SCORES = {
@@ -180,3 +181,45 @@ def test_bad_scores_raise_as_the_polars_path(bad):
             kernels.ENABLED = True
         messages.append(str(err.value))
     assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("distinct", [3, 5000])
+@pytest.mark.parametrize("dtype", [pl.String, pl.Categorical, pl.Enum])
+def test_text_keys_match_the_polars_path(dtype, distinct):
+    rng = np.random.default_rng(distinct)
+    n = 20_000
+    names = [f"k{i}" for i in range(distinct)] + [None]
+    g = pl.Series("g", [names[i] for i in rng.integers(0, distinct + 1, n)])
+    if dtype == pl.Enum:
+        g = g.cast(pl.Enum([f"k{i}" for i in range(distinct)]))
+    elif dtype == pl.Categorical:
+        g = g.cast(pl.Categorical)
+    # many groups leave fewer bits for the scores: keep them in one binade, close together
+    p = np.round(rng.random(n), 3) if distinct < 100 else 0.5 + rng.integers(0, 99, n) * 2.0**-30
+    df = pl.DataFrame({"g": g, "y": rng.integers(0, 2, n), "p": p})
+    kw: dict[str, Any] = dict(label="y", score="p", by="g", precision="exact")
+    assert unit_runs(prepare(df, Inputs(label="y", score="p", precision=52), by="g")) is not None
+    assert_same_state(*both(lambda: se.accumulate(df, **kw)), weighted=False)
+    assert_same_metrics(*both(lambda: se.evaluate(df, **kw)))
+
+
+def test_text_codes_refuse_colliding_hashes():
+    first = np.array([1, 1, 2], np.uint64)
+    assert text_codes(first, np.array([5, 6, 7], np.uint64)) is None
+    codes, rows = text_codes(first, np.array([5, 5, 7], np.uint64))
+    assert codes.tolist() == [1, 1, 2] and rows.tolist()[1] == 2
+
+
+def test_binades_are_ranked_when_the_scores_span_too_many():
+    rng = np.random.default_rng(7)
+    n = 5000
+    pool = np.array([-1e300, -3.5, -0.0, 0.0, 5e-324, 1e-300, 1e-5, 0.25, 0.5, 0.75, 1.0, 2e300])
+    p = pool[rng.integers(0, pool.size, n)] * (1 + rng.integers(0, 3, n) * 2.0**-52)
+    df = pl.DataFrame({"g": rng.integers(0, 50, n).astype(np.int16), "y": rng.integers(0, 2, n)})
+    df = df.with_columns(pl.Series("p", p))
+    runs = unit_runs(prepare(df, Inputs(label="y", score="p", precision=52), by="g"))
+    assert runs is not None and runs.score.tops is not None
+    kw: dict[str, Any] = dict(label="y", score="p", by="g", precision="exact")
+    assert_same_state(*both(lambda: se.accumulate(df, **kw)), weighted=False)
+    thresholds = [-1e301, -3.5, 0.0, 1e-300, 0.3, 0.5, 1.0, 3e300]
+    assert_same_metrics(*both(lambda: se.evaluate(df, threshold=thresholds, **kw)))

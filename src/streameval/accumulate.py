@@ -12,7 +12,7 @@ import polars as pl
 
 from . import kernels
 from .errors import InputError, close_matches
-from .kernels.runs import Runs, runs_state
+from .kernels.runs import Collected, Runs, runs_state
 from .metrics.binary import as_thresholds
 from .source import (
     Engine,
@@ -237,8 +237,8 @@ def prepare(
     return Plan(lf, schema, files, engine, wanted, task, units, in_memory)
 
 
-def unit_runs(plan: Plan, unit: Unit | None = None) -> Runs | None:
-    """The sorted runs of a unit (or of an in-memory source), when the sort kernel applies.
+def unit_rows(plan: Plan, unit: Unit | None = None) -> Collected | None:
+    """The rows of a unit (or of an in-memory source) collected for the sort kernel, if it applies.
 
     The kernel collects the unit's rows, so it runs on hive units (bounded by the largest
     partition) and on sources already in memory, never on a whole scanned source.
@@ -248,10 +248,16 @@ def unit_runs(plan: Plan, unit: Unit | None = None) -> Runs | None:
     if unit is None:
         if not plan.in_memory:
             return None
-        runs: Runs | None = plan.task.runs(plan.lf, {})
-        return runs
-    runs = plan.task.runs(unit.lf, unit.constants)
-    return runs
+        rows: Collected | None = plan.task.runs(plan.lf, {})
+        return rows
+    rows = plan.task.runs(unit.lf, unit.constants)
+    return rows
+
+
+def unit_runs(plan: Plan, unit: Unit | None = None) -> Runs | None:
+    """The sorted runs of a unit (or of an in-memory source), when the sort kernel applies."""
+    rows = unit_rows(plan, unit)
+    return None if rows is None else rows.runs()
 
 
 def compute(plan: Plan, unit: Unit | None = None) -> pl.DataFrame:
@@ -272,8 +278,9 @@ def state_table(plan: Plan, unit: Unit | None, runs: Runs | None) -> pl.DataFram
 
 
 def units_with_runs(plan: Plan) -> Iterator[tuple[Unit, Runs | None]]:
-    """Each hive unit with its sorted runs (or None); the next unit's are computed meanwhile."""
-    return kernels.prefetch(plan.units or [], lambda unit: unit_runs(plan, unit))
+    """Each hive unit with its sorted runs (or None); the next unit is read meanwhile."""
+    for unit, rows in kernels.prefetch(plan.units or [], lambda unit: unit_rows(plan, unit)):
+        yield unit, None if rows is None else rows.runs()
 
 
 def unit_states(plan: Plan) -> Iterator[State]:

@@ -9,10 +9,11 @@ most significant.
 >>> from streameval.codes import key_code
 >>> code = key_code("d", pl.Int16)
 >>> frame = pl.DataFrame({"d": [5, 7, None]}, schema={"d": pl.Int16})
->>> groups = GroupCodes.build([code], [frame.select(code.encode).to_series().to_numpy()], 3)
+>>> raw = frame.select(code.encode).to_series().to_numpy()
+>>> groups = GroupCodes.build([code.decode], [raw], 3)
 >>> groups.bits, groups.codes.tolist()
 (2, [1, 3, 0])
->>> GroupCodes.build([code], [np.array([9, 8])], 2).codes.tolist()
+>>> GroupCodes.build([code.decode], [np.array([9, 8])], 2).codes.tolist()
 [2, 1]
 >>> groups.decode(groups.codes)[0].to_list()
 [5, 7, None]
@@ -20,14 +21,14 @@ most significant.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from ..codes import KeyCode
+Decode = Callable[[pl.Series], pl.Series]
 
 
 @dataclass
@@ -40,8 +41,8 @@ class GroupCodes:
         Combined code of each row.
     bits : int
         Bits the combined codes take.
-    keys : list of KeyCode
-        The key columns' codes, first key first.
+    keys : list of callable
+        Each key column's decoder (codes as an Int64 Series → key values), first key first.
     lows, widths : list of int
         What each key's non-null codes were shifted by, and the bits of its shifted codes.
 
@@ -49,22 +50,22 @@ class GroupCodes:
 
     codes: npt.NDArray[np.uint64]
     bits: int
-    keys: list[KeyCode]
+    keys: list[Decode]
     lows: list[int]
     widths: list[int]
 
     @classmethod
     def build(
-        cls, keys: Sequence[KeyCode], raw: Sequence[npt.NDArray[np.int64]], size: int
+        cls, keys: Sequence[Decode], raw: Sequence[npt.NDArray[np.int64]], size: int
     ) -> GroupCodes:
         """Combine per-key codes (non-negative Int64 arrays, one per key, ``size`` long).
 
         Parameters
         ----------
-        keys : list of KeyCode
-            The key columns' codes, first key first.
+        keys : list of callable
+            Each key column's decoder, first key first (such as :attr:`KeyCode.decode`).
         raw : list of ndarray of int64
-            Each key's :attr:`KeyCode.encode` values.
+            Each key's codes (such as :attr:`KeyCode.encode` values; 0 is null).
         size : int
             Rows (all codes are 0 without keys).
 
@@ -74,15 +75,19 @@ class GroupCodes:
 
         """
         codes = np.zeros(size, np.uint64)
-        lows, widths = [], []
+        lows: list[int] = []
+        widths: list[int] = []
         for values in raw:
             high = int(values.max())
             present = values[values > 0] if int(values.min()) == 0 else values
             low = int(present.min()) - 1 if present.size else 0  # non-null codes start at 1
             shifted = values - low if present is values else np.where(values > 0, values - low, 0)
             width = (high - low).bit_length()
-            codes <<= np.uint64(width)
-            codes |= shifted.astype(np.uint64)
+            if widths:
+                codes <<= np.uint64(width)
+                codes |= shifted.view(np.uint64)
+            else:
+                codes = shifted.view(np.uint64)
             lows.append(low)
             widths.append(width)
         return cls(codes, sum(widths), list(keys), lows, widths)
@@ -105,5 +110,5 @@ class GroupCodes:
         for key, low, width in zip(self.keys, self.lows, self.widths, strict=True):
             shift -= width
             field = ((codes >> np.uint64(shift)) & np.uint64((1 << width) - 1)).astype(np.int64)
-            out.append(key.decode(pl.Series(np.where(field > 0, field + low, field))))
+            out.append(key(pl.Series(np.where(field > 0, field + low, field))))
         return out

@@ -7,7 +7,7 @@ label takes the lowest bit, so one ``np.sort`` orders everything and labels foll
 (otherwise an ``argsort`` carries labels and weights along). Runs of equal (group, score)
 are then summed: they are the exact state's rows, in (group, score) order.
 
-When the codes do not fit in 64 bits, :func:`collect_runs` returns None and the caller
+When the codes do not fit in 64 bits, :meth:`Collected.runs` returns None and the caller
 falls back to the Polars group-by.
 """
 
@@ -27,11 +27,14 @@ from ..spec import Spec
 from ..states.binary import merge_ops
 from . import small_pages
 from .groups import GroupCodes
+from .hashed import text_codes
+from .scorekeys import ScoreField
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 Collect = Callable[[pl.LazyFrame], pl.DataFrame]
+TEXT = "text"
 
 
 @dataclass
@@ -41,15 +44,19 @@ class Runs:
     Attributes
     ----------
     value : ndarray of uint64
-        ``group << score_bits | (key - key_min)`` of each run.
+        ``group << score.bits | score field`` of each run.
     pos, neg : ndarray of int64 (unweighted) or float64 (weighted)
         Σw·y and Σw·(1−y) of each run.
     n : ndarray of int64 or None
         Rows of each run, when weighted.
-    score_bits, key_min, key_max : int
-        How the score key is stored in ``value``, and the largest key.
+    score : ScoreField
+        How the score key is stored in ``value``.
+    key_min, key_max : int
+        The smallest and largest score keys.
     groups : GroupCodes
         Turns group codes back into key columns.
+    single : bool
+        Whether every run is one row (unweighted, no tied scores in a group).
 
     """
 
@@ -57,31 +64,35 @@ class Runs:
     pos: I64 | F64
     neg: I64 | F64
     n: I64 | None
-    score_bits: int
+    score: ScoreField
     key_min: int
     key_max: int
     groups: GroupCodes
+    single: bool = False
 
     def key(self) -> I64:
         """Ordered score key (the exact bucket) of each run."""
-        mask = np.uint64((1 << self.score_bits) - 1)
-        offset = (self.value & mask) + np.uint64(self.key_min % (1 << 64))
-        return offset.view(np.int64)
+        return self.score.decode(self.value & np.uint64((1 << self.score_bits) - 1))
+
+    @property
+    def score_bits(self) -> int:
+        """Width of the score field in ``value``."""
+        return self.score.bits
 
     def group(self) -> U64:
         """Group code of each run."""
         return self.value >> np.uint64(self.score_bits)
 
 
-def collect_runs(
+def collect_unit(
     lf: pl.LazyFrame,
     keys: list[str],
-    codes: Mapping[str, KeyCode | None],
+    codes: Mapping[str, KeyCode | str | None],
     rows: tuple[pl.Expr, pl.Expr, pl.Expr | None, pl.Expr],
     collect: Collect,
     invalid: Callable[[], Exception],
-) -> Runs | None:
-    """The runs of the rows of ``lf`` grouped by ``keys``, or None when they do not pack.
+) -> Collected | None:
+    """The columns the sort needs of the rows of ``lf`` (None when a key has no code).
 
     Parameters
     ----------
@@ -89,8 +100,9 @@ def collect_runs(
         The unit's rows.
     keys : list of str
         Group keys that vary over ``lf``.
-    codes : mapping of str to KeyCode or None
-        Integer code of each key column (None: not codable, so no sort path).
+    codes : mapping of str to KeyCode, str or None
+        Integer code of each key column, :data:`TEXT` for text keys (coded from hashes) or
+        None (not codable, so no sort path).
     rows : tuple of Expr
         The label as Boolean, the score as Float64, the weight (or None) and the bad-row flag.
     collect : callable
@@ -100,14 +112,21 @@ def collect_runs(
 
     Returns
     -------
-    Runs or None
+    Collected or None
 
     """
     label, score, weight, bad = rows
-    key_codes = [c for c in (codes.get(k) for k in keys) if c is not None]
-    if len(key_codes) < len(keys):
+    key_codes = [codes.get(k) for k in keys]
+    if any(c is None for c in key_codes):
         return None
-    exprs = [c.encode.alias(f"_g{i}") for i, c in enumerate(key_codes)]
+    exprs = []
+    for i, (name, code) in enumerate(zip(keys, key_codes, strict=True)):
+        if isinstance(code, KeyCode):
+            exprs.append(code.encode.alias(f"_g{i}"))
+        else:  # text: two hashes and the values
+            column = pl.col(name)
+            exprs += [column.hash(0).alias(f"_h{i}"), column.hash(1).alias(f"_x{i}")]
+            exprs.append(column.alias(f"_s{i}"))
     exprs += [
         label.fill_null(False).alias("_y"),
         pl.when(~bad).then(ordered_key(score)).alias("_k"),
@@ -117,38 +136,88 @@ def collect_runs(
     frame = collect(lf.select(exprs))
     if frame["_k"].null_count():
         raise invalid()
-    with small_pages():
-        return _runs(frame, key_codes, weight is not None)
+    return Collected(frame, keys, [c for c in key_codes if c is not None], weight is not None)
 
 
-def _runs(frame: pl.DataFrame, key_codes: list[KeyCode], weighted: bool) -> Runs | None:
-    """The runs of the collected columns (``_g0``…, ``_y``, ``_k``, ``_w``)."""
-    if frame.height == 0:
-        return None
-    raw = [frame[f"_g{i}"].to_numpy() for i in range(len(key_codes))]
-    groups = GroupCodes.build(key_codes, raw, frame.height)
+@dataclass
+class Collected:
+    """A unit's collected columns (``_g0``…, ``_y``, ``_k``, ``_w``), not yet sorted.
+
+    Collecting (Polars) and sorting (NumPy) are separate steps so that the next unit can be
+    read while this one is sorted.
+    """
+
+    frame: pl.DataFrame
+    keys: list[str]
+    key_codes: list[KeyCode | str]
+    weighted: bool
+
+    def runs(self) -> Runs | None:
+        """Sort and reduce the rows (None when the codes do not fit in 64 bits)."""
+        if self.frame.height == 0:
+            return None
+        with small_pages():
+            groups = self._groups()
+            return None if groups is None else _runs(self.frame, groups, self.weighted)
+
+    def _groups(self) -> GroupCodes | None:
+        """The rows' group codes (None if two text values' hashes collide)."""
+        raw: list[I64] = []
+        decoders: list[Callable[[pl.Series], pl.Series]] = []
+        for i, (name, code) in enumerate(zip(self.keys, self.key_codes, strict=True)):
+            if isinstance(code, KeyCode):
+                raw.append(self.frame[f"_g{i}"].to_numpy())
+                decoders.append(code.decode)
+                continue
+            hashes = self.frame[f"_h{i}"].to_numpy(), self.frame[f"_x{i}"].to_numpy()
+            found = text_codes(*hashes)
+            if found is None:
+                return None
+            values = self.frame[f"_s{i}"].gather(found[1]).rename(name)
+            raw.append(found[0])
+            decoders.append(_lookup(values))
+        return GroupCodes.build(decoders, raw, self.frame.height)
+
+
+def _lookup(values: pl.Series) -> Callable[[pl.Series], pl.Series]:
+    """Decoder of text codes 1…G whose values are ``values``."""
+    return lambda codes: values.gather(codes - 1)
+
+
+def _runs(frame: pl.DataFrame, groups: GroupCodes, weighted: bool) -> Runs | None:
+    """The runs of the collected columns (``_y``, ``_k``, ``_w``) in the given groups."""
     key = frame["_k"].to_numpy()
     key_min, key_max = int(key.min()), int(key.max())
-    score_bits = (key_max - key_min).bit_length()
     label_bit = int(not weighted)
-    if groups.bits + score_bits + label_bit > 64:
-        if groups.bits + score_bits > 64 or score_bits > 63:
-            return None
+    field = ScoreField.build(key, key_min, key_max, 64 - groups.bits - label_bit)
+    if field is None and label_bit:
         label_bit = 0
-    shifted = key.view(np.uint64) - np.uint64(key_min % (1 << 64))
-    packed = groups.codes << np.uint64(score_bits) | shifted
-    del shifted, key
+        field = ScoreField.build(key, key_min, key_max, 64 - groups.bits)
+    if field is None:
+        return None
+    score_bits = field.bits
+    # packed = (group << score_bits | score field) << label_bit | y, built in place
+    packed = field.encode(key)
+    del key
+    codes = groups.codes
     y = frame["_y"].to_numpy()
-    w = frame["_w"].to_numpy() if weighted else None
-    del frame
     if label_bit:
         packed <<= np.uint64(1)
-        packed |= y.astype(np.uint64)
-        sums = _labelled_runs(np.sort(packed))
-    else:
-        order = np.argsort(packed)
-        sums = _carried_runs(packed[order], y[order], None if w is None else w[order])
-    return Runs(*sums, score_bits, key_min, key_max, groups)
+        np.bitwise_or(packed, y, out=packed)
+    if groups.bits:
+        codes <<= np.uint64(score_bits + label_bit)
+        packed |= codes
+    del codes
+    if label_bit:
+        del frame, y
+        packed.sort()
+        value, pos, neg, single = _labelled_runs(packed)
+        return Runs(value, pos, neg, None, field, key_min, key_max, groups, single)
+    w = frame["_w"].to_numpy() if weighted else None
+    del frame
+    order = np.argsort(packed)
+    sums = _carried_runs(packed[order], y[order], None if w is None else w[order])
+    return Runs(*sums, field, key_min, key_max, groups)
 
 
 Sums = tuple[U64, I64 | F64, I64 | F64, I64 | None]
@@ -161,20 +230,22 @@ def _starts(changed: npt.NDArray[np.bool_]) -> I64:
     return np.concatenate((np.zeros(1, np.int64), starts))
 
 
-def _labelled_runs(sorted_: U64) -> Sums:
-    """Values, pos and neg of the runs of sorted ``value << 1 | y`` (unweighted)."""
+def _labelled_runs(sorted_: U64) -> tuple[U64, I64, I64, bool]:
+    """Values, pos and neg of the runs of sorted ``value << 1 | y``, and if each is one row."""
     one = np.uint64(1)
-    changed = (sorted_[1:] ^ sorted_[:-1]) > one
+    changed = np.bitwise_xor(sorted_[1:], sorted_[:-1])
+    changed = changed > one
     if changed.all():  # every score distinct within its group: a run per row
-        pos = (sorted_ & one).astype(np.int64)
+        del changed
+        pos = np.bitwise_and(sorted_, one).view(np.int64)
         neg = 1 - pos
         sorted_ >>= one
-        return sorted_, pos, neg, None
+        return sorted_, pos, neg, True
     starts = _starts(changed)
     del changed
-    pos = np.add.reduceat((sorted_ & one).astype(np.int64), starts)
+    pos = np.add.reduceat(np.bitwise_and(sorted_, one).view(np.int64), starts)
     neg = np.diff(starts, append=sorted_.size) - pos
-    return sorted_[starts] >> one, pos, neg, None
+    return sorted_[starts] >> one, pos, neg, False
 
 
 def _carried_runs(value: U64, y: npt.NDArray[np.bool_], w: F64 | None) -> Sums:

@@ -59,8 +59,8 @@ class TaskPlan:
     ``build(lf, constants)`` returns the lazy state query over ``lf`` and the function that
     turns its result into the state table (``constants`` are group keys fixed over ``lf``).
     ``invalid(table)`` says whether the table marks invalid rows; ``diagnose()`` then
-    returns the error that names them. ``runs(lf, constants)``, when given, computes the
-    unit's state by sorting instead (:mod:`streameval.kernels`), or returns None to fall back.
+    returns the error that names them. ``runs(lf, constants)``, when given, collects the
+    unit's rows for the sort kernel (:mod:`streameval.kernels`), or returns None to fall back.
     """
 
     spec: Any
