@@ -17,7 +17,6 @@ from polars.testing import assert_frame_equal
 import streameval as se
 from streameval import kernels
 from streameval.accumulate import prepare, unit_runs
-from streameval.kernels.hashed import text_codes
 from streameval.tasks import Inputs
 
 SCORES = {
@@ -201,13 +200,6 @@ def test_text_keys_match_the_polars_path(dtype, distinct):
     assert unit_runs(prepare(df, Inputs(label="y", score="p", precision=52), by="g")) is not None
     assert_same_state(*both(lambda: se.accumulate(df, **kw)), weighted=False)
     assert_same_metrics(*both(lambda: se.evaluate(df, **kw)))
-
-
-def test_text_codes_refuse_colliding_hashes():
-    first = np.array([1, 1, 2], np.uint64)
-    assert text_codes(first, np.array([5, 6, 7], np.uint64)) is None
-    codes, rows = text_codes(first, np.array([5, 5, 7], np.uint64))
-    assert codes.tolist() == [1, 1, 2] and rows.tolist()[1] == 2
 
 
 def test_binades_are_ranked_when_the_scores_span_too_many():

@@ -81,13 +81,17 @@ class GroupCodes:
             high = int(values.max())
             present = values[values > 0] if int(values.min()) == 0 else values
             low = int(present.min()) - 1 if present.size else 0  # non-null codes start at 1
-            shifted = values - low if present is values else np.where(values > 0, values - low, 0)
+            if present is not values:
+                shifted = np.where(values > 0, values - low, 0)
+            else:
+                shifted = values - low if low else values
             width = (high - low).bit_length()
             if widths:
                 codes <<= np.uint64(width)
                 codes |= shifted.view(np.uint64)
-            else:
+            else:  # the first key's codes become the combined codes: own them
                 codes = shifted.view(np.uint64)
+                codes = codes if codes.flags.writeable else codes.copy()
             lows.append(low)
             widths.append(width)
         return cls(codes, sum(widths), list(keys), lows, widths)

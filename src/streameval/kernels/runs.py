@@ -27,14 +27,12 @@ from ..spec import Spec
 from ..states.binary import merge_ops
 from . import small_pages
 from .groups import GroupCodes
-from .hashed import text_codes
 from .scorekeys import ScoreField
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 Collect = Callable[[pl.LazyFrame], pl.DataFrame]
-TEXT = "text"
 
 
 @dataclass
@@ -87,7 +85,7 @@ class Runs:
 def collect_unit(
     lf: pl.LazyFrame,
     keys: list[str],
-    codes: Mapping[str, KeyCode | str | None],
+    codes: Mapping[str, KeyCode | None],
     rows: tuple[pl.Expr, pl.Expr, pl.Expr | None, pl.Expr],
     collect: Collect,
     invalid: Callable[[], Exception],
@@ -100,9 +98,8 @@ def collect_unit(
         The unit's rows.
     keys : list of str
         Group keys that vary over ``lf``.
-    codes : mapping of str to KeyCode, str or None
-        Integer code of each key column, :data:`TEXT` for text keys (coded from hashes) or
-        None (not codable, so no sort path).
+    codes : mapping of str to KeyCode or None
+        Integer code of each key column (None: not codable, so no sort path).
     rows : tuple of Expr
         The label as Boolean, the score as Float64, the weight (or None) and the bad-row flag.
     collect : callable
@@ -119,14 +116,7 @@ def collect_unit(
     key_codes = [codes.get(k) for k in keys]
     if any(c is None for c in key_codes):
         return None
-    exprs = []
-    for i, (name, code) in enumerate(zip(keys, key_codes, strict=True)):
-        if isinstance(code, KeyCode):
-            exprs.append(code.encode.alias(f"_g{i}"))
-        else:  # text: two hashes and the values
-            column = pl.col(name)
-            exprs += [column.hash(0).alias(f"_h{i}"), column.hash(1).alias(f"_x{i}")]
-            exprs.append(column.alias(f"_s{i}"))
+    exprs = [c.encode.alias(f"_g{i}") for i, c in enumerate(key_codes) if c is not None]
     exprs += [
         label.fill_null(False).alias("_y"),
         pl.when(~bad).then(ordered_key(score)).alias("_k"),
@@ -136,7 +126,7 @@ def collect_unit(
     frame = collect(lf.select(exprs))
     if frame["_k"].null_count():
         raise invalid()
-    return Collected(frame, keys, [c for c in key_codes if c is not None], weight is not None)
+    return Collected(frame, [c for c in key_codes if c is not None], weight is not None)
 
 
 @dataclass
@@ -148,40 +138,18 @@ class Collected:
     """
 
     frame: pl.DataFrame
-    keys: list[str]
-    key_codes: list[KeyCode | str]
+    key_codes: list[KeyCode]
     weighted: bool
 
     def runs(self) -> Runs | None:
         """Sort and reduce the rows (None when the codes do not fit in 64 bits)."""
         if self.frame.height == 0:
             return None
+        raw = [self.frame[f"_g{i}"].to_numpy() for i in range(len(self.key_codes))]
+        decoders = [c.decode for c in self.key_codes]
         with small_pages():
-            groups = self._groups()
-            return None if groups is None else _runs(self.frame, groups, self.weighted)
-
-    def _groups(self) -> GroupCodes | None:
-        """The rows' group codes (None if two text values' hashes collide)."""
-        raw: list[I64] = []
-        decoders: list[Callable[[pl.Series], pl.Series]] = []
-        for i, (name, code) in enumerate(zip(self.keys, self.key_codes, strict=True)):
-            if isinstance(code, KeyCode):
-                raw.append(self.frame[f"_g{i}"].to_numpy())
-                decoders.append(code.decode)
-                continue
-            hashes = self.frame[f"_h{i}"].to_numpy(), self.frame[f"_x{i}"].to_numpy()
-            found = text_codes(*hashes)
-            if found is None:
-                return None
-            values = self.frame[f"_s{i}"].gather(found[1]).rename(name)
-            raw.append(found[0])
-            decoders.append(_lookup(values))
-        return GroupCodes.build(decoders, raw, self.frame.height)
-
-
-def _lookup(values: pl.Series) -> Callable[[pl.Series], pl.Series]:
-    """Decoder of text codes 1…G whose values are ``values``."""
-    return lambda codes: values.gather(codes - 1)
+            groups = GroupCodes.build(decoders, raw, self.frame.height)
+            return _runs(self.frame, groups, self.weighted)
 
 
 def _runs(frame: pl.DataFrame, groups: GroupCodes, weighted: bool) -> Runs | None:

@@ -10,7 +10,7 @@ import polars as pl
 from ..bucketing import ABOVE_ONE, EXACT_BITS, is_bucket_edge
 from ..codes import key_code
 from ..errors import InputError
-from ..kernels.runs import TEXT, Collected, collect_unit
+from ..kernels.runs import Collected, collect_unit
 from ..metrics.binary import COLUMNS
 from ..source import collect
 from ..spec import Spec
@@ -73,7 +73,7 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
             lf, inputs.label, score, inputs.weight, not_allowed, opened.engine, opened.files
         )
 
-    codes = {k: TEXT if _is_text(schema[k]) else key_code(k, schema[k]) for k in opened.keys}
+    codes = {k: key_code(k, schema[k]) for k in opened.keys}
     columns = [inputs.label, score, *opened.keys, *([inputs.weight] if inputs.weight else [])]
 
     def runs(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Collected | None:
@@ -89,8 +89,3 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
 
     invalid = lambda t: bool(t["bucket"].null_count())  # noqa: E731
     return TaskPlan(spec, build, invalid, diagnose, runs if spec.exact else None)
-
-
-def _is_text(dtype: pl.DataType) -> bool:
-    """Whether a key column holds text (coded by hashing in the sort kernel)."""
-    return dtype == pl.String or isinstance(dtype, pl.Categorical | pl.Enum)
