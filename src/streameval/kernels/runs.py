@@ -2,10 +2,11 @@
 
 The unit's rows are collected with Polars as a group code per key column, the label, the
 score's ordered key (:func:`streameval.bucketing.ordered_key`) and the weight. The group code
-and the score key are packed, most significant first, into one ``uint64``; when unweighted the
-label takes the lowest bit, so one ``np.sort`` orders everything and labels follow for free
-(otherwise an ``argsort`` carries labels and weights along). Runs of equal (group, score)
-are then summed: they are the exact state's rows, in (group, score) order.
+and the score key (as a :class:`~.scorekeys.ScoreField`) are packed, most significant first,
+into one ``uint64``; when unweighted the label takes the lowest bit, so one ``np.sort``
+orders everything and labels follow for free (otherwise an ``argsort`` carries labels and
+weights along). Runs of equal (group, score) are then summed: they are the exact state's
+rows, in (group, score) order.
 
 When the codes do not fit in 64 bits, :meth:`Collected.runs` returns None and the caller
 falls back to the Polars group-by.
@@ -167,7 +168,7 @@ def _runs(frame: pl.DataFrame, groups: GroupCodes, weighted: bool) -> Runs | Non
     # packed = (group << score_bits | score field) << label_bit | y, built in place
     packed = field.encode(key)
     del key
-    codes = groups.codes
+    codes = groups.codes  # shifted in place below: groups keeps only its decoders' use
     y = frame["_y"].to_numpy()
     if label_bit:
         packed <<= np.uint64(1)
