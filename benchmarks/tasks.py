@@ -125,7 +125,8 @@ def work(task: str, name: str, data: str) -> Any:
                 skm.median_absolute_error(y, f),
                 skm.r2_score(y, f),
             ]
-        rows.append({**dict(zip(KEYS, key, strict=True)), **dict(zip(CHECKED[task], values, strict=True))})
+        named = dict(zip(CHECKED[task], values, strict=True))
+        rows.append({**dict(zip(KEYS, key, strict=True)), **named})
     del df
     return pl.DataFrame(rows).with_columns(pl.col("day").cast(pl.Date))
 

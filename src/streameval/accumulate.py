@@ -10,7 +10,9 @@ from typing import Any
 
 import polars as pl
 
+from . import kernels
 from .errors import InputError, close_matches
+from .kernels.runs import Collected, Runs, runs_state
 from .metrics.binary import as_thresholds
 from .source import (
     Engine,
@@ -167,6 +169,7 @@ class Plan:
     wanted: list[str]
     task: TaskPlan
     units: list[Unit] | None
+    in_memory: bool = False
 
     @property
     def spec(self) -> Spec:
@@ -227,12 +230,46 @@ def prepare(
         lf = lf.filter(valid)
     task = module.plan(Opened(lf, schema, files, engine, keys), inputs)
     units = hive_units(lf, source, files, keys) if files else None
-    return Plan(lf, schema, files, engine, wanted, task, units)
+    in_memory = isinstance(source, pl.DataFrame) or (
+        type(source).__module__.startswith("pyarrow")
+        and type(source).__name__ in ("Table", "RecordBatch")
+    )
+    return Plan(lf, schema, files, engine, wanted, task, units, in_memory)
+
+
+def unit_rows(plan: Plan, unit: Unit | None = None) -> Collected | None:
+    """The rows of a unit (or of an in-memory source) collected for the sort kernel, if it applies.
+
+    The kernel collects the unit's rows, so it runs on hive units (bounded by the largest
+    partition) and on sources already in memory, never on a whole scanned source.
+    """
+    if plan.task.runs is None or not kernels.ENABLED:
+        return None
+    if unit is None:
+        if not plan.in_memory:
+            return None
+        rows: Collected | None = plan.task.runs(plan.lf, {})
+        return rows
+    rows = plan.task.runs(unit.lf, unit.constants)
+    return rows
+
+
+def unit_runs(plan: Plan, unit: Unit | None = None) -> Runs | None:
+    """The sorted runs of a unit (or of an in-memory source), when the sort kernel applies."""
+    rows = unit_rows(plan, unit)
+    return None if rows is None else rows.runs()
 
 
 def compute(plan: Plan, unit: Unit | None = None) -> pl.DataFrame:
     """The state table of one unit (a hive partition whose key is constant), or of everything."""
+    return state_table(plan, unit, unit_runs(plan, unit))
+
+
+def state_table(plan: Plan, unit: Unit | None, runs: Runs | None) -> pl.DataFrame:
+    """The state table of a unit from its sorted runs, or by the Polars query without them."""
     lf, constants = (plan.lf, {}) if unit is None else (unit.lf, unit.constants)
+    if runs is not None:
+        return runs_state(runs, plan.spec, plan.schema, constants)
     query, finish = plan.task.build(lf, constants)
     table = finish(collect(query, plan.engine, plan.files, plan.wanted))
     if plan.task.invalid(table):
@@ -240,13 +277,19 @@ def compute(plan: Plan, unit: Unit | None = None) -> pl.DataFrame:
     return table
 
 
+def units_with_runs(plan: Plan) -> Iterator[tuple[Unit, Runs | None]]:
+    """Each hive unit with its sorted runs (or None); the next unit is read meanwhile."""
+    for unit, rows in kernels.prefetch(plan.units or [], lambda unit: unit_rows(plan, unit)):
+        yield unit, None if rows is None else rows.runs()
+
+
 def unit_states(plan: Plan) -> Iterator[State]:
     """One state per unit, computed when asked for (or one state for everything)."""
     if plan.units is None:
         yield State(plan.spec, compute(plan))
         return
-    for unit in plan.units:
-        yield State(plan.spec, compute(plan, unit))
+    for unit, runs in units_with_runs(plan):
+        yield State(plan.spec, state_table(plan, unit, runs))
 
 
 def combine(plan: Plan) -> State:

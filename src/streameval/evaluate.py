@@ -10,8 +10,9 @@ from typing import Any
 
 import polars as pl
 
-from .accumulate import combine, prepare, unit_states
+from .accumulate import combine, prepare, state_table, unit_runs, units_with_runs
 from .errors import DomainWarning
+from .kernels.metrics import runs_metrics
 from .metrics.binary import as_thresholds
 from .source import Engine, Source
 from .spec import parse_precision
@@ -88,18 +89,23 @@ def evaluate(
     if task == "regression":
         options["alpha"] = alpha
     if plan.units is None:
-        return combine(plan).metrics(**options)
+        runs = unit_runs(plan)
+        direct = None if runs is None or metrics else runs_metrics(runs, plan.spec, thresholds)
+        return direct if direct is not None else combine(plan).metrics(**options)
     # Hive units hold disjoint groups: each is finalized on its own (one unit in memory at a
     # time), grouped by its other keys only, and its fixed key added back.
     tables = []
     schema = plan.schema
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for unit, state in zip(plan.units, unit_states(plan), strict=True):
+        for unit, runs in units_with_runs(plan):
             fixed = unit.constants
-            spec = replace(state.spec, keys=tuple(k for k in state.keys if k not in fixed))
-            table = State(spec, state.table.drop(list(fixed))).metrics(**options)
-            columns = [*state.keys, *table.columns[len(spec.keys) :]]
+            spec = replace(plan.spec, keys=tuple(k for k in plan.spec.keys if k not in fixed))
+            table = None if runs is None or metrics else runs_metrics(runs, spec, thresholds)
+            if table is None:
+                state = State(plan.spec, state_table(plan, unit, runs))
+                table = State(spec, state.table.drop(list(fixed))).metrics(**options)
+            columns = [*plan.spec.keys, *table.columns[len(spec.keys) :]]
             fixed_columns = [pl.lit(v, schema[k]).alias(k) for k, v in fixed.items()]
             tables.append(table.with_columns(fixed_columns).select(columns))
     out = pl.concat(tables, how="vertical_relaxed")

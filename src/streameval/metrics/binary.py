@@ -243,15 +243,20 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
         _finalize(chunk, state.spec, thresholds, scale)
         for chunk in _key_chunks(state.table, state.keys)
     ]
+    return finish_rows(parts, state.keys)
+
+
+def finish_rows(parts: list[pl.DataFrame], keys: list[str]) -> pl.DataFrame:
+    """The metric table of finalized parts: sorted, warned about, ``_n_outside`` dropped."""
     out = pl.concat(parts, how="vertical") if len(parts) > 1 else parts[0]
-    out = out.sort([*state.keys, "threshold"], nulls_last=False)
+    out = out.sort([*keys, "threshold"], nulls_last=False)
     outside = out.filter(pl.col("_n_outside") > 0).height
     out = out.drop("_n_outside")
     if outside:
         warnings.warn(
             f"log_loss and brier are null for {outside} group row(s) whose scores fall outside "
             "[0, 1]; they need probabilities (other metrics are computed)",
-            stacklevel=3,
+            stacklevel=4,
         )
     return out
 
@@ -312,9 +317,22 @@ def _finalize(
             cols["n_outside"].sum().alias("_n_outside"),
             *per_threshold,
         )
-        .with_columns(pl.lit(0.0 if spec.exact else 0.5).alias("_bound_factor"))
-        .with_columns([f().alias(name) for name, f in RANKING.items()])
     )
+    return metric_rows(grouped, keys, spec, thresholds)
+
+
+def metric_rows(
+    grouped: pl.LazyFrame, keys: list[str], spec: Spec, thresholds: list[float]
+) -> pl.DataFrame:
+    """Metric rows from per-group aggregates (``_n_outside`` still attached).
+
+    ``grouped`` has the key columns, ``n``, ``positives``, ``negatives`` and the ``_``
+    aggregates of :func:`_finalize` (also computed from sorted runs by
+    :mod:`streameval.kernels.metrics`).
+    """
+    grouped = grouped.with_columns(
+        pl.lit(0.0 if spec.exact else 0.5).alias("_bound_factor")
+    ).with_columns([f().alias(name) for name, f in RANKING.items()])
     long = pl.concat(
         [
             grouped.with_columns(

@@ -59,13 +59,15 @@ class TaskPlan:
     ``build(lf, constants)`` returns the lazy state query over ``lf`` and the function that
     turns its result into the state table (``constants`` are group keys fixed over ``lf``).
     ``invalid(table)`` says whether the table marks invalid rows; ``diagnose()`` then
-    returns the error that names them.
+    returns the error that names them. ``runs(lf, constants)``, when given, collects the
+    unit's rows for the sort kernel (:mod:`streameval.kernels`), or returns None to fall back.
     """
 
     spec: Any
     build: Build
     invalid: Callable[[pl.DataFrame], bool]
     diagnose: Callable[[], Exception]
+    runs: Callable[[pl.LazyFrame, Mapping[str, Any]], Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,11 @@ from typing import Any
 import polars as pl
 
 from ..bucketing import ABOVE_ONE, EXACT_BITS, is_bucket_edge
+from ..codes import key_code
 from ..errors import InputError
+from ..kernels.runs import Collected, collect_unit
 from ..metrics.binary import COLUMNS
+from ..source import collect
 from ..spec import Spec
 from ..states import binary
 from ..validate import diagnose_bad_rows, label_expr
@@ -70,4 +73,19 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
             lf, inputs.label, score, inputs.weight, not_allowed, opened.engine, opened.files
         )
 
-    return TaskPlan(spec, build, lambda t: bool(t["bucket"].null_count()), diagnose)
+    codes = {k: key_code(k, schema[k]) for k in opened.keys}
+    columns = [inputs.label, score, *opened.keys, *([inputs.weight] if inputs.weight else [])]
+
+    def runs(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Collected | None:
+        keys = [k for k in opened.keys if k not in constants]
+        return collect_unit(
+            unit,
+            keys,
+            codes,
+            (y, p, w, bad),
+            lambda q: collect(q, opened.engine, opened.files, columns),
+            diagnose,
+        )
+
+    invalid = lambda t: bool(t["bucket"].null_count())  # noqa: E731
+    return TaskPlan(spec, build, invalid, diagnose, runs if spec.exact else None)

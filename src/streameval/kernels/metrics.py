@@ -1,0 +1,268 @@
+"""Per-group aggregates of an unweighted exact state, straight from its sorted runs.
+
+The runs are sorted by group, then score ascending, so the finalize step's cumulative sums
+from the top score down are suffix sums within each group. With integer counts these are
+exact in Int64 (a global suffix sum minus the one past the group's end), and so are the pair
+sums of the AUC: the results are those of :func:`streameval.metrics.binary.metric_table`'s
+Polars aggregation, bit for bit where that one is exact, and to rounding of sums elsewhere
+(average precision, log loss, Brier score).
+
+Weighted runs are not handled here: float suffix sums of a whole unit would cancel badly in
+small groups, so their metrics come from the Polars finalize of the state table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from ..bucketing import float_to_key_scalar
+from ..metrics.binary import ALL, COLUMNS, finish_rows, metric_rows
+from ..spec import Spec
+from . import small_pages
+from .runs import F64, I64, Runs
+
+_EPS = float(np.finfo(np.float64).eps)
+_LOW63 = np.int64(0x7FFF_FFFF_FFFF_FFFF)
+
+
+def pair_scale(pos: I64, neg: I64) -> float:
+    """The power of two that brings the largest run count near 1 (as the Polars path).
+
+    Parameters
+    ----------
+    pos : ndarray of int64
+        Positives of each run.
+    neg : ndarray of int64
+        Negatives of each run.
+
+    Returns
+    -------
+    float
+
+    """
+    largest = max(int(pos.max()), int(neg.max()))
+    return math.ldexp(1.0, -math.frexp(float(largest))[1]) if largest else 1.0
+
+
+def scores(key: I64) -> F64:
+    """Inverse of the ordered key: each run's score.
+
+    Parameters
+    ----------
+    key : ndarray of int64
+        Ordered keys.
+
+    Returns
+    -------
+    ndarray of float64
+
+    """
+    bits = np.where(key < 0, key ^ _LOW63, key)
+    return bits.view(np.float64)
+
+
+def _suffix(x: I64) -> I64:
+    """Sums from each index to the end, with a 0 appended."""
+    out = np.zeros(x.size + 1, np.int64)
+    np.cumsum(x[::-1], out=out[-2::-1])
+    return out
+
+
+def _segment_sums(x: I64, starts: I64) -> I64:
+    """Sums of ``x`` over ``[starts[i], starts[i + 1])`` (the last to the end); 0 when empty."""
+    out = np.zeros(starts.size, np.int64)
+    full = starts < np.append(starts[1:], x.size)
+    if full.any():
+        out[full] = np.add.reduceat(x, starts[full])
+    return out
+
+
+@dataclass
+class _Groups:
+    """Where each group's runs start and end, its code, and suffix sums of the counts."""
+
+    firsts: I64
+    ends: I64
+    codes: npt.NDArray[np.uint64]
+    rpos: I64
+    rneg_sums: I64 | None  # None when every run is one row: rneg is then implied
+
+    @classmethod
+    def of(cls, runs: Runs, pos: I64) -> _Groups:
+        """Group bounds by a search per possible code when there are few, else by a scan."""
+        size, bits = runs.value.size, runs.groups.bits
+        if bits <= 16:
+            codes = np.arange(1 << bits, dtype=np.uint64)
+            starts = np.searchsorted(runs.value, codes << np.uint64(runs.score_bits))
+            stops = np.append(starts[1:], size)
+            full = starts < stops
+            firsts, ends, codes = starts[full].astype(np.int64), stops[full], codes[full]
+        else:
+            group = runs.group()
+            firsts = np.flatnonzero(group[1:] != group[:-1]) + 1
+            firsts = np.concatenate((np.zeros(1, np.int64), firsts))
+            ends, codes = np.append(firsts[1:], size), group[firsts]
+        rneg = None if runs.single else _suffix(runs.neg.astype(np.int64, copy=False))
+        return cls(firsts, ends.astype(np.int64), codes, _suffix(pos), rneg)
+
+    def rneg(self, at: I64) -> I64:
+        """Suffix sums of the negatives at indices ``at``."""
+        if self.rneg_sums is not None:
+            return self.rneg_sums[at]
+        return (self.rpos.size - 1 - at) - self.rpos[at]
+
+    def totals(self, at: I64) -> tuple[I64, I64]:
+        """Positives and negatives of each group from index ``at[g]`` to its end."""
+        return self.rpos[at] - self.rpos[self.ends], self.rneg(at) - self.rneg(self.ends)
+
+
+def aggregates(runs: Runs, thresholds: list[float], all_key: str) -> pl.DataFrame:
+    """One row per group: the key columns and the aggregates the metric formulas read.
+
+    Parameters
+    ----------
+    runs : Runs
+        Unweighted runs (Int64 ``pos`` and ``neg``).
+    thresholds : list of float
+        Sorted thresholds; their confusion counts are ``_tp{i}``, ``_fp{i}``, ….
+    all_key : str
+        Name of the constant key column added when the unit has no key columns.
+
+    Returns
+    -------
+    DataFrame
+        As the grouped frame of :func:`streameval.metrics.binary.metric_table`.
+
+    """
+    pos = runs.pos.astype(np.int64, copy=False)
+    g = _Groups.of(runs, pos)
+    firsts, rpos = g.firsts, g.rpos
+    positives, negatives = g.totals(firsts)
+    scale = pair_scale(pos, runs.neg.astype(np.int64, copy=False))
+    cols: dict[str, npt.NDArray[np.generic] | pl.Series] = {}
+    keys = runs.groups.decode(g.codes)
+    cols.update({s.name: s for s in keys})
+    if not keys:
+        cols[all_key] = pl.Series(all_key, np.zeros(firsts.size, np.int8))
+    cols["n"] = positives + negatives
+    cols["positives"], cols["negatives"] = positives, negatives
+    cols["_P"], cols["_N"] = positives * scale, negatives * scale
+    at = np.flatnonzero(pos)  # runs with positives
+    # Σ neg·(2·cpos − pos) over runs, cpos = rpos[r] − rpos[end]: exact in Int64.
+    if runs.single:  # neg = 1 − pos: Σ neg·rpos = Σ rpos − Σ over positive runs of rpos
+        ties = np.zeros(firsts.size, np.int64)
+        over_neg = np.add.reduceat(rpos[:-1], firsts) - _segment_sums(
+            rpos[at], np.searchsorted(at, firsts)
+        )
+    else:
+        neg = runs.neg.astype(np.int64, copy=False)
+        ties = np.add.reduceat(pos * neg, firsts)
+        over_neg = np.add.reduceat(neg * rpos[:-1], firsts)
+    auc = 2 * (over_neg - rpos[g.ends] * negatives) - ties
+    cols["_auc_num"] = auc.astype(np.float64) * (scale * scale * 0.5)
+    cols["_tie_pairs"] = ties.astype(np.float64) * (scale * scale)
+    cols["_ap_num"] = _ap_num(pos, at, g, scale)
+    with np.errstate(over="ignore", invalid="ignore"):  # huge scores: null metrics later
+        cols.update(_losses(runs, pos, firsts))
+    for i, t in enumerate(thresholds):
+        tp, fp = g.totals(_threshold_index(runs, g, float_to_key_scalar(t)))
+        cols[f"_tp{i}"], cols[f"_fp{i}"] = tp, fp
+        cols[f"_tn{i}"], cols[f"_fn{i}"] = negatives - fp, positives - tp
+    return pl.DataFrame(cols)
+
+
+def _ap_num(pos: I64, at: I64, g: _Groups, scale: float) -> F64:
+    """Σ over runs with positives (``at``) of pos·precision there (scaled as the Polars path)."""
+    group = np.searchsorted(g.firsts, at, side="right") - 1
+    end = g.ends[group]
+    cpos = (g.rpos[at] - g.rpos[end]).astype(np.float64)
+    cneg = (g.rneg(at) - g.rneg(end)).astype(np.float64)
+    terms = (pos[at] * scale) * (cpos / (cpos + cneg))
+    out: F64 = np.bincount(group, weights=terms, minlength=g.firsts.size).astype(np.float64)
+    return out
+
+
+def _losses(runs: Runs, pos: I64, firsts: I64) -> dict[str, npt.NDArray[np.generic]]:
+    """Σ log loss, Σ Brier score and rows outside [0, 1] per group, from each run's score.
+
+    Per run, as the Polars expressions: ``-(pos·log p) − neg·log(1 − p)`` with p clipped,
+    and ``pos·(1 − p)² + neg·p²``. A run of one row keeps one term, which is exactly the
+    same float (the other is ±0).
+    """
+    score = scores(runs.key()) if runs.key_min < 0 else runs.key().view(np.float64)
+    buffer = np.clip(score, _EPS, 1.0 - _EPS)
+    other = np.subtract(1.0, buffer)
+    if runs.single:
+        positive = pos.astype(np.bool_)
+        np.copyto(other, buffer, where=positive)
+        np.log(other, out=other)
+        log_loss = -np.add.reduceat(other, firsts)
+        np.subtract(1.0, score, out=buffer)
+        np.copyto(buffer, score, where=~positive)
+        np.square(buffer, out=buffer)
+    else:
+        neg = runs.neg.astype(np.int64, copy=False)
+        np.log(buffer, out=buffer)
+        np.log(other, out=other)
+        np.multiply(buffer, pos, out=buffer)
+        np.negative(buffer, out=buffer)
+        np.multiply(other, neg, out=other)
+        np.subtract(buffer, other, out=buffer)
+        log_loss = np.add.reduceat(buffer, firsts)
+        np.subtract(1.0, score, out=buffer)
+        np.square(buffer, out=buffer)
+        np.multiply(buffer, pos, out=buffer)
+        np.square(score, out=other)
+        np.multiply(other, neg, out=other)
+        np.add(buffer, other, out=buffer)
+    brier = np.add.reduceat(buffer, firsts)
+    del buffer, other
+    if runs.key_min >= 0 and runs.key_max <= float_to_key_scalar(1.0):
+        outside = np.zeros(firsts.size, np.int64)
+    else:
+        rows = pos + runs.neg.astype(np.int64, copy=False)
+        outside = np.add.reduceat(np.where((score < 0) | (score > 1), rows, 0), firsts)
+    return {"_log_loss": log_loss, "_brier": brier, "_n_outside": outside}
+
+
+def _threshold_index(runs: Runs, g: _Groups, key: int) -> I64:
+    """Index of each group's first run with a score key ≥ ``key`` (its end if none)."""
+    offset = runs.score.offset(key)
+    if offset <= 0:
+        return g.firsts
+    if offset >= 1 << runs.score_bits:
+        return g.ends
+    target = (g.codes << np.uint64(runs.score_bits)) | np.uint64(offset)
+    return np.searchsorted(runs.value, target, side="left").astype(np.int64)
+
+
+def runs_metrics(runs: Runs, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
+    """The metric table of unweighted runs, as ``State(spec, table).metrics(thresholds)``.
+
+    Parameters
+    ----------
+    runs : Runs
+        The unit's runs.
+    spec : Spec
+        The spec, whose keys are the unit's varying keys only.
+    thresholds : list of float
+        Sorted distinct thresholds.
+
+    Returns
+    -------
+    DataFrame or None
+        None for weighted runs (their metrics come from the Polars finalize).
+
+    """
+    if spec.weighted:
+        return None
+    keys = list(spec.keys)
+    with small_pages():
+        grouped = aggregates(runs, thresholds, ALL).lazy()
+    part = metric_rows(grouped, keys or [ALL], spec, thresholds)
+    return finish_rows([part], keys).select(*keys, *COLUMNS)

@@ -1,0 +1,265 @@
+"""Exact binary state of one unit by one sort: collect, pack, sort, reduce runs.
+
+The unit's rows are collected with Polars as a group code per key column, the label, the
+score's ordered key (:func:`streameval.bucketing.ordered_key`) and the weight. The group code
+and the score key (as a :class:`~.scorekeys.ScoreField`) are packed, most significant first,
+into one ``uint64``; when unweighted the label takes the lowest bit, so one ``np.sort``
+orders everything and labels follow for free (otherwise an ``argsort`` carries labels and
+weights along). Runs of equal (group, score) are then summed: they are the exact state's
+rows, in (group, score) order.
+
+When the codes do not fit in 64 bits, :meth:`Collected.runs` returns None and the caller
+falls back to the Polars group-by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from ..bucketing import ordered_key
+from ..codes import KeyCode
+from ..spec import Spec
+from ..states.binary import merge_ops
+from . import small_pages
+from .groups import GroupCodes
+from .scorekeys import ScoreField
+
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+Collect = Callable[[pl.LazyFrame], pl.DataFrame]
+
+
+@dataclass
+class Runs:
+    """Distinct (group, score) rows of a unit, sorted by group code, then score ascending.
+
+    Attributes
+    ----------
+    value : ndarray of uint64
+        ``group << score.bits | score field`` of each run.
+    pos, neg : ndarray of int64 (unweighted) or float64 (weighted)
+        Σw·y and Σw·(1−y) of each run.
+    n : ndarray of int64 or None
+        Rows of each run, when weighted.
+    score : ScoreField
+        How the score key is stored in ``value``.
+    key_min, key_max : int
+        The smallest and largest score keys.
+    groups : GroupCodes
+        Turns group codes back into key columns.
+    single : bool
+        Whether every run is one row (unweighted, no tied scores in a group).
+
+    """
+
+    value: U64
+    pos: I64 | F64
+    neg: I64 | F64
+    n: I64 | None
+    score: ScoreField
+    key_min: int
+    key_max: int
+    groups: GroupCodes
+    single: bool = False
+
+    def key(self) -> I64:
+        """Ordered score key (the exact bucket) of each run."""
+        return self.score.decode(self.value & np.uint64((1 << self.score_bits) - 1))
+
+    @property
+    def score_bits(self) -> int:
+        """Width of the score field in ``value``."""
+        return self.score.bits
+
+    def group(self) -> U64:
+        """Group code of each run."""
+        return self.value >> np.uint64(self.score_bits)
+
+
+def collect_unit(
+    lf: pl.LazyFrame,
+    keys: list[str],
+    codes: Mapping[str, KeyCode | None],
+    rows: tuple[pl.Expr, pl.Expr, pl.Expr | None, pl.Expr],
+    collect: Collect,
+    invalid: Callable[[], Exception],
+) -> Collected | None:
+    """The columns the sort needs of the rows of ``lf`` (None when a key has no code).
+
+    Parameters
+    ----------
+    lf : LazyFrame
+        The unit's rows.
+    keys : list of str
+        Group keys that vary over ``lf``.
+    codes : mapping of str to KeyCode or None
+        Integer code of each key column (None: not codable, so no sort path).
+    rows : tuple of Expr
+        The label as Boolean, the score as Float64, the weight (or None) and the bad-row flag.
+    collect : callable
+        Collects a query (with the source's error handling).
+    invalid : callable
+        The error to raise when some rows are bad.
+
+    Returns
+    -------
+    Collected or None
+
+    """
+    label, score, weight, bad = rows
+    key_codes = [codes.get(k) for k in keys]
+    if any(c is None for c in key_codes):
+        return None
+    exprs = [c.encode.alias(f"_g{i}") for i, c in enumerate(key_codes) if c is not None]
+    exprs += [
+        label.fill_null(False).alias("_y"),
+        pl.when(~bad).then(ordered_key(score)).alias("_k"),
+    ]
+    if weight is not None:
+        exprs.append(weight.alias("_w"))
+    frame = collect(lf.select(exprs))
+    if frame["_k"].null_count():
+        raise invalid()
+    return Collected(frame, [c for c in key_codes if c is not None], weight is not None)
+
+
+@dataclass
+class Collected:
+    """A unit's collected columns (``_g0``…, ``_y``, ``_k``, ``_w``), not yet sorted.
+
+    Collecting (Polars) and sorting (NumPy) are separate steps so that the next unit can be
+    read while this one is sorted.
+    """
+
+    frame: pl.DataFrame
+    key_codes: list[KeyCode]
+    weighted: bool
+
+    def runs(self) -> Runs | None:
+        """Sort and reduce the rows (None when the codes do not fit in 64 bits)."""
+        if self.frame.height == 0:
+            return None
+        raw = [self.frame[f"_g{i}"].to_numpy() for i in range(len(self.key_codes))]
+        decoders = [c.decode for c in self.key_codes]
+        with small_pages():
+            groups = GroupCodes.build(decoders, raw, self.frame.height)
+            return _runs(self.frame, groups, self.weighted)
+
+
+def _runs(frame: pl.DataFrame, groups: GroupCodes, weighted: bool) -> Runs | None:
+    """The runs of the collected columns (``_y``, ``_k``, ``_w``) in the given groups."""
+    key = frame["_k"].to_numpy()
+    key_min, key_max = int(key.min()), int(key.max())
+    label_bit = int(not weighted)
+    field = ScoreField.build(key, key_min, key_max, 64 - groups.bits - label_bit)
+    if field is None and label_bit:
+        label_bit = 0
+        field = ScoreField.build(key, key_min, key_max, 64 - groups.bits)
+    if field is None:
+        return None
+    score_bits = field.bits
+    # packed = (group << score_bits | score field) << label_bit | y, built in place
+    packed = field.encode(key)
+    del key
+    codes = groups.codes  # shifted in place below: groups keeps only its decoders' use
+    y = frame["_y"].to_numpy()
+    if label_bit:
+        packed <<= np.uint64(1)
+        np.bitwise_or(packed, y, out=packed)
+    if groups.bits:
+        codes <<= np.uint64(score_bits + label_bit)
+        packed |= codes
+    del codes
+    if label_bit:
+        del frame, y
+        packed.sort()
+        value, pos, neg, single = _labelled_runs(packed)
+        return Runs(value, pos, neg, None, field, key_min, key_max, groups, single)
+    w = frame["_w"].to_numpy() if weighted else None
+    del frame
+    order = np.argsort(packed)
+    sums = _carried_runs(packed[order], y[order], None if w is None else w[order])
+    return Runs(*sums, field, key_min, key_max, groups)
+
+
+Sums = tuple[U64, I64 | F64, I64 | F64, I64 | None]
+
+
+def _starts(changed: npt.NDArray[np.bool_]) -> I64:
+    """First index of each run, given whether each row differs from the previous one."""
+    starts = np.flatnonzero(changed)
+    starts += 1
+    return np.concatenate((np.zeros(1, np.int64), starts))
+
+
+def _labelled_runs(sorted_: U64) -> tuple[U64, I64, I64, bool]:
+    """Values, pos and neg of the runs of sorted ``value << 1 | y``, and if each is one row."""
+    one = np.uint64(1)
+    changed = np.bitwise_xor(sorted_[1:], sorted_[:-1])
+    changed = changed > one
+    if changed.all():  # every score distinct within its group: a run per row
+        del changed
+        pos = np.bitwise_and(sorted_, one).view(np.int64)
+        neg = 1 - pos
+        sorted_ >>= one
+        return sorted_, pos, neg, True
+    starts = _starts(changed)
+    del changed
+    pos = np.add.reduceat(np.bitwise_and(sorted_, one).view(np.int64), starts)
+    neg = np.diff(starts, append=sorted_.size) - pos
+    return sorted_[starts] >> one, pos, neg, False
+
+
+def _carried_runs(value: U64, y: npt.NDArray[np.bool_], w: F64 | None) -> Sums:
+    """Values and sums of the runs of sorted values whose labels (and weights) came along."""
+    starts = _starts(value[1:] != value[:-1])
+    count = np.diff(starts, append=value.size)
+    if w is None:
+        pos = np.add.reduceat(y.astype(np.int64), starts)
+        return value[starts], pos, count - pos, None
+    zero = np.zeros((), np.float64)
+    # +0.0 turns the -0.0 of a zero weight into 0.0, as Polars' sums give.
+    wpos = np.add.reduceat(np.where(y, w, zero), starts) + 0.0
+    wneg = np.add.reduceat(np.where(y, zero, w), starts) + 0.0
+    return value[starts], wpos, wneg, count.astype(np.int64)
+
+
+def runs_state(
+    runs: Runs, spec: Spec, schema: pl.Schema, constants: Mapping[str, Any]
+) -> pl.DataFrame:
+    """The state table of the runs: key columns, ``bucket`` and the stored sums.
+
+    Parameters
+    ----------
+    runs : Runs
+        The unit's runs.
+    spec : Spec
+        The exact binary state's spec.
+    schema : Schema
+        The source's schema (types of the keys fixed over the unit).
+    constants : mapping
+        Keys fixed over the unit, and their values.
+
+    Returns
+    -------
+    DataFrame
+        The columns and types of :func:`streameval.states.binary.state_query`'s table.
+
+    """
+    group = runs.group()
+    firsts = np.concatenate((np.zeros(1, np.int64), np.flatnonzero(group[1:] != group[:-1]) + 1))
+    index = pl.Series(np.repeat(np.arange(firsts.size), np.diff(firsts, append=group.size)))
+    columns: dict[str, Any] = {s.name: s.gather(index) for s in runs.groups.decode(group[firsts])}
+    columns["bucket"] = runs.key()
+    values = {"pos": runs.pos, "neg": runs.neg, "n": runs.n}
+    names = list(merge_ops(spec))
+    columns.update({name: values[name] for name in names})
+    fixed = [pl.lit(v, schema[k]).alias(k) for k, v in constants.items()]
+    return pl.DataFrame(columns).with_columns(fixed).select([*spec.keys, "bucket", *names])

@@ -1,0 +1,217 @@
+"""The sort kernel (streameval.kernels) gives the Polars path's exact states and metrics."""
+
+from __future__ import annotations
+
+import datetime as dt
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+import streameval as se
+from streameval import kernels
+from streameval.accumulate import prepare, unit_runs
+from streameval.tasks import Inputs
+
+SCORES = {
+    "probabilities": st.floats(0, 1, allow_nan=False),
+    "logits": st.floats(-40, 40, allow_nan=False),
+    "ties": st.sampled_from([-0.0, 0.0, 0.1, 0.5, 0.5000000000000001, 0.9, 1.0]),
+    "wide": st.sampled_from([-1e300, -2.5, 0.0, 1e-300, 0.3, 7.0, 1e300]),
+}
+WEIGHTS = st.sampled_from([0.0, 0.5, 1.0, 3.0]) | st.floats(0, 10, allow_nan=False)
+
+
+@st.composite
+def frames(draw: st.DrawFn) -> tuple[pl.DataFrame, list[str], str | None]:
+    """(rows with keys g, h, d, label y, score p and weight w; group keys; weight name)."""
+    n = draw(st.integers(1, 60))
+    score = SCORES[draw(st.sampled_from(sorted(SCORES)))]
+    rate = draw(st.sampled_from([0.0, 0.1, 0.5, 1.0]))
+    texts = draw(st.sampled_from([["a"], ["a", "b", "c"], ["a", "b", None], [None]]))
+    numbers = draw(st.sampled_from([[7], [-3, 0, 7], [-3, 0, 7, None]]))
+    rows = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(texts),
+                st.sampled_from(numbers),
+                st.sampled_from([dt.date(2026, 1, 1), dt.date(2026, 1, 2)]),
+                st.floats(0, 1).map(lambda u: u < rate),
+                score,
+                WEIGHTS,
+            ),
+            min_size=n,
+            max_size=n,
+        )
+    )
+    g, h, d, y, p, w = (list(c) for c in zip(*rows, strict=True))
+    df = pl.DataFrame(
+        {"g": g, "h": h, "d": d, "y": y, "p": p, "w": w},
+        schema={
+            "g": pl.String,
+            "h": pl.Int16,
+            "d": pl.Date,
+            "y": pl.Boolean,
+            "p": pl.Float64,
+            "w": pl.Float64,
+        },
+    )
+    if draw(st.booleans()):
+        df = df.with_columns(pl.col("y").cast(pl.Int8))
+    keys = draw(st.lists(st.sampled_from(["g", "h", "d"]), unique=True, max_size=3))
+    weight = draw(st.sampled_from([None, "w"]))
+    return df, keys, weight
+
+
+def both(call: Callable[[], Any]) -> tuple[Any, Any]:
+    """``call()`` with the sort kernel, then with the Polars path only."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fast = call()
+        kernels.ENABLED = False
+        try:
+            slow = call()
+        finally:
+            kernels.ENABLED = True
+    return fast, slow
+
+
+def assert_same_state(fast: se.State, slow: se.State, weighted: bool) -> None:
+    """Same spec, columns, types and rows; weighted sums equal to 1e-12 relative."""
+    assert fast.spec == slow.spec
+    order = [*fast.keys, "bucket"]
+    left = fast.table.sort(order, nulls_last=False)
+    right = slow.table.sort(order, nulls_last=False)
+    assert left.schema == right.schema
+    assert_frame_equal(left, right, check_exact=not weighted, rel_tol=1e-12, abs_tol=0)
+
+
+def assert_same_metrics(fast: pl.DataFrame, slow: pl.DataFrame) -> None:
+    """Same columns, types, rows and integers; floats equal to 1e-12 relative."""
+    assert_frame_equal(fast, slow, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
+
+
+@given(frames())
+def test_state_and_metrics_match_the_polars_path(frame):
+    df, keys, weight = frame
+    kw: dict[str, Any] = dict(label="y", score="p", by=keys, weight=weight, precision="exact")
+    assert_same_state(*both(lambda: se.accumulate(df, **kw)), weighted=weight is not None)
+    thresholds = [0.0, 0.3, 0.5, 1.0, 1e300]
+    fast, slow = both(lambda: se.evaluate(df, threshold=thresholds, **kw))
+    assert_same_metrics(fast, slow)
+
+
+@settings(max_examples=15)
+@given(frames())
+def test_hive_units_match_the_polars_path(tmp_path_factory, frame):
+    df, keys, weight = frame
+    root = tmp_path_factory.mktemp("hive")
+    df.write_parquet(root, partition_by="d")
+    keys = ["d", *(k for k in keys if k != "d")]
+    kw: dict[str, Any] = dict(label="y", score="p", by=keys, weight=weight, precision="exact")
+    assert_same_state(*both(lambda: se.accumulate(root, **kw)), weighted=weight is not None)
+    fast, slow = both(lambda: se.evaluate(root, threshold=[0.2, 0.5], **kw))
+    assert_same_metrics(fast, slow)
+
+
+def test_the_kernel_runs_on_hive_units(tmp_path):
+    rng = np.random.default_rng(0)
+    df = pl.DataFrame(
+        {
+            "g": rng.choice(["x", "y"], 1000),
+            "day": rng.choice([1, 2], 1000),
+            "y": rng.integers(0, 2, 1000),
+            "p": rng.random(1000),
+        }
+    )
+    df.write_parquet(tmp_path, partition_by="day")
+    plan = prepare(tmp_path, Inputs(label="y", score="p", precision=52), by=["g", "day"])
+    assert plan.units is not None
+    runs = unit_runs(plan, plan.units[0])
+    assert runs is not None
+    rows = (df["day"] == plan.units[0].constants["day"]).sum()
+    assert int(runs.pos.sum() + runs.neg.sum()) == rows
+
+
+def test_scores_too_wide_to_pack_fall_back():
+    """Group bits plus a score range of all floats do not fit in 64 bits: Polars does it."""
+    n = 600
+    df = pl.DataFrame(
+        {
+            "g": [f"s{i % 300}" for i in range(n)],
+            "y": [i % 2 for i in range(n)],
+            "p": [(-1.0) ** i * 10.0 ** (i % 600 - 300) for i in range(n)],
+        }
+    )
+    plan = prepare(df, Inputs(label="y", score="p", precision=52), by="g")
+    assert unit_runs(plan) is None
+    kw: dict[str, Any] = dict(label="y", score="p", by="g", precision="exact")
+    assert_same_metrics(*both(lambda: se.evaluate(df, **kw)))
+
+
+def test_keys_without_a_code_fall_back():
+    df = pl.DataFrame({"g": [1, 2, 2], "y": [0, 1, 0], "p": [0.1, 0.4, 0.3]})
+    plan = prepare(df, Inputs(label="y", score="p", precision=52), by="g")
+    assert unit_runs(plan) is None
+
+
+def test_lazy_sources_are_not_collected_whole():
+    lf = pl.LazyFrame({"y": [0, 1], "p": [0.1, 0.4]})
+    plan = prepare(lf, Inputs(label="y", score="p", precision=52))
+    assert unit_runs(plan) is None
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), None])
+def test_bad_scores_raise_as_the_polars_path(bad):
+    df = pl.DataFrame({"y": [0, 1, 1], "p": [0.1, bad, 0.3]}, schema_overrides={"p": pl.Float64})
+    messages = []
+    for enabled in (True, False):
+        kernels.ENABLED = enabled
+        try:
+            with pytest.raises(se.InputError) as err:
+                se.evaluate(df, label="y", score="p", precision="exact")
+        finally:
+            kernels.ENABLED = True
+        messages.append(str(err.value))
+    assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("distinct", [3, 5000])
+@pytest.mark.parametrize("dtype", [pl.String, pl.Categorical, pl.Enum])
+def test_text_keys_match_the_polars_path(dtype, distinct):
+    rng = np.random.default_rng(distinct)
+    n = 20_000
+    names = [f"k{i}" for i in range(distinct)] + [None]
+    g = pl.Series("g", [names[i] for i in rng.integers(0, distinct + 1, n)])
+    if dtype == pl.Enum:
+        g = g.cast(pl.Enum([f"k{i}" for i in range(distinct)]))
+    elif dtype == pl.Categorical:
+        g = g.cast(pl.Categorical)
+    # many groups leave fewer bits for the scores: keep them in one binade, close together
+    p = np.round(rng.random(n), 3) if distinct < 100 else 0.5 + rng.integers(0, 99, n) * 2.0**-30
+    df = pl.DataFrame({"g": g, "y": rng.integers(0, 2, n), "p": p})
+    kw: dict[str, Any] = dict(label="y", score="p", by="g", precision="exact")
+    assert unit_runs(prepare(df, Inputs(label="y", score="p", precision=52), by="g")) is not None
+    assert_same_state(*both(lambda: se.accumulate(df, **kw)), weighted=False)
+    assert_same_metrics(*both(lambda: se.evaluate(df, **kw)))
+
+
+def test_binades_are_ranked_when_the_scores_span_too_many():
+    rng = np.random.default_rng(7)
+    n = 5000
+    pool = np.array([-1e300, -3.5, -0.0, 0.0, 5e-324, 1e-300, 1e-5, 0.25, 0.5, 0.75, 1.0, 2e300])
+    p = pool[rng.integers(0, pool.size, n)] * (1 + rng.integers(0, 3, n) * 2.0**-52)
+    df = pl.DataFrame({"g": rng.integers(0, 50, n).astype(np.int16), "y": rng.integers(0, 2, n)})
+    df = df.with_columns(pl.Series("p", p))
+    runs = unit_runs(prepare(df, Inputs(label="y", score="p", precision=52), by="g"))
+    assert runs is not None and runs.score.tops is not None
+    kw: dict[str, Any] = dict(label="y", score="p", by="g", precision="exact")
+    assert_same_state(*both(lambda: se.accumulate(df, **kw)), weighted=False)
+    thresholds = [-1e301, -3.5, 0.0, 1e-300, 0.3, 0.5, 1.0, 3e300]
+    assert_same_metrics(*both(lambda: se.evaluate(df, threshold=thresholds, **kw)))
