@@ -18,6 +18,8 @@ import polars as pl
 from hypothesis import strategies as st
 from sklearn import metrics as skm
 
+from streameval.states import kind_module
+
 TOL = 1e-9
 
 
@@ -183,3 +185,19 @@ def reference_pr(df: pl.DataFrame) -> dict[Any, tuple[np.ndarray, ...]]:
             prec, rec, thr = skm.precision_recall_curve(y, p, sample_weight=w)
             out[g] = (np.append(thr, np.inf), prec, rec)
     return out
+
+
+def assert_states_equal(a: Any, b: Any) -> None:
+    """Same spec and rows; integer columns equal, float columns equal to 1e-12 relative."""
+    assert a.spec == b.spec
+    order = [*a.keys, *kind_module(a.spec).group_columns(a.spec)]
+    left, right = a.table.sort(order, nulls_last=False), b.table.sort(order, nulls_last=False)
+    assert left.schema == right.schema
+    assert left.select(order).equals(right.select(order))
+    for name, dtype in left.schema.items():
+        if name in order:
+            continue
+        if dtype.is_float():
+            np.testing.assert_allclose(left[name], right[name], rtol=1e-12, atol=1e-300)
+        else:
+            assert left[name].equals(right[name]), name

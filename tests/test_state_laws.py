@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -15,7 +14,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import streameval as se
-from reference import binary_frames, chunks
+from reference import assert_states_equal, binary_frames, chunks
 
 PRECISIONS = st.one_of(st.just("exact"), st.integers(0, 24))
 THRESHOLDS = st.lists(st.sampled_from([0.0, 0.25, 0.3, 0.5, 0.7, 1.0]), min_size=1, max_size=3)
@@ -23,22 +22,6 @@ THRESHOLDS = st.lists(st.sampled_from([0.0, 0.25, 0.3, 0.5, 0.7, 1.0]), min_size
 
 def accumulate(df: pl.DataFrame, weighted: bool, **kw: Any) -> se.State:
     return se.accumulate(df, label="y", score="p", by="g", weight="w" if weighted else None, **kw)
-
-
-def assert_states_equal(a: se.State, b: se.State) -> None:
-    """Same spec and rows; integer columns equal, float columns equal to 1e-12 relative."""
-    assert a.spec == b.spec
-    order = [*a.keys, "bucket"]
-    left, right = a.table.sort(order, nulls_last=False), b.table.sort(order, nulls_last=False)
-    assert left.schema == right.schema
-    assert left.select(order).equals(right.select(order))
-    for name, dtype in left.schema.items():
-        if name in order:
-            continue
-        if dtype.is_float():
-            np.testing.assert_allclose(left[name], right[name], rtol=1e-12, atol=0, err_msg=name)
-        else:
-            assert left[name].equals(right[name]), name
 
 
 def three_parts(data: st.DataObject, df: pl.DataFrame) -> list[pl.DataFrame]:

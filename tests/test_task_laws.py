@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import polars as pl
 from hypothesis import given
 from hypothesis import strategies as st
 
 import streameval as se
+from reference import assert_states_equal
 from reference_multiclass import multiclass_frames
 from reference_regression import regression_frames
-from streameval.states import kind_module
 
 PRECISIONS = st.one_of(st.just("exact"), st.integers(0, 24))
 
@@ -35,22 +34,6 @@ def frames() -> st.SearchStrategy[tuple[pl.DataFrame, dict[str, Any]]]:
         return df, kw | {"weight": "w" if weighted else None}
 
     return multiclass_frames().map(multiclass) | regression_frames().map(regression)
-
-
-def assert_states_equal(a: se.State, b: se.State) -> None:
-    """Same spec and rows; integer columns equal, float columns equal to 1e-12 relative."""
-    assert a.spec == b.spec
-    order = [*a.keys, *kind_module(a.spec).group_columns(a.spec)]
-    left, right = a.table.sort(order, nulls_last=False), b.table.sort(order, nulls_last=False)
-    assert left.schema == right.schema
-    assert left.select(order).equals(right.select(order))
-    for name, dtype in left.schema.items():
-        if name in order:
-            continue
-        if dtype.is_float():
-            np.testing.assert_allclose(left[name], right[name], rtol=1e-12, atol=1e-300)
-        else:
-            assert left[name].equals(right[name]), name
 
 
 def parts(data: st.DataObject, df: pl.DataFrame) -> list[pl.DataFrame]:
