@@ -195,35 +195,19 @@ def confusion_matrix(
         over = {"true": [*keys, "actual"], "pred": [*keys, "predicted"], "all": keys}[normalize]
         total = pl.col("count").sum().over(over)
         cells = cells.with_columns(pl.when(total > 0).then(pl.col("count") / total).otherwise(0.0))
-    values = class_values(state)
-    names = pl.LazyFrame({"i": range(k), "value": values})
-    for side in ("actual", "predicted"):
-        cells = (
-            cells.with_columns(pl.col(side).cast(pl.Int64).alias("i"))
-            .join(names, on="i")
-            .drop(side, "i")
-            .rename({"value": side})
-        )
+    # Order by class index (the classes' order, not their values'), then name the classes.
+    values = class_values(state).to_list()
     long = (
-        cells.with_columns(pl.col("actual").alias("_a"))  # keep class order, not value order
-        .sort(keys, nulls_last=False)
+        cells.sort([*keys, "actual", "predicted"], nulls_last=False)
+        .with_columns(
+            pl.col(side).replace_strict(range(k), values, return_dtype=None).alias(side)
+            for side in ("actual", "predicted")
+        )
         .select(*keys, "actual", "predicted", "count")
         .collect()
     )
-    order = {v: i for i, v in enumerate(values.to_list())}
-    long = long.with_columns(
-        pl.col("actual").replace_strict(order, return_dtype=pl.Int64).alias("_a"),
-        pl.col("predicted").replace_strict(order, return_dtype=pl.Int64).alias("_p"),
-    ).sort([*keys, "_a", "_p"], nulls_last=False)
     if wide:
-        long = (
-            long.with_columns(pl.col("predicted").cast(pl.String))
-            .pivot(
-                on="predicted", index=[*keys, "actual", "_a"], values="count", sort_columns=False
-            )
-            .sort([*keys, "_a"], nulls_last=False)
-            .drop("_a")
+        long = long.with_columns(pl.col("predicted").cast(pl.String)).pivot(
+            on="predicted", index=[*keys, "actual"], values="count", sort_columns=False
         )
-    else:
-        long = long.drop("_a", "_p")
     return long.drop(ALL) if keys == [ALL] else long
