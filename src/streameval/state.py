@@ -80,7 +80,7 @@ class State:
 
             return multiclass_table(self, metrics=metrics)
         from .metrics.binary import COLUMNS, metric_table
-        from .metrics.regression import select_metrics
+        from .metrics.select import select_metrics
 
         fixed = ["n", "threshold"]
         names = select_metrics(metrics, [c for c in COLUMNS if c not in fixed])

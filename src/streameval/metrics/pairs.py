@@ -1,0 +1,108 @@
+"""A multiclass state's score aggregates: loss sums and every AUC from pairwise sums."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from .binary import with_group_key
+from .classes import weight_column
+
+if TYPE_CHECKING:
+    from ..state import State
+
+
+def _pairwise(state: State, keys: list[str]) -> pl.LazyFrame:
+    """Per group, score column a and other class b: the pair sums behind every AUC.
+
+    On column a's histogram (sorted by score, descending), each row of class b ≠ a adds
+    w·(weight of class a above it + ½ in its bucket) to ``_num`` and w·(class a's weight in
+    its bucket) to ``_ties``; ``_P`` is class a's weight and ``_N`` class b's. Then
+    AUC(a | b) = _num / (_P·_N) and its bound is ½·_ties / (_P·_N); one-vs-rest sums the
+    pairs over b. No row is repeated per pair.
+    """
+    lf, _ = with_group_key(state.table, state.keys)
+    w = weight_column(state)
+    hist = lf.filter(pl.col("column").is_not_null()).select(
+        *keys, pl.col("column").alias("a"), "actual", "bucket", w.alias("_w")
+    )
+    mine = pl.col("actual") == pl.col("a")
+    by_bucket = (
+        hist.group_by(*keys, "a", "bucket")
+        .agg(pl.col("_w").filter(mine).sum().alias("_pos"))
+        .sort("bucket", descending=True)
+        .with_columns(pl.col("_pos").cum_sum().over([*keys, "a"]).alias("_cpos"))
+    )
+    positives = by_bucket.group_by(*keys, "a").agg(pl.col("_pos").sum().alias("_P"))
+    others = hist.filter(~mine).join(by_bucket, on=[*keys, "a", "bucket"], nulls_equal=True)
+    above = pl.col("_cpos") - 0.5 * pl.col("_pos")
+    return (
+        others.group_by(*keys, "a", pl.col("actual").alias("b"))
+        .agg(
+            (pl.col("_w") * above).sum().alias("_num"),
+            (pl.col("_w") * pl.col("_pos")).sum().alias("_ties"),
+            pl.col("_w").sum().alias("_N"),
+        )
+        .join(positives, on=[*keys, "a"], nulls_equal=True)
+    )
+
+
+def _averages(auc: pl.Expr, err: pl.Expr, weight: pl.Expr, name: str) -> list[pl.Expr]:
+    """Macro and weighted means of the defined AUCs and of their bounds."""
+    some = weight.sum() > 0
+    return [
+        auc.mean().alias(f"_{name}_macro"),
+        err.mean().alias(f"_{name}_macro_error"),
+        pl.when(some).then((auc * weight).sum() / weight.sum()).alias(f"_{name}_weighted"),
+        pl.when(some).then((err * weight).sum() / weight.sum()).alias(f"_{name}_weighted_error"),
+    ]
+
+
+def score_aggregates(state: State, keys: list[str]) -> pl.LazyFrame:
+    """Per group: loss sums, top-k hits and one-vs-rest / one-vs-one AUC averages."""
+    lf, _ = with_group_key(state.table, state.keys)
+    sums = (
+        lf.filter(pl.col("column").is_null())
+        .group_by(keys)
+        .agg(
+            [
+                pl.col(c).sum().alias(f"_{c}")
+                for c in ("log_loss", "brier", "top_k", "n_outside", "n_unnormalized")
+            ]
+        )
+    )
+    bound = 0.0 if state.spec.exact else 0.5
+    pairs = _pairwise(state, keys).collect().lazy()  # read by both averages: compute once
+    P, N = pl.col("_P"), pl.col("_N")
+    ovr = (
+        pairs.group_by(*keys, "a")
+        .agg(pl.col("_num", "_ties", "_N").sum(), P.first())
+        .filter((P > 0) & (N > 0))
+        .group_by(keys)
+        .agg(_averages(pl.col("_num") / P / N, pl.col("_ties") / P / N * bound, P, "ovr"))
+    )
+    directed = pairs.filter((P > 0) & (N > 0)).with_columns(
+        (pl.col("_num") / P / N).alias("_auc"), (pl.col("_ties") / P / N * bound).alias("_err")
+    )
+    back = directed.select(
+        *keys,
+        pl.col("a").alias("b"),
+        pl.col("b").alias("a"),
+        pl.col("_auc").alias("_auc_ba"),
+        pl.col("_err").alias("_err_ba"),
+    )
+    pair = directed.filter(pl.col("a") < pl.col("b")).join(
+        back, on=[*keys, "a", "b"], nulls_equal=True
+    )
+    ovo = pair.group_by(keys).agg(
+        _averages(
+            (pl.col("_auc") + pl.col("_auc_ba")) / 2,
+            (pl.col("_err") + pl.col("_err_ba")) / 2,
+            P + N,  # the pair's prevalence: weight of its two classes
+            "ovo",
+        )
+    )
+    return sums.join(ovr, on=keys, how="left", nulls_equal=True).join(
+        ovo, on=keys, how="left", nulls_equal=True
+    )
