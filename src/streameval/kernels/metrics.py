@@ -256,10 +256,11 @@ def runs_metrics(runs: Runs, spec: Spec, thresholds: list[float]) -> pl.DataFram
     Returns
     -------
     DataFrame or None
-        None for weighted runs (their metrics come from the Polars finalize).
+        None for weighted runs and bucketed specs (their metrics come from the Polars
+        finalize of the state table).
 
     """
-    if spec.weighted:
+    if spec.weighted or not spec.exact:
         return None
     keys = list(spec.keys)
     with small_pages():
