@@ -15,6 +15,7 @@ from test_sort_kernel import assert_same_metrics, both, frames
 import streameval as se
 from streameval.accumulate import prepare, state_table, unit_runs
 from streameval.kernels.buckets import bucketed_state
+from streameval.kernels.metrics import runs_metrics
 from streameval.tasks import Inputs
 
 
@@ -87,6 +88,7 @@ def test_the_kernel_builds_default_bucketed_states():
         assert table is not None
         assert table.equals(state_table(plan, None, runs))
         assert int(table["pos"].sum() + table["neg"].sum()) == df.height
+        assert runs_metrics(runs, plan.spec, [0.3, 0.5]) is not None  # metrics from the buckets
 
 
 @pytest.mark.parametrize("weight", [None, "w"])

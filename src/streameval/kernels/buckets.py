@@ -6,7 +6,8 @@ the largest split at or below it (:func:`streameval.bucketing.bucket_expr`), and
 bucket's sums are sums over a slice. The log-loss and Brier sums of a run are those of its
 rows, since every row of a run has the same score: ``pos·ℓ(p, 1) + neg·ℓ(p, 0)``, the
 per-row terms of :func:`streameval.states.binary.aggregations` (weighted when the runs are).
-They differ from the Polars path's sums only by summation order.
+They differ from the Polars path's sums only by summation order. Taken as runs
+(:func:`bucket_runs`), the buckets give unweighted metrics directly (:mod:`.metrics`).
 
 Scores whose squared error overflows give ``inf`` or ``nan`` sums that depend on the rows'
 order and weights: such units return None, and the Polars path computes them.
@@ -15,6 +16,7 @@ order and weights: such units return None, and the Polars path computes them.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,7 +27,8 @@ from ..bucketing import EXACT_BITS, float_to_key_scalar
 from ..spec import Spec
 from ..states.binary import merge_ops
 from . import small_pages
-from .runs import F64, I64, Runs
+from .runs import F64, I64, U64, Runs
+from .scorekeys import ScoreField
 
 _EPS = float(np.finfo(np.float64).eps)
 _LOW63 = np.int64(0x7FFF_FFFF_FFFF_FFFF)
@@ -88,10 +91,17 @@ def _losses(runs: Runs, score: F64) -> tuple[F64, F64]:
     return ll.astype(np.float64, copy=False), sq.astype(np.float64, copy=False)
 
 
-def bucketed_state(
-    runs: Runs, spec: Spec, schema: pl.Schema, constants: Mapping[str, Any]
-) -> pl.DataFrame | None:
-    """The bucketed state table of a unit's exact runs (None: let the Polars path do it).
+@dataclass
+class Buckets:
+    """The buckets of a unit, sorted by group code, then bucket, with their stored sums."""
+
+    group: U64
+    bucket: I64
+    sums: dict[str, npt.NDArray[np.generic]]
+
+
+def bucket_sums(runs: Runs, spec: Spec) -> Buckets | None:
+    """Sum a unit's exact runs into its buckets (None when some squared error overflows).
 
     Parameters
     ----------
@@ -99,16 +109,10 @@ def bucketed_state(
         The unit's exact runs.
     spec : Spec
         The bucketed binary state's spec.
-    schema : Schema
-        The source's schema (types of the keys fixed over the unit).
-    constants : mapping
-        Keys fixed over the unit, and their values.
 
     Returns
     -------
-    DataFrame or None
-        The columns and types of :func:`streameval.states.binary.state_query`'s table, or
-        None when some squared error overflows.
+    Buckets or None
 
     """
     with small_pages(), np.errstate(over="ignore", invalid="ignore"):
@@ -135,12 +139,73 @@ def bucketed_state(
         if spec.weighted:  # +0.0 turns -0.0 into 0.0, as Polars' sums give
             sums["pos"] = np.add(sums["pos"], 0.0)
             sums["neg"] = np.add(sums["neg"], 0.0)
-        group, bucket = group[starts], bucket[starts]
+        return Buckets(group[starts], bucket[starts], sums)
+
+
+def bucketed_state(
+    runs: Runs, spec: Spec, schema: pl.Schema, constants: Mapping[str, Any]
+) -> pl.DataFrame | None:
+    """The bucketed state table of a unit's exact runs (None: let the Polars path do it).
+
+    Parameters
+    ----------
+    runs : Runs
+        The unit's exact runs.
+    spec : Spec
+        The bucketed binary state's spec.
+    schema : Schema
+        The source's schema (types of the keys fixed over the unit).
+    constants : mapping
+        Keys fixed over the unit, and their values.
+
+    Returns
+    -------
+    DataFrame or None
+        The columns and types of :func:`streameval.states.binary.state_query`'s table, or
+        None when some squared error overflows.
+
+    """
+    buckets = bucket_sums(runs, spec)
+    if buckets is None:
+        return None
+    group = buckets.group
     firsts = np.flatnonzero(np.append(True, group[1:] != group[:-1]))
     index = pl.Series(np.repeat(np.arange(firsts.size), np.diff(firsts, append=group.size)))
     columns: dict[str, Any] = {s.name: s.gather(index) for s in runs.groups.decode(group[firsts])}
-    columns["bucket"] = bucket
+    columns["bucket"] = buckets.bucket
     names = list(merge_ops(spec))
-    columns.update({name: sums[name] for name in names})
+    columns.update({name: buckets.sums[name] for name in names})
     fixed = [pl.lit(v, schema[k]).alias(k) for k, v in constants.items()]
     return pl.DataFrame(columns).with_columns(fixed).select([*spec.keys, "bucket", *names])
+
+
+def bucket_runs(runs: Runs, spec: Spec) -> tuple[Runs, F64, F64] | None:
+    """The buckets as runs (for the direct metrics), with their log-loss and Brier sums.
+
+    Parameters
+    ----------
+    runs : Runs
+        The unit's exact runs.
+    spec : Spec
+        The bucketed binary state's spec.
+
+    Returns
+    -------
+    tuple of (Runs, ndarray, ndarray) or None
+        None when some squared error overflows, or the buckets' keys do not pack.
+
+    """
+    buckets = bucket_sums(runs, spec)
+    if buckets is None:
+        return None
+    bucket = buckets.bucket
+    low, high = int(bucket.min()), int(bucket.max())
+    field = ScoreField.build(bucket, low, high, 64 - runs.groups.bits)
+    if field is None:
+        return None
+    value = field.encode(bucket)
+    if runs.groups.bits:
+        value |= buckets.group << np.uint64(field.bits)
+    sums = buckets.sums
+    out = Runs(value, sums["pos"], sums["neg"], None, field, low, high, runs.groups)  # type: ignore[arg-type]
+    return out, sums["log_loss"], sums["brier"]  # type: ignore[return-value]
