@@ -12,6 +12,7 @@ import polars as pl
 
 from . import kernels
 from .errors import InputError, close_matches
+from .kernels.buckets import bucketed_state
 from .kernels.runs import Collected, Runs, runs_state
 from .metrics.binary import as_thresholds
 from .source import (
@@ -269,7 +270,11 @@ def state_table(plan: Plan, unit: Unit | None, runs: Runs | None) -> pl.DataFram
     """The state table of a unit from its sorted runs, or by the Polars query without them."""
     lf, constants = (plan.lf, {}) if unit is None else (unit.lf, unit.constants)
     if runs is not None:
-        return runs_state(runs, plan.spec, plan.schema, constants)
+        if plan.spec.exact:
+            return runs_state(runs, plan.spec, plan.schema, constants)
+        table = bucketed_state(runs, plan.spec, plan.schema, constants)
+        if table is not None:
+            return table
     query, finish = plan.task.build(lf, constants)
     table = finish(collect(query, plan.engine, plan.files, plan.wanted))
     if plan.task.invalid(table):

@@ -91,7 +91,11 @@ def evaluate(
     if plan.units is None:
         runs = unit_runs(plan)
         direct = None if runs is None or metrics else runs_metrics(runs, plan.spec, thresholds)
-        return direct if direct is not None else combine(plan).metrics(**options)
+        if direct is not None:
+            return direct
+        if runs is None:
+            return combine(plan).metrics(**options)
+        return State(plan.spec, state_table(plan, None, runs)).metrics(**options)
     # Hive units hold disjoint groups: each is finalized on its own (one unit in memory at a
     # time), grouped by its other keys only, and its fixed key added back.
     tables = []

@@ -1,4 +1,4 @@
-"""Sort-based kernels: exact binary states (and their metrics) of one unit with NumPy.
+"""Sort-based kernels: binary states (and their metrics) of one unit with NumPy.
 
 Polars' group-by hashes every row; for the exact mode, whose state has about one row per
 distinct score, one ``np.sort`` of packed (group, score, label) integers is several times
@@ -6,10 +6,12 @@ faster, and the sorted runs give the metrics' cumulative sums directly (:mod:`.m
 The results are the same tables as the Polars path's (row order aside; weighted sums may
 differ in the last bits, as summation order does in Polars itself).
 
-Where: hive units (:func:`streameval.accumulate.unit_rows`) and in-memory sources, in exact
-mode. Unweighted metrics come straight from the runs; weighted ones from the Polars
-finalize of the runs' state table. Keys without an integer code (Int64, floats, …) and
-units whose codes do not fit in 64 bits use the Polars group-by.
+Where: hive units (:func:`streameval.accumulate.unit_rows`) and in-memory sources. In exact
+mode, unweighted metrics come straight from the runs; weighted ones from the Polars finalize
+of the runs' state table. Bucketed states are summed from the exact runs (:mod:`.buckets`);
+their unweighted metrics come from the buckets taken as runs, the same way. Keys without an
+integer code (Int64, floats, …) and units whose codes do not fit in 64 bits use the Polars
+group-by.
 
 ``ENABLED`` switches the kernels off (tests compare both paths).
 """

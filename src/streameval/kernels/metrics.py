@@ -24,6 +24,7 @@ from ..bucketing import float_to_key_scalar
 from ..metrics.binary import ALL, COLUMNS, finish_rows, metric_rows
 from ..spec import Spec
 from . import small_pages
+from .buckets import bucket_runs
 from .runs import F64, I64, Runs
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -121,7 +122,9 @@ class _Groups:
         return self.rpos[at] - self.rpos[self.ends], self.rneg(at) - self.rneg(self.ends)
 
 
-def aggregates(runs: Runs, thresholds: list[float], all_key: str) -> pl.DataFrame:
+def aggregates(
+    runs: Runs, thresholds: list[float], all_key: str, losses: tuple[F64, F64] | None = None
+) -> pl.DataFrame:
     """One row per group: the key columns and the aggregates the metric formulas read.
 
     Parameters
@@ -132,6 +135,8 @@ def aggregates(runs: Runs, thresholds: list[float], all_key: str) -> pl.DataFram
         Sorted thresholds; their confusion counts are ``_tp{i}``, ``_fp{i}``, ….
     all_key : str
         Name of the constant key column added when the unit has no key columns.
+    losses : tuple of ndarray, optional
+        Each run's log-loss and Brier sums (bucket runs); by default, from each run's score.
 
     Returns
     -------
@@ -169,6 +174,9 @@ def aggregates(runs: Runs, thresholds: list[float], all_key: str) -> pl.DataFram
     cols["_ap_num"] = _ap_num(pos, at, g, scale)
     with np.errstate(over="ignore", invalid="ignore"):  # huge scores: null metrics later
         cols.update(_losses(runs, pos, firsts))
+    if losses is not None:
+        cols["_log_loss"] = np.add.reduceat(losses[0], firsts)
+        cols["_brier"] = np.add.reduceat(losses[1], firsts)
     for i, t in enumerate(thresholds):
         tp, fp = g.totals(_threshold_index(runs, g, float_to_key_scalar(t)))
         cols[f"_tp{i}"], cols[f"_fp{i}"] = tp, fp
@@ -256,13 +264,21 @@ def runs_metrics(runs: Runs, spec: Spec, thresholds: list[float]) -> pl.DataFram
     Returns
     -------
     DataFrame or None
-        None for weighted runs (their metrics come from the Polars finalize).
+        None for weighted runs, and bucketed runs whose buckets do not pack (their metrics
+        come from the Polars finalize of the state table).
 
     """
     if spec.weighted:
         return None
+    losses = None
+    if not spec.exact:  # the buckets' runs, with the buckets' loss sums
+        buckets = bucket_runs(runs, spec)
+        if buckets is None:
+            return None
+        runs, *sums = buckets
+        losses = (sums[0], sums[1])
     keys = list(spec.keys)
     with small_pages():
-        grouped = aggregates(runs, thresholds, ALL).lazy()
+        grouped = aggregates(runs, thresholds, ALL, losses).lazy()
     part = metric_rows(grouped, keys or [ALL], spec, thresholds)
     return finish_rows([part], keys).select(*keys, *COLUMNS)

@@ -88,4 +88,4 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
         )
 
     invalid = lambda t: bool(t["bucket"].null_count())  # noqa: E731
-    return TaskPlan(spec, build, invalid, diagnose, runs if spec.exact else None)
+    return TaskPlan(spec, build, invalid, diagnose, runs)

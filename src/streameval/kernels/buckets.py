@@ -1,0 +1,211 @@
+"""Bucketed binary state of one unit from its exact runs: one more pass, no hashing.
+
+The exact runs (:mod:`.runs`) are sorted by group, then score, so the runs of a bucket are
+adjacent: each run's bucket is its score key floored to the spec's precision and raised to
+the largest split at or below it (:func:`streameval.bucketing.bucket_expr`), and the
+bucket's sums are sums over a slice. The log-loss and Brier sums of a run are those of its
+rows, since every row of a run has the same score: ``pos·ℓ(p, 1) + neg·ℓ(p, 0)``, the
+per-row terms of :func:`streameval.states.binary.aggregations` (weighted when the runs are).
+They differ from the Polars path's sums only by summation order. Taken as runs
+(:func:`bucket_runs`), the buckets give unweighted metrics directly (:mod:`.metrics`).
+
+Scores whose squared error overflows give ``inf`` or ``nan`` sums that depend on the rows'
+order and weights: such units return None, and the Polars path computes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from ..bucketing import EXACT_BITS, float_to_key_scalar
+from ..spec import Spec
+from ..states.binary import merge_ops
+from . import small_pages
+from .runs import F64, I64, U64, Runs
+from .scorekeys import ScoreField
+
+_EPS = float(np.finfo(np.float64).eps)
+_LOW63 = np.int64(0x7FFF_FFFF_FFFF_FFFF)
+
+
+def bucket_keys(key: I64, precision: int, splits: tuple[float, ...]) -> I64:
+    """Bucket (lowest ordered key) of each ordered score key, as ``bucket_expr``.
+
+    Parameters
+    ----------
+    key : ndarray of int64
+        Ordered score keys.
+    precision : int
+        Mantissa bits kept.
+    splits : tuple of float
+        Scores that start a bucket.
+
+    Returns
+    -------
+    ndarray of int64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streameval.bucketing import float_to_key_scalar as k
+    >>> keys = np.array([k(0.3), k(0.31), k(0.6)], np.int64)
+    >>> (bucket_keys(keys, 1, (0.31,)) == [k(0.25), k(0.31), k(0.5)]).tolist()
+    [True, True, True]
+
+    """
+    if precision >= EXACT_BITS:
+        return key
+    width = np.int64(1 << (EXACT_BITS - precision))
+    out: I64 = (key // width) * width
+    if splits:
+        cuts = np.array(sorted({float_to_key_scalar(s) for s in splits}), np.int64)
+        at = np.searchsorted(cuts, key, side="right") - 1
+        below = at >= 0
+        np.maximum(out, np.where(below, cuts[np.maximum(at, 0)], out), out=out)
+    return out
+
+
+def _scores(key: I64) -> F64:
+    """Inverse of the ordered key: each run's score."""
+    bits = np.where(key < 0, key ^ _LOW63, key)
+    return bits.view(np.float64)
+
+
+def _losses(runs: Runs, score: F64) -> tuple[F64, F64]:
+    """Σ log loss and Σ squared error of each run's rows (weighted when the runs are)."""
+    clipped = np.clip(score, _EPS, 1.0 - _EPS)
+    if runs.single:  # one row per run: one term, the very float the Polars path sums
+        y = runs.pos.astype(bool)
+        miss = np.where(y, score - 1.0, score)
+        return -np.log(np.where(y, clipped, 1.0 - clipped)), miss * miss
+    pos, neg = runs.pos, runs.neg
+    miss = score - 1.0
+    ll = pos * -np.log(clipped) + neg * -np.log(1.0 - clipped)
+    sq = pos * (miss * miss) + neg * (score * score)
+    return ll.astype(np.float64, copy=False), sq.astype(np.float64, copy=False)
+
+
+@dataclass
+class Buckets:
+    """The buckets of a unit, sorted by group code, then bucket, with their stored sums."""
+
+    group: U64
+    bucket: I64
+    sums: dict[str, npt.NDArray[np.generic]]
+
+
+def bucket_sums(runs: Runs, spec: Spec) -> Buckets | None:
+    """Sum a unit's exact runs into its buckets (None when some squared error overflows).
+
+    Parameters
+    ----------
+    runs : Runs
+        The unit's exact runs.
+    spec : Spec
+        The bucketed binary state's spec.
+
+    Returns
+    -------
+    Buckets or None
+
+    """
+    with small_pages(), np.errstate(over="ignore", invalid="ignore"):
+        key = runs.key()
+        ll, sq = _losses(runs, _scores(key))
+        if not (np.isfinite(sq).all() and np.isfinite(ll).all()):
+            return None
+        bucket = bucket_keys(key, spec.precision, spec.splits)
+        del key
+        group = runs.group()
+        changed = np.empty(bucket.size, np.bool_)
+        changed[0] = True
+        np.not_equal(bucket[1:], bucket[:-1], out=changed[1:])
+        changed[1:] |= group[1:] != group[:-1]
+        starts = np.flatnonzero(changed)
+        sums: dict[str, npt.NDArray[np.generic]] = {
+            "pos": np.add.reduceat(runs.pos, starts),
+            "neg": np.add.reduceat(runs.neg, starts),
+            "log_loss": np.add.reduceat(ll, starts) + 0.0,
+            "brier": np.add.reduceat(sq, starts) + 0.0,
+        }
+        if runs.n is not None:
+            sums["n"] = np.add.reduceat(runs.n, starts)
+        if spec.weighted:  # +0.0 turns -0.0 into 0.0, as Polars' sums give
+            sums["pos"] = np.add(sums["pos"], 0.0)
+            sums["neg"] = np.add(sums["neg"], 0.0)
+        return Buckets(group[starts], bucket[starts], sums)
+
+
+def bucketed_state(
+    runs: Runs, spec: Spec, schema: pl.Schema, constants: Mapping[str, Any]
+) -> pl.DataFrame | None:
+    """The bucketed state table of a unit's exact runs (None: let the Polars path do it).
+
+    Parameters
+    ----------
+    runs : Runs
+        The unit's exact runs.
+    spec : Spec
+        The bucketed binary state's spec.
+    schema : Schema
+        The source's schema (types of the keys fixed over the unit).
+    constants : mapping
+        Keys fixed over the unit, and their values.
+
+    Returns
+    -------
+    DataFrame or None
+        The columns and types of :func:`streameval.states.binary.state_query`'s table, or
+        None when some squared error overflows.
+
+    """
+    buckets = bucket_sums(runs, spec)
+    if buckets is None:
+        return None
+    group = buckets.group
+    firsts = np.flatnonzero(np.append(True, group[1:] != group[:-1]))
+    index = pl.Series(np.repeat(np.arange(firsts.size), np.diff(firsts, append=group.size)))
+    columns: dict[str, Any] = {s.name: s.gather(index) for s in runs.groups.decode(group[firsts])}
+    columns["bucket"] = buckets.bucket
+    names = list(merge_ops(spec))
+    columns.update({name: buckets.sums[name] for name in names})
+    fixed = [pl.lit(v, schema[k]).alias(k) for k, v in constants.items()]
+    return pl.DataFrame(columns).with_columns(fixed).select([*spec.keys, "bucket", *names])
+
+
+def bucket_runs(runs: Runs, spec: Spec) -> tuple[Runs, F64, F64] | None:
+    """The buckets as runs (for the direct metrics), with their log-loss and Brier sums.
+
+    Parameters
+    ----------
+    runs : Runs
+        The unit's exact runs.
+    spec : Spec
+        The bucketed binary state's spec.
+
+    Returns
+    -------
+    tuple of (Runs, ndarray, ndarray) or None
+        None when some squared error overflows, or the buckets' keys do not pack.
+
+    """
+    buckets = bucket_sums(runs, spec)
+    if buckets is None:
+        return None
+    bucket = buckets.bucket
+    low, high = int(bucket.min()), int(bucket.max())
+    field = ScoreField.build(bucket, low, high, 64 - runs.groups.bits)
+    if field is None:
+        return None
+    value = field.encode(bucket)
+    if runs.groups.bits:
+        value |= buckets.group << np.uint64(field.bits)
+    sums = buckets.sums
+    out = Runs(value, sums["pos"], sums["neg"], None, field, low, high, runs.groups)  # type: ignore[arg-type]
+    return out, sums["log_loss"], sums["brier"]  # type: ignore[return-value]
