@@ -25,9 +25,8 @@ import polars as pl
 
 from ..bucketing import EXACT_BITS, float_to_key_scalar
 from ..spec import Spec
-from ..states.binary import merge_ops
 from . import small_pages
-from .runs import F64, I64, U64, Runs
+from .runs import F64, I64, U64, Runs, state_frame
 from .scorekeys import ScoreField
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -168,15 +167,7 @@ def bucketed_state(
     buckets = bucket_sums(runs, spec)
     if buckets is None:
         return None
-    group = buckets.group
-    firsts = np.flatnonzero(np.append(True, group[1:] != group[:-1]))
-    index = pl.Series(np.repeat(np.arange(firsts.size), np.diff(firsts, append=group.size)))
-    columns: dict[str, Any] = {s.name: s.gather(index) for s in runs.groups.decode(group[firsts])}
-    columns["bucket"] = buckets.bucket
-    names = list(merge_ops(spec))
-    columns.update({name: buckets.sums[name] for name in names})
-    fixed = [pl.lit(v, schema[k]).alias(k) for k, v in constants.items()]
-    return pl.DataFrame(columns).with_columns(fixed).select([*spec.keys, "bucket", *names])
+    return state_frame(runs, buckets.group, buckets.bucket, buckets.sums, spec, schema, constants)
 
 
 def bucket_runs(runs: Runs, spec: Spec) -> tuple[Runs, F64, F64] | None:

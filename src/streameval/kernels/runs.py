@@ -253,12 +253,28 @@ def runs_state(
         The columns and types of :func:`streameval.states.binary.state_query`'s table.
 
     """
-    group = runs.group()
-    firsts = np.concatenate((np.zeros(1, np.int64), np.flatnonzero(group[1:] != group[:-1]) + 1))
+    values = {"pos": runs.pos, "neg": runs.neg, "n": runs.n}
+    return state_frame(runs, runs.group(), runs.key(), values, spec, schema, constants)
+
+
+def state_frame(
+    runs: Runs,
+    group: npt.NDArray[np.uint64],
+    bucket: Any,
+    values: Mapping[str, Any],
+    spec: Spec,
+    schema: pl.Schema,
+    constants: Mapping[str, Any],
+) -> pl.DataFrame:
+    """The binary state table from sorted group codes, bucket keys and the value columns.
+
+    Group codes are decoded once per group and repeated over its rows; keys fixed over the
+    unit are added back; columns come in :func:`streameval.states.binary.state_query`'s order.
+    """
+    firsts = np.flatnonzero(np.append(True, group[1:] != group[:-1]))
     index = pl.Series(np.repeat(np.arange(firsts.size), np.diff(firsts, append=group.size)))
     columns: dict[str, Any] = {s.name: s.gather(index) for s in runs.groups.decode(group[firsts])}
-    columns["bucket"] = runs.key()
-    values = {"pos": runs.pos, "neg": runs.neg, "n": runs.n}
+    columns["bucket"] = bucket
     names = list(merge_ops(spec))
     columns.update({name: values[name] for name in names})
     fixed = [pl.lit(v, schema[k]).alias(k) for k, v in constants.items()]
