@@ -11,6 +11,7 @@ import itertools
 import math
 import numbers
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -125,21 +126,36 @@ def _all_zero_weight(n: int, t: float) -> dict[str, Any]:
     return {"n": n, **zero, **ratios, **undefined, "threshold": t}
 
 
+def per_group(
+    df: pl.DataFrame, keys: list[str], rows_of: Callable[[pl.DataFrame], list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The reference rows of every group, keys first, sorted like streameval's tables.
+
+    The reference libraries' warnings (undefined metrics) are silenced: streameval's own
+    are tested where they belong.
+    """
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for key, part in sorted(df.partition_by(keys, as_dict=True).items()):
+            named = dict(zip(keys, key, strict=True))
+            rows += [{**named, **row} for row in rows_of(part)]
+    return rows
+
+
 def reference_table(
     df: pl.DataFrame,
     thresholds: list[float],
     keys: list[str] = ["g"],  # noqa: B006
 ) -> list[dict[str, Any]]:
     """scikit-learn's metrics per group and threshold, sorted like streameval's table."""
-    rows = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for key, part in sorted(df.partition_by(keys, as_dict=True).items()):
-            y, p = part["y"].to_numpy(), part["p"].to_numpy()
-            w = part["w"].to_numpy() if "w" in part.columns else None
-            for t in sorted(thresholds):
-                rows.append({**dict(zip(keys, key, strict=True)), **_metrics(y, p, w, t)})
-    return rows
+
+    def rows_of(part: pl.DataFrame) -> list[dict[str, Any]]:
+        y, p = part["y"].to_numpy(), part["p"].to_numpy()
+        w = part["w"].to_numpy() if "w" in part.columns else None
+        return [_metrics(y, p, w, t) for t in sorted(thresholds)]
+
+    return per_group(df, keys, rows_of)
 
 
 def close(a: Any, b: Any, tol: float = TOL) -> bool:

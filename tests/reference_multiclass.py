@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 import polars as pl
 from hypothesis import strategies as st
 from sklearn import metrics as skm
+
+from reference import per_group
 
 TOP_K = 2
 
@@ -155,9 +156,4 @@ def multiclass_reference(
     keys: list[str] = ["g"],  # noqa: B006
 ) -> list[dict[str, Any]]:
     """sklearn's multiclass metrics per group, sorted like streameval's table."""
-    rows = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for key, part in sorted(df.partition_by(keys, as_dict=True).items()):
-            rows.append({**dict(zip(keys, key, strict=True)), **_group(part, classes)})
-    return rows
+    return per_group(df, keys, lambda part: [_group(part, classes)])

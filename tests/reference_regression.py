@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -10,6 +9,8 @@ import polars as pl
 from hypothesis import strategies as st
 from sklearn import metrics as skm
 from sklearn.utils.stats import _weighted_percentile
+
+from reference import per_group
 
 EPS = float(np.finfo(np.float64).eps)
 POWER = 1.5
@@ -133,11 +134,9 @@ def _metrics(y: np.ndarray, f: np.ndarray, w: np.ndarray | None) -> dict[str, An
 
 def regression_reference(df: pl.DataFrame, keys: list[str] = ["g"]) -> list[dict[str, Any]]:  # noqa: B006
     """sklearn's regression metrics per group, sorted like streameval's table."""
-    rows = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for key, part in sorted(df.partition_by(keys, as_dict=True).items()):
-            y, f = part["y"].to_numpy(), part["f"].to_numpy()
-            w = part["w"].to_numpy() if "w" in part.columns else None
-            rows.append({**dict(zip(keys, key, strict=True)), **_metrics(y, f, w)})
-    return rows
+
+    def rows_of(part: pl.DataFrame) -> list[dict[str, Any]]:
+        w = part["w"].to_numpy() if "w" in part.columns else None
+        return [_metrics(part["y"].to_numpy(), part["f"].to_numpy(), w)]
+
+    return per_group(df, keys, rows_of)
