@@ -31,7 +31,7 @@ from .spec import Spec, parse_precision
 from .state import State
 from .tasks import Inputs, Opened, TaskPlan
 
-TASKS = ("binary", "multiclass", "regression")
+TASKS = ("binary", "multiclass", "regression", "paired")
 
 
 def _as_list(by: str | Sequence[str] | None) -> list[str]:
@@ -48,9 +48,14 @@ def _as_list(by: str | Sequence[str] | None) -> list[str]:
 
 def task_module(task: str) -> ModuleType:
     """The planning module of a task."""
-    from .tasks import binary, multiclass, regression
+    from .tasks import binary, multiclass, paired, regression
 
-    modules = {"binary": binary, "multiclass": multiclass, "regression": regression}
+    modules = {
+        "binary": binary,
+        "multiclass": multiclass,
+        "regression": regression,
+        "paired": paired,
+    }
     if task not in modules:
         raise InputError(
             f"expected task to be one of {', '.join(TASKS)}, got {task!r}; hint: "

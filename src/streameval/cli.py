@@ -26,6 +26,7 @@ SUMMARY = {
         "log_loss", "top_k_accuracy", "roc_auc_ovr_macro", "roc_auc_ovr_macro_error",
     ],
     "regression": ["n", "mean_error", "rmse", "mae", "median_ae", "mape", "smape", "r2"],
+    "paired": ["model", "n", "positives", "roc_auc", "roc_auc_error", "average_precision"],
 }  # fmt: skip
 
 
@@ -47,15 +48,17 @@ def _build() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("evaluate", help="evaluate predictions stored as Parquet")
     ev.add_argument("source", nargs="+", help="Parquet files, directories or globs")
-    ev.add_argument("--task", default="binary", choices=["binary", "multiclass", "regression"])
+    ev.add_argument(
+        "--task", default="binary", choices=["binary", "multiclass", "regression", "paired"]
+    )
     ev.add_argument("--label", required=True, help="label column")
     ev.add_argument("--score", help="binary: score column (any numeric range)")
     ev.add_argument("--prediction", help="multiclass: predicted class; regression: prediction")
     ev.add_argument(
         "--scores",
         action="append",
-        help="multiclass: score column(s) in class order, or CLASS=COLUMN (repeatable, or "
-        "comma-separated)",
+        help="multiclass: score column(s) in class order, or CLASS=COLUMN; paired: each "
+        "model's score column (repeatable, or comma-separated)",
     )
     ev.add_argument("--classes", action="append", help="multiclass: every class, in order")
     ev.add_argument("--by", action="append", default=[], help="group key column (repeatable)")
@@ -68,9 +71,24 @@ def _build() -> argparse.ArgumentParser:
     ev.add_argument("--metric", action="append", help="only these metrics (repeatable)")
     ev.add_argument(
         "--table",
-        choices=["metrics", "per-class", "confusion"],
+        choices=["metrics", "per-class", "confusion", "tests"],
         default="metrics",
-        help="multiclass: the per-class table or the confusion matrix instead of the metrics",
+        help="multiclass: the per-class table or the confusion matrix instead of the metrics; "
+        "paired: DeLong's tests of each pair of models",
+    )
+    ev.add_argument(
+        "--ci",
+        choices=["wilson", "clopper-pearson"],
+        help="add <metric>_lo/_hi intervals, the AUC's (DeLong) and caret's statistics",
+    )
+    ev.add_argument("--level", type=float, default=0.95, help="confidence level (0.95)")
+    ev.add_argument(
+        "--auc-method", choices=["delong", "hanley-mcneil"], default="delong", help="AUC variance"
+    )
+    ev.add_argument(
+        "--summary",
+        action="store_true",
+        help="binary, multiclass: print caret's confusion matrix and statistics per group",
     )
     ev.add_argument("--precision", type=_precision, help="'exact' or mantissa bits (default 11)")
     ev.add_argument("--drop-nulls", action="store_true", help="drop rows with nulls, with a count")
@@ -119,6 +137,10 @@ def _show(table: pl.DataFrame, columns: Sequence[str], show_all: bool) -> None:
         print(f"({table.width - shown.width} more columns: --all prints them, --output saves them)")
 
 
+def _with_interval(name: str) -> list[str]:
+    return [name, f"{name}_lo", f"{name}_hi"]
+
+
 def _split(items: Sequence[str] | None) -> list[str]:
     return [part.strip() for item in items or [] for part in item.split(",") if part.strip()]
 
@@ -156,13 +178,28 @@ def _evaluate(args: argparse.Namespace) -> int:
         "power": args.power,
         "drop_nulls": args.drop_nulls,
     }
-    if args.table != "metrics":
-        if args.task != "multiclass":
+    intervals = {"ci": args.ci, "level": args.level, "auc_method": args.auc_method}
+    if args.summary:
+        if args.task not in ("binary", "multiclass"):
             raise StreamevalError(
-                f"expected --task multiclass with --table {args.table}, got --task {args.task}"
+                f"expected --task binary or multiclass with --summary, got --task {args.task}"
+            )
+        state = accumulate(source, **columns, thresholds=thresholds)  # type: ignore[arg-type]
+        print(state.summary(thresholds[0], level=args.level), end="")
+        return 0
+    if args.table != "metrics":
+        wanted = "paired" if args.table == "tests" else "multiclass"
+        if args.task != wanted:
+            raise StreamevalError(
+                f"expected --task {wanted} with --table {args.table}, got --task {args.task}"
             )
         state = accumulate(source, **columns)  # type: ignore[arg-type]
-        table = state.per_class() if args.table == "per-class" else state.confusion_matrix()
+        if args.table == "tests":
+            table = state.roc_test(level=args.level)
+        elif args.table == "per-class":
+            table = state.per_class(**intervals)
+        else:
+            table = state.confusion_matrix()
         shown: list[str] = list(table.columns)
     else:
         table = evaluate(
@@ -170,9 +207,11 @@ def _evaluate(args: argparse.Namespace) -> int:
             threshold=thresholds if len(thresholds) > 1 else thresholds[0],
             alpha=args.alpha,
             metrics=args.metric,
+            **intervals,
             **columns,  # type: ignore[arg-type]
         )
-        shown = [*args.by, *(SUMMARY[args.task] if not args.metric else table.columns)]
+        names = SUMMARY[args.task] if not args.metric else table.columns
+        shown = [*args.by, *(c for name in names for c in _with_interval(name))]
     if args.output:
         _write(table, args.output)
     else:

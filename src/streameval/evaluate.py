@@ -38,6 +38,9 @@ def evaluate(
     power: float = 1.5,
     alpha: float = 0.5,
     metrics: Sequence[str] | None = None,
+    ci: str | None = None,
+    level: float = 0.95,
+    auc_method: str = "delong",
     drop_nulls: bool = False,
     engine: Engine = "streaming",
 ) -> pl.DataFrame:
@@ -47,7 +50,8 @@ def evaluate(
     value or a list; predicted positive means ``score >= threshold``, kept exact in bucketed
     mode), ``alpha`` (regression: the quantile of ``mean_pinball_loss``) and ``metrics``
     (only these metric columns; one asked for by name whose domain the data violates raises
-    instead of being null with a warning).
+    instead of being null with a warning), and ``ci``, ``level``, ``auc_method`` (intervals
+    and statistics, as :meth:`streameval.State.metrics`).
 
     Examples
     --------
@@ -86,11 +90,19 @@ def evaluate(
     plan = prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine)
     options: dict[str, Any] = {"threshold": thresholds} if task == "binary" else {}
     options["metrics"] = metrics
+    if ci is not None:
+        from .stats.tables import check_ci
+
+        check_ci(ci, level, auc_method)
+        options.update(ci=ci, level=level, auc_method=auc_method)
+    direct_ok = not metrics and ci is None
     if task == "regression":
         options["alpha"] = alpha
     if plan.units is None:
         runs = unit_runs(plan)
-        direct = None if runs is None or metrics else runs_metrics(runs, plan.spec, thresholds)
+        direct = (
+            runs_metrics(runs, plan.spec, thresholds) if runs is not None and direct_ok else None
+        )
         if direct is not None:
             return direct
         if runs is None:
@@ -105,7 +117,7 @@ def evaluate(
         for unit, runs in units_with_runs(plan):
             fixed = unit.constants
             spec = replace(plan.spec, keys=tuple(k for k in plan.spec.keys if k not in fixed))
-            table = None if runs is None or metrics else runs_metrics(runs, spec, thresholds)
+            table = runs_metrics(runs, spec, thresholds) if runs is not None and direct_ok else None
             if table is None:
                 state = State(plan.spec, state_table(plan, unit, runs))
                 table = State(spec, state.table.drop(list(fixed))).metrics(**options)

@@ -6,7 +6,7 @@ import os
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import polars as pl
 
@@ -51,6 +51,9 @@ class State:
         *,
         alpha: float = 0.5,
         metrics: Sequence[str] | None = None,
+        ci: str | None = None,
+        level: float = 0.95,
+        auc_method: str = "delong",
     ) -> pl.DataFrame:
         """Metric table, one row per group (binary: and per threshold when a list is given).
 
@@ -63,8 +66,29 @@ class State:
         metrics : list of str, optional
             Only these metric columns (after the keys and ``n``). A metric asked for by name
             whose domain the data violates raises instead of being null with a warning.
+        ci : {None, "wilson", "clopper-pearson"}
+            Add ``<metric>_lo`` / ``<metric>_hi`` for every proportion metric (binary:
+            prevalence, accuracy, error_rate, precision, recall, specificity, npv, fpr, fnr;
+            multiclass: accuracy, error_rate), the AUC's interval with ``roc_auc_se``, and
+            caret's statistics: ``no_information_rate``, ``accuracy_pvalue``,
+            ``mcnemar_pvalue``, ``cohen_kappa_se`` (:mod:`streameval.stats`).
+        level : float
+            Confidence level of the intervals.
+        auc_method : {"delong", "hanley-mcneil"}
+            Variance of the AUC (binary). Bucketed intervals are widened by ``roc_auc_error``.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 1], "p": [0.1, 0.6, 0.4, 0.8, 0.9]})
+        >>> t = se.accumulate(df, label="y", score="p").metrics(ci="wilson")
+        >>> [round(v, 3) for v in t.select("recall", "recall_lo", "recall_hi").row(0)]
+        [0.667, 0.208, 0.939]
 
         """
+        from .stats.tables import check_ci, ordered
+
+        check_ci(ci, level, auc_method)
         kind = self.spec.kind
         if kind != "binary" and threshold is not None:
             raise InputError(
@@ -74,11 +98,26 @@ class State:
         if kind == "regression":
             from .metrics.regression import metric_table as regression_table
 
+            if ci is not None:
+                raise InputError(
+                    f"expected no ci= for a regression state, got {ci!r}; hint: "
+                    "regression metrics get intervals by bootstrap or jackknife"
+                )
             return regression_table(self, alpha=alpha, metrics=metrics)
+        if kind == "paired":
+            from .stats.compare import model_table
+
+            return model_table(self, level)
         if kind == "multiclass":
             from .metrics.multiclass import metric_table as multiclass_table
+            from .stats.tables import multiclass_table as with_intervals
 
-            return multiclass_table(self, metrics=metrics)
+            table = multiclass_table(self, metrics=metrics)
+            if ci is None:
+                return table
+            names = table.columns[len(self.keys) + 1 :]
+            table = with_intervals(self, table, ci, level)
+            return ordered(table, [*self.keys, "n"], names)
         from .metrics.binary import COLUMNS, metric_table
         from .metrics.select import select_metrics
 
@@ -94,14 +133,97 @@ class State:
                     table = metric_table(self, t)
                 except UserWarning as exc:
                     raise InputError(f"expected probabilities, but {exc}") from None
-        return table.select(*self.keys, "n", *names, "threshold")
+        if ci is None:
+            return table.select(*self.keys, "n", *names, "threshold")
+        from .stats.tables import binary_table
 
-    def per_class(self) -> pl.DataFrame:
-        """Multiclass: per group and class, support and one-vs-rest metrics (and AUC, AP)."""
+        table = binary_table(self, table, ci, level, auc_method)
+        return ordered(table, [*self.keys, "n"], names, ["threshold"])
+
+    def summary(self, threshold: float = 0.5, *, level: float = 0.95) -> str:
+        """caret-like printout per group of the confusion matrix and its statistics.
+
+        Accuracy with its exact interval, the no-information rate and its test, kappa,
+        McNemar's test, and the statistics by class, formatted as caret prints them.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 1], "p": [0.1, 0.6, 0.4, 0.8, 0.9]})
+        >>> print(se.accumulate(df, label="y", score="p").summary().splitlines()[7].rstrip())
+                       Accuracy : 0.6
+
+        """
+        from .stats.proportions import check_level
+        from .stats.summary import binary_summary, multiclass_summary
+
+        check_level(level)
+        if self.spec.kind == "multiclass":
+            return multiclass_summary(self, level)
+        self._require("binary", "summary")
+        return binary_summary(self, threshold, level)
+
+    def roc_test(
+        self,
+        column: str | None = None,
+        baseline: Any = None,
+        *,
+        level: float = 0.95,
+        alternative: str = "two-sided",
+    ) -> pl.DataFrame:
+        """DeLong's test of a difference in AUC (pROC's ``roc.test(method="delong")``).
+
+        A paired state (``task="paired"``): every pair of models on the same rows, per
+        group — the AUCs, their difference with its interval at ``level``, ``z`` and
+        ``p_value``. A binary state: each value of the group key ``column`` against its
+        value ``baseline`` (two days, two segments), per other keys — independent AUCs, the
+        statistic, its degrees of freedom and ``p_value`` (Student's t, as pROC).
+        ``alternative`` is ``"two-sided"``, ``"greater"`` (first AUC larger) or ``"less"``.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 0, 1], "a": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7],
+        ...                    "b": [0.3, 0.2, 0.6, 0.5, 0.1, 0.9]})
+        >>> st = se.accumulate(df, task="paired", label="y", scores=["a", "b"])
+        >>> st.roc_test().select("roc_auc_a", "roc_auc_b", "difference").row(0)
+        (0.8888888888888888, 1.0, -0.11111111111111116)
+
+        """
+        from .stats.compare import paired_test, unpaired_test
+        from .stats.proportions import check_level
+
+        check_level(level)
+        if self.spec.kind == "paired":
+            if column is not None:
+                raise InputError(
+                    f"expected no column for a paired state, got {column!r}; hint: a paired "
+                    "state compares its models on the same rows"
+                )
+            return paired_test(self, level, alternative)
+        self._require("binary", "roc_test")
+        if column is None:
+            raise InputError(
+                "expected column= and baseline= (a group key and its reference value) to "
+                "compare groups of a binary state; hint: roc_test('day', '2026-10-01'), or "
+                "accumulate with task='paired' to compare models"
+            )
+        return unpaired_test(self, column, baseline, alternative)
+
+    def per_class(
+        self, *, ci: str | None = None, level: float = 0.95, auc_method: str = "delong"
+    ) -> pl.DataFrame:
+        """Multiclass: per group and class, support and one-vs-rest metrics (and AUC, AP).
+
+        ``ci`` adds ``<metric>_lo`` / ``<metric>_hi`` for the one-vs-rest proportions and,
+        with scores, each class's AUC interval (as :meth:`metrics`).
+        """
         from .metrics.classes import per_class
+        from .stats.tables import check_ci
 
         self._require("multiclass", "per_class")
-        return per_class(self)
+        check_ci(ci, level, auc_method)
+        return per_class(self, ci=ci, level=level, auc_method=auc_method)
 
     def confusion_matrix(
         self, normalize: Literal["true", "pred", "all"] | None = None, *, wide: bool = False

@@ -97,8 +97,8 @@ def one_vs_rest(counts: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def ovr_ranking(state: State) -> tuple[pl.LazyFrame, list[str]]:
-    """Per group and class index ``k``: one-vs-rest AUC, its bound and average precision."""
+def ovr_histogram(state: State) -> tuple[pl.LazyFrame, list[str]]:
+    """Per group, class index ``k`` and bucket of p_k: one-vs-rest ``pos`` and ``neg``."""
     lf, keys = with_group_key(state.table, state.keys)
     w = weight_column(state)
     hist = (
@@ -109,6 +109,12 @@ def ovr_ranking(state: State) -> tuple[pl.LazyFrame, list[str]]:
             w.filter(pl.col("actual") != pl.col("column")).sum().alias("neg"),
         )
     )
+    return hist, keys
+
+
+def ovr_ranking(state: State) -> tuple[pl.LazyFrame, list[str]]:
+    """Per group and class index ``k``: one-vs-rest AUC, its bound and average precision."""
+    hist, keys = ovr_histogram(state)
     return ranking(hist, [*keys, "k"], exact=state.spec.exact), keys
 
 
@@ -116,7 +122,9 @@ PER_CLASS = ["support", "precision", "recall", "f1", "specificity", "npv", "fpr"
 SCORE_COLUMNS = ["roc_auc", "roc_auc_error", "average_precision"]
 
 
-def per_class(state: State) -> pl.DataFrame:
+def per_class(
+    state: State, *, ci: str | None = None, level: float = 0.95, auc_method: str = "delong"
+) -> pl.DataFrame:
     """Per group and class: support, one-vs-rest metrics, and with scores AUC and AP.
 
     >>> import polars as pl, streameval as se
@@ -143,7 +151,13 @@ def per_class(state: State) -> pl.DataFrame:
         columns += SCORE_COLUMNS
     names = pl.LazyFrame({"k": range(len(state.spec.classes)), "class": class_values(state)})
     out = out.with_columns(pl.col("k").cast(pl.Int64)).join(names, on="k")
-    table = out.sort([*keys, "k"], nulls_last=False).select(*keys, "class", *columns).collect()
+    out = out.sort([*keys, "k"], nulls_last=False)
+    if ci is None:
+        table = out.select(*keys, "class", *columns).collect()
+    else:
+        from ..stats.tables import per_class_table
+
+        table = per_class_table(state, out, keys, ci, level, auc_method, columns)
     return table.drop(ALL) if keys == [ALL] else table
 
 

@@ -18,9 +18,9 @@ if TYPE_CHECKING:
 
 def kind_module(spec: Spec) -> ModuleType:
     """The module of a state kind (``binary``, ``multiclass``, ``regression``)."""
-    from . import binary, multiclass, regression
+    from . import binary, multiclass, paired, regression
 
-    kinds = {"binary": binary, "multiclass": multiclass, "regression": regression}
+    kinds = {"binary": binary, "multiclass": multiclass, "regression": regression, "paired": paired}
     if spec.kind not in kinds:
         raise InputError(
             f"expected a state kind among {sorted(kinds)}, got {spec.kind!r}; "

@@ -1,0 +1,244 @@
+"""Comparing AUCs with DeLong's test: paired (models on the same rows) and unpaired.
+
+**Paired** (pROC's ``roc.test(paired=TRUE, method="delong")``): from a paired state, each
+model's placements come from its own histogram (the joint one summed over the others'
+buckets) and are joined back to the joint rows, so the covariance of two AUCs is
+
+    Cov = Σ pos·(V₁₀ᵃ − A)(V₁₀ᵇ − B) / ((P − 1)·P) + Σ neg·(V₀₁ᵃ − A)(V₀₁ᵇ − B) / ((N − 1)·N)
+
+and ``z = (A − B) / √(Var A + Var B − 2 Cov)``, with the interval of A − B at ``level``
+(two-sided whatever the alternative, as pROC). Identical models give z = 0.
+
+**Unpaired** (``paired=FALSE``): two groups of a binary state that differ in one key (two
+days, two segments) have independent AUCs: ``D = (A − B) / √(Var A + Var B)``, tested against
+Student's t with pROC's degrees of freedom ``(Va + Vb)² / (Va²/(na − 1) + Vb²/(nb − 1))``,
+n being each group's number of examples.
+
+Bucketed states test the bucketed AUCs; the interval of the difference is widened by the two
+AUCs' error bounds.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from ..errors import InputError
+from .delong import delong, normal_interval, placements, z_quantile
+
+if TYPE_CHECKING:
+    from ..state import State
+
+ALTERNATIVES = ("two-sided", "greater", "less")
+
+
+def check_alternative(alternative: str) -> str:
+    """``alternative`` if valid, else an InputError."""
+    if alternative not in ALTERNATIVES:
+        raise InputError(
+            f"expected alternative among {list(ALTERNATIVES)}, got {alternative!r}; hint: "
+            "'greater' tests whether the first AUC is larger"
+        )
+    return alternative
+
+
+def _pvalue(z: np.ndarray, alternative: str, df: np.ndarray | None = None) -> np.ndarray:
+    dist: Any = stats.norm if df is None else stats.t(df)
+    if alternative == "greater":
+        return np.asarray(dist.sf(z), dtype=np.float64)
+    if alternative == "less":
+        return np.asarray(dist.cdf(z), dtype=np.float64)
+    return np.asarray(2 * dist.sf(np.abs(z)), dtype=np.float64)
+
+
+def _groups(state: State) -> tuple[pl.LazyFrame, list[str]]:
+    from ..metrics.binary import with_group_key
+
+    return with_group_key(state.table, state.keys)
+
+
+def model_histograms(state: State) -> tuple[pl.LazyFrame, list[str]]:
+    """Per group, model (index ``model``) and bucket: ``pos`` and ``neg`` (Float64)."""
+    from ..states.paired import bucket_columns
+
+    lf, keys = _groups(state)
+    weights = [pl.col(c).cast(pl.Float64) for c in ("pos", "neg")]
+    parts = [
+        lf.group_by(*keys, pl.col(b).alias("bucket"))
+        .agg(*(w.sum() for w in weights))
+        .with_columns(pl.lit(i, pl.Int32).alias("model"))
+        for i, b in enumerate(bucket_columns(state.spec))
+    ]
+    return pl.concat(parts), keys
+
+
+def model_table(state: State, level: float) -> pl.DataFrame:
+    """Per group and model: n, positives, negatives, roc_auc with its DeLong interval."""
+    from ..metrics.binary import ALL
+    from ..metrics.ranking import ranking
+
+    hist, keys = model_histograms(state)
+    groups = [*keys, "model"]
+    ranked = ranking(hist, groups, exact=state.spec.exact)
+    var = delong(hist, groups).select(*groups, "_var")
+    se = pl.col("_var").clip(0.0).sqrt()
+    lo, hi = normal_interval(pl.col("roc_auc"), se, level, pl.col("roc_auc_error"))
+    n = _row_counts(state, keys)
+    names = pl.LazyFrame(
+        {"model": range(len(state.spec.scores)), "_name": list(state.spec.scores)},
+        schema={"model": pl.Int32, "_name": pl.String},
+    )
+    count = pl.Int64 if not state.spec.weighted else pl.Float64
+    out = (
+        ranked.join(var, on=groups, how="left", nulls_equal=True)
+        .join(n, on=keys, how="left", nulls_equal=True)
+        .join(names, on="model")
+        .sort([*keys, "model"], nulls_last=False)
+        .select(
+            *keys,
+            pl.col("_name").alias("model"),
+            "n",
+            pl.col("_P").cast(count).alias("positives"),
+            pl.col("_N").cast(count).alias("negatives"),
+            "roc_auc",
+            pl.when(pl.col("roc_auc").is_not_null()).then(lo).alias("roc_auc_lo"),
+            pl.when(pl.col("roc_auc").is_not_null()).then(hi).alias("roc_auc_hi"),
+            se.alias("roc_auc_se"),
+            "roc_auc_error",
+            "average_precision",
+        )
+        .collect()
+    )
+    return out.drop(ALL) if keys == [ALL] else out
+
+
+def _row_counts(state: State, keys: list[str]) -> pl.LazyFrame:
+    lf, _ = _groups(state)
+    n = pl.col("n") if state.spec.weighted else pl.col("pos") + pl.col("neg")
+    return lf.group_by(keys).agg(n.sum().cast(pl.Int64).alias("n"))
+
+
+def paired_test(state: State, level: float, alternative: str) -> pl.DataFrame:
+    """Per group and pair of models (in ``spec.scores`` order): the paired DeLong test."""
+    from ..metrics.binary import ALL
+    from ..metrics.ranking import ranking
+    from ..states.paired import bucket_columns
+
+    check_alternative(alternative)
+    lf, keys = _groups(state)
+    hist, _ = model_histograms(state)
+    placed = placements(hist, [*keys, "model"])
+    joint = lf.with_columns(pl.col("pos", "neg").cast(pl.Float64))
+    buckets = bucket_columns(state.spec)
+    for i, b in enumerate(buckets):
+        own = placed.filter(pl.col("model") == i).select(
+            *keys,
+            pl.col("bucket").alias(b),
+            (pl.col("_v10") - pl.col("_auc")).alias(f"_d10_{i}"),
+            (pl.col("_v01") - pl.col("_auc")).alias(f"_d01_{i}"),
+            pl.col("_auc").alias(f"auc{i}"),
+            *(pl.col(c).alias(f"{c}{i}") for c in ("_P", "_N")),
+        )
+        joint = joint.join(own, on=[*keys, b], how="left", nulls_equal=True)
+    pos, neg = pl.col("pos"), pl.col("neg")
+    P, N = pl.col("_P0").first(), pl.col("_N0").first()
+    sums = []
+    for i in range(len(buckets)):
+        sums.append(pl.col(f"auc{i}").first())
+        for j in range(i, len(buckets)):
+            s10 = (pos * pl.col(f"_d10_{i}") * pl.col(f"_d10_{j}")).sum() / (P - 1) / P
+            s01 = (neg * pl.col(f"_d01_{i}") * pl.col(f"_d01_{j}")).sum() / (N - 1) / N
+            sums.append(pl.when((P > 1) & (N > 1)).then(s10 + s01).alias(f"cov{i}_{j}"))
+    per_group = joint.group_by(keys).agg(*sums)
+    bounds = ranking(hist, [*keys, "model"], exact=state.spec.exact)
+    names = list(state.spec.scores)
+    rows = []
+    for i, j in combinations(range(len(buckets)), 2):
+        var = pl.col(f"cov{i}_{i}") + pl.col(f"cov{j}_{j}") - 2 * pl.col(f"cov{i}_{j}")
+        error = [
+            bounds.filter(pl.col("model") == m).select(
+                *keys, pl.col("roc_auc_error").alias(f"_e{m}")
+            )
+            for m in (i, j)
+        ]
+        rows.append(
+            per_group.join(error[0], on=keys, how="left", nulls_equal=True)
+            .join(error[1], on=keys, how="left", nulls_equal=True)
+            .select(
+                *keys,
+                pl.lit(names[i]).alias("model_a"),
+                pl.lit(names[j]).alias("model_b"),
+                pl.col(f"auc{i}").alias("roc_auc_a"),
+                pl.col(f"auc{j}").alias("roc_auc_b"),
+                (pl.col(f"auc{i}") - pl.col(f"auc{j}")).alias("difference"),
+                var.clip(0.0).sqrt().alias("_sd"),
+                (pl.col(f"_e{i}") + pl.col(f"_e{j}")).alias("_widen"),
+            )
+        )
+    out = pl.concat(rows).collect()
+    diff, sd = out["difference"].to_numpy(), out["_sd"].to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(diff == 0, 0.0, diff / sd)
+    half = z_quantile(level) * pl.col("_sd") + pl.col("_widen")
+    out = out.with_columns(
+        (pl.col("difference") - half).alias("difference_lo"),
+        (pl.col("difference") + half).alias("difference_hi"),
+        pl.Series("z", z).fill_nan(None),
+        pl.Series("p_value", _pvalue(z, alternative)).fill_nan(None),
+    )
+    columns = [
+        *keys,
+        *("model_a", "model_b", "roc_auc_a", "roc_auc_b"),
+        *("difference", "difference_lo", "difference_hi", "z", "p_value"),
+    ]
+    out = out.sort(keys, nulls_last=False, maintain_order=True).select(columns)
+    return out.drop(ALL) if keys == [ALL] else out
+
+
+def unpaired_test(state: State, column: str, baseline: Any, alternative: str) -> pl.DataFrame:
+    """Each value of ``column`` against ``baseline`` within the other keys (binary state)."""
+    check_alternative(alternative)
+    if column not in state.keys:
+        raise InputError(
+            f"expected column to be one of the state's group keys {state.keys}, got {column!r}; "
+            "hint: accumulate with by=[..., column]"
+        )
+    rest = [k for k in state.keys if k != column]
+    table = state.table.lazy().with_columns(pl.col("pos", "neg").cast(pl.Float64))
+    per_group = delong(table, state.keys).with_columns((pl.col("_P") + pl.col("_N")).alias("_n"))
+    dtype = state.table.schema[column]
+    base = per_group.filter(pl.col(column) == pl.lit(baseline, dtype)).collect()
+    if base.is_empty():
+        values = state.table[column].unique().sort().head(10).to_list()
+        raise InputError(
+            f"expected baseline to be a value of {column!r}, got {baseline!r}; values are {values}"
+        )
+    others = per_group.filter(pl.col(column) != pl.lit(baseline, dtype)).collect()
+    b = base.select(*rest, *(pl.col(c).alias(f"{c}_b") for c in ("_auc", "_var", "_n")))
+    joined = (
+        others.join(b, on=rest, how="inner", nulls_equal=True)
+        if rest
+        else others.join(b, how="cross")
+    )
+    va, vb = joined["_var"].to_numpy(), joined["_var_b"].to_numpy()
+    na, nb = joined["_n"].to_numpy(), joined["_n_b"].to_numpy()
+    diff = joined["_auc"].to_numpy() - joined["_auc_b"].to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        d = diff / np.sqrt(va + vb)
+        df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
+    out = joined.select(
+        *rest,
+        pl.col(column),
+        pl.lit(baseline, dtype).alias("baseline"),
+        pl.col("_auc").alias("roc_auc"),
+        pl.col("_auc_b").alias("roc_auc_baseline"),
+        (pl.col("_auc") - pl.col("_auc_b")).alias("difference"),
+        pl.Series("statistic", d).fill_nan(None),
+        pl.Series("df", df).fill_nan(None),
+        pl.Series("p_value", _pvalue(d, alternative, df)).fill_nan(None),
+    )
+    return out.sort([*rest, column], nulls_last=False)

@@ -1,0 +1,89 @@
+"""Paired task: one binary label and two or more models' score columns on the same rows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from ..errors import InputError
+from ..spec import Spec
+from ..states import paired
+from ..validate import label_expr
+from . import Check, Inputs, Opened, TaskPlan, finite_checks, first_problem, weight_expr
+
+RESERVED = {*paired.ALL_COLUMNS, "model", "model_a", "model_b", "roc_auc", "p_value"}
+
+
+def _scores(inputs: Inputs) -> list[str]:
+    scores = inputs.scores
+    if (
+        scores is None
+        or isinstance(scores, str | Mapping)
+        or len(scores) < 2
+        or not all(isinstance(c, str) for c in scores)
+        or len(set(scores)) < len(scores)
+    ):
+        raise InputError(
+            f"expected scores= to list two or more distinct score columns (one per model), got "
+            f"{scores!r}; hint: scores=['model_a', 'model_b']"
+        )
+    return list(scores)
+
+
+def roles(inputs: Inputs) -> list[tuple[str, str]]:
+    """Source columns read, with their role."""
+    return [(inputs.label, "label"), *((c, "score") for c in _scores(inputs))]
+
+
+def numeric(inputs: Inputs) -> list[tuple[str, str]]:
+    """Columns that must be numeric, with their role."""
+    return [(c, "score") for c in _scores(inputs)]
+
+
+def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
+    """Spec and state query of a paired task."""
+    lf, schema = opened.lf, opened.schema
+    scores = _scores(inputs)
+    y, not_allowed, pos_value = label_expr(
+        lf, schema, inputs.label, inputs.positive, opened.engine, opened.files
+    )
+    w, bad_weight, weight_checks = weight_expr(inputs.weight)
+    finite = [(~pl.col(c).cast(pl.Float64).is_finite()).fill_null(True) for c in scores]
+    bad = pl.col(inputs.label).is_null() | pl.any_horizontal(finite) | bad_weight
+    bad = bad | not_allowed.fill_null(False)
+    spec = Spec(
+        kind="paired",
+        keys=tuple(opened.keys),
+        precision=inputs.precision,
+        weighted=inputs.weight is not None,
+        label=inputs.label,
+        weight=inputs.weight,
+        positive=pos_value if isinstance(pos_value, bool | int | float | str) else str(pos_value),
+        scores=tuple(scores),
+    )
+
+    def build(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Any:
+        return paired.state_query(unit, spec, schema, y, w, bad, constants)
+
+    def diagnose() -> Exception:
+        checks = [
+            Check(
+                pl.col(inputs.label).is_null(),
+                f"expected no nulls in the label column {inputs.label!r}, found {{count}}; "
+                "hint: filter them out, or pass drop_nulls=True to drop them with a count",
+            ),
+            Check(
+                not_allowed,
+                f"expected two classes in {inputs.label!r} (positive={pos_value!r}), found "
+                "{count} rows with other values, such as {examples}; hint: filter those rows",
+                show=pl.col(inputs.label),
+            ),
+        ]
+        for c in scores:
+            checks += finite_checks(c, "score")
+        return first_problem(lf, checks + weight_checks, opened.engine, opened.files)
+
+    invalid = lambda t: bool(t["bucket_0"].null_count())  # noqa: E731
+    return TaskPlan(spec, build, invalid, diagnose)
