@@ -1,4 +1,4 @@
-"""Multiclass and regression states obey the binary state's laws: merge is a commutative
+"""Multiclass, regression and paired states obey the binary state's laws: merge is a commutative
 monoid, accumulate turns concatenation into merge, files round-trip, engines agree.
 """
 
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streameval as se
-from reference import assert_states_equal
+from reference import assert_states_equal, binary_frames
 from reference_multiclass import multiclass_frames
 from reference_regression import regression_frames
 
@@ -33,7 +33,17 @@ def frames() -> st.SearchStrategy[tuple[pl.DataFrame, dict[str, Any]]]:
         kw = {"task": "regression", "label": "y", "prediction": "f"}
         return df, kw | {"weight": "w" if weighted else None}
 
-    return multiclass_frames().map(multiclass) | regression_frames().map(regression)
+    def paired(drawn: tuple[Any, ...]) -> tuple[pl.DataFrame, dict[str, Any]]:
+        df, _, weighted = drawn
+        df = df.with_columns(q=(pl.col("p") * 0.5 + 0.25).round(2))
+        kw = {"task": "paired", "label": "y", "scores": ["p", "q"]}
+        return df, kw | {"weight": "w" if weighted else None}
+
+    return (
+        multiclass_frames().map(multiclass)
+        | regression_frames().map(regression)
+        | binary_frames().map(paired)
+    )
 
 
 def parts(data: st.DataObject, df: pl.DataFrame) -> list[pl.DataFrame]:
