@@ -245,12 +245,52 @@ class State:
                 f"hint: accumulate with task='{kind}'"
             )
 
-    def roc_curve(self) -> pl.DataFrame:
+    def roc_curve(self, *, drop_intermediate: bool = False) -> pl.DataFrame:
         """ROC points per group: keys, threshold, fpr, tpr (as sklearn's ``roc_curve``)."""
         from .metrics.curves import roc_curve
 
         self._require("binary", "roc_curve")
-        return roc_curve(self)
+        return roc_curve(self, drop_intermediate=drop_intermediate)
+
+    def operating_point(
+        self,
+        criterion: str = "youden",
+        *,
+        target: float | None = None,
+        beta: float = 1.0,
+        costs: tuple[float, float] = (1.0, 1.0),
+        prevalence: float | None = None,
+    ) -> pl.DataFrame:
+        """Per group, the threshold a criterion picks (:mod:`streameval.metrics.operating`).
+
+        ``criterion`` is ``"youden"``, ``"f1"``, ``"fbeta"`` (with ``beta``), ``"cost"``
+        (``costs=(cost_fp, cost_fn)``, ``prevalence``), or ``"recall"``, ``"precision"``,
+        ``"fpr"`` with a ``target``. Rows: keys, criterion, threshold, value, the confusion
+        counts, precision, recall, fpr, f_beta and the cost-sensitive error at it.
+        """
+        from .metrics.operating import operating_points
+
+        self._require("binary", "operating_point")
+        return operating_points(
+            self, criterion, target=target, beta=beta, costs=costs, prevalence=prevalence
+        )
+
+    def areas(self, max_fpr: float | None = None) -> pl.DataFrame:
+        """Per group: ``partial_auc`` (McClish-standardised, sklearn's ``roc_auc_score(
+        max_fpr=)``; the AUC itself without ``max_fpr``), ``pr_auc`` (trapezoid, sklearn's
+        ``auc(recall, precision)``), ``break_even`` (precision = recall), ``ks`` and
+        ``ks_threshold`` (largest tpr − fpr)."""
+        from .metrics.operating import areas
+
+        self._require("binary", "areas")
+        return areas(self, max_fpr)
+
+    def det_curve(self, *, drop_intermediate: bool = False) -> pl.DataFrame:
+        """DET points per group: keys, threshold, fpr, fnr (as sklearn's ``det_curve``)."""
+        from .metrics.curves import det_curve
+
+        self._require("binary", "det_curve")
+        return det_curve(self, drop_intermediate=drop_intermediate)
 
     def pr_curve(self) -> pl.DataFrame:
         """PR points per group: keys, threshold, precision, recall."""

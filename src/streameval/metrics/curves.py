@@ -43,8 +43,11 @@ def _finish(lf: pl.LazyFrame, keys: list[str]) -> pl.DataFrame:
     return out.drop(ALL) if keys == [ALL] else out
 
 
-def roc_curve(state: State) -> pl.DataFrame:
+def roc_curve(state: State, *, drop_intermediate: bool = False) -> pl.DataFrame:
     """ROC points: keys, threshold (descending, first ``inf``), fpr, tpr.
+
+    ``drop_intermediate`` drops collinear points as sklearn's ``roc_curve`` does (its
+    default); the area is unchanged.
 
     >>> import polars as pl, streameval as se
     >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.4, 0.35, 0.8]})
@@ -52,6 +55,8 @@ def roc_curve(state: State) -> pl.DataFrame:
     [0.0, 0.5, 0.5, 1.0, 1.0]
     """
     lf, keys = _cumulative(state, descending=True)
+    if drop_intermediate:
+        lf = _drop_intermediate(lf, keys, ["_fps", "_tps"])
 
     def ratio(num: str, den: str) -> pl.Expr:
         return pl.when(pl.col(den) > 0).then(pl.col(num) / pl.col(den))
@@ -107,3 +112,60 @@ def pr_curve(state: State) -> pl.DataFrame:
     )
     ordered = pl.concat([points, end]).sort([*keys, "_o", "threshold"], nulls_last=False)
     return _finish(ordered.drop("_o"), keys)
+
+
+def _drop_intermediate(lf: pl.LazyFrame, keys: list[str], columns: list[str]) -> pl.LazyFrame:
+    """Keep a group's first and last points and those where a column bends (sklearn's rule:
+    a nonzero second difference)."""
+    index = pl.int_range(pl.len()).over(keys)
+    last = pl.len().over(keys) - 1
+    bends = [
+        (pl.col(c).shift(-1) - 2 * pl.col(c) + pl.col(c).shift(1)).over(keys) != 0
+        for c in columns
+    ]
+    return lf.filter((index == 0) | (index == last) | pl.any_horizontal(bends).fill_null(True))
+
+
+def det_curve(state: State, *, drop_intermediate: bool = False) -> pl.DataFrame:
+    """Detection error tradeoff points: keys, threshold (ascending), fpr, fnr.
+
+    As sklearn's ``det_curve``: from the highest threshold with no false positive to the
+    first one with no false negative; groups with one class have no points.
+
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.4, 0.35, 0.8]})
+    >>> se.accumulate(df, label="y", score="p", precision="exact").det_curve()["fnr"].to_list()
+    [0.0, 0.5, 0.5]
+    """
+    lf, keys = _cumulative(state, descending=True)
+    start = (
+        lf.group_by(keys)
+        .agg(pl.col("_P").first(), pl.col("_N").first())
+        .with_columns(
+            pl.lit(float("inf")).alias("threshold"),
+            pl.lit(0.0).alias("_tps"),
+            pl.lit(0.0).alias("_fps"),
+            pl.lit(0).alias("_o"),
+        )
+    )
+    points = pl.concat(
+        [start, lf.with_columns(pl.lit(1).alias("_o"))], how="diagonal_relaxed"
+    ).sort([*keys, "_o", "threshold"], descending=[*([False] * len(keys)), False, True],
+           nulls_last=False)  # fmt: skip
+    if drop_intermediate:
+        tps = pl.col("_tps")
+        changes = ((tps.shift(-1) != tps) | (tps != tps.shift(1))).over(keys)
+        index = pl.int_range(pl.len()).over(keys)
+        points = points.filter(
+            (index == 0) | (index == pl.len().over(keys) - 1) | changes.fill_null(True)
+        )
+    fps, tps = pl.col("_fps"), pl.col("_tps")
+    no_fp = (fps == 0).cast(pl.Int32).cum_sum().over(keys)
+    both = (pl.col("_P") > 0) & (pl.col("_N") > 0)
+    from_last_without_fp = (no_fp == no_fp.max().over(keys)) | (fps > 0)
+    up_to_first_without_fn = (tps < pl.col("_P")).shift(1, fill_value=True).over(keys)
+    kept = points.filter(both & from_last_without_fp).filter(up_to_first_without_fn)
+    out = kept.select(
+        *keys, "threshold", (fps / pl.col("_N")).alias("fpr"), ((pl.col("_P") - tps) / pl.col("_P")).alias("fnr")
+    ).sort([*keys, "threshold"], nulls_last=False)
+    return _finish(out, keys)

@@ -1,0 +1,255 @@
+"""Operating points and areas of binary states, for every group at once.
+
+The candidate thresholds of a group are its occupied buckets' lowest scores (the scores
+themselves in exact mode) plus ``inf`` (nothing predicted positive): at each, the confusion
+counts are exact. A criterion picks one per group:
+
+- ``"youden"``: largest J = recall + specificity − 1 (= tpr − fpr);
+- ``"f1"`` / ``"fbeta"``: largest F-beta (``beta=``);
+- ``"cost"``: smallest expected cost ``cost_fn·π·fnr + cost_fp·(1 − π)·fpr`` for
+  ``costs=(cost_fp, cost_fn)`` and prevalence π (``prevalence=``, default the group's own);
+- ``"recall"``, ``"precision"``, ``"fpr"``: the threshold that reaches ``target`` with the
+  most of the rest — the highest threshold with recall ≥ target; the lowest with
+  precision ≥ target; the lowest with fpr ≤ target.
+
+Ties go to the highest threshold. :func:`areas` gives per group the partial AUC with
+McClish's correction (sklearn's ``roc_auc_score(max_fpr=)``), the PR curve's trapezoid area
+(sklearn's ``auc(recall, precision)``), the precision–recall break-even point (linear
+interpolation where P − R changes sign), and the KS statistic with its threshold.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ..errors import InputError
+from .binary import ALL
+from .curves import _cumulative
+
+if TYPE_CHECKING:
+    from ..state import State
+
+CRITERIA = ("youden", "f1", "fbeta", "cost", "recall", "precision", "fpr")
+
+
+def points(state: State) -> tuple[pl.LazyFrame, list[str]]:
+    """Per group, every candidate threshold (descending) with tp, fp, tn, fn, P, N."""
+    lf, keys = _cumulative(state, descending=True)
+    totals = lf.group_by(keys).agg(pl.col("_P").first(), pl.col("_N").first())
+    start = totals.with_columns(
+        pl.lit(float("inf")).alias("threshold"), pl.lit(0.0).alias("_tps"), pl.lit(0.0).alias("_fps")
+    )
+    both = pl.concat(
+        [start.with_columns(pl.lit(0).alias("_o")), lf.with_columns(pl.lit(1).alias("_o"))],
+        how="diagonal_relaxed",
+    )
+    ordered = both.sort(
+        [*keys, "_o", "threshold"], descending=[*([False] * len(keys)), False, True], nulls_last=False
+    )
+    P, N = pl.col("_P"), pl.col("_N")
+    return ordered.select(
+        *keys,
+        "threshold",
+        pl.col("_tps").alias("tp"),
+        pl.col("_fps").alias("fp"),
+        (N - pl.col("_fps")).alias("tn"),
+        (P - pl.col("_tps")).alias("fn"),
+        P,
+        N,
+    ), keys
+
+
+def _rates() -> list[pl.Expr]:
+    tp, fp, fn, P, N = (pl.col(c) for c in ("tp", "fp", "fn", "_P", "_N"))
+    return [
+        pl.when(tp + fp > 0).then(tp / (tp + fp)).otherwise(0.0).alias("precision"),
+        pl.when(P > 0).then(tp / P).alias("recall"),
+        pl.when(N > 0).then(fp / N).alias("fpr"),
+    ]
+
+
+def operating_points(
+    state: State,
+    criterion: str,
+    *,
+    target: float | None = None,
+    beta: float = 1.0,
+    costs: tuple[float, float] = (1.0, 1.0),
+    prevalence: float | None = None,
+) -> pl.DataFrame:
+    """One row per group: the chosen threshold, its criterion value and confusion counts.
+
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 0, 1], "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+    >>> st = se.accumulate(df, label="y", score="p", precision="exact")
+    >>> st.operating_point("youden").select("threshold", "value", "recall", "fpr").row(0)
+    (0.7, 0.6666666666666666, 0.6666666666666666, 0.0)
+    """
+    order, feasible, value = _criterion(criterion, target, beta, costs, prevalence)
+    lf, keys = points(state)
+    tp, fp, fn, tn = (pl.col(c) for c in ("tp", "fp", "fn", "tn"))
+    b2 = beta * beta
+    cost_fp, cost_fn = costs
+    total = tp + fp + tn + fn
+    ranked = (
+        lf.with_columns(*_rates())
+        # Objectives equal up to rounding are ties (broken by the higher threshold).
+        .with_columns(order.round_sig_figs(12).alias("_order"), value.alias("value"))
+        .filter(feasible & pl.col("_order").is_not_null())
+        .sort(
+            [*keys, "_order", "threshold"],
+            descending=[*([False] * len(keys)), True, True],
+            nulls_last=False,
+        )
+        .group_by(keys, maintain_order=True)
+        .first()
+        .with_columns(
+            pl.lit(criterion).alias("criterion"),
+            pl.when(tp > 0)
+            .then((1 + b2) * tp / ((1 + b2) * tp + b2 * fn + fp))
+            .otherwise(0.0)
+            .alias("f_beta"),
+            pl.when(total > 0)
+            .then((cost_fp * fp + cost_fn * fn) / total)
+            .alias("cost_sensitive_error"),
+        )
+    )
+    count = pl.Float64 if state.spec.weighted else pl.Int64
+    out = (
+        ranked.select(
+            *keys,
+            "criterion",
+            "threshold",
+            "value",
+            *(pl.col(c).cast(count) for c in ("tp", "fp", "tn", "fn")),
+            "precision",
+            "recall",
+            "fpr",
+            "f_beta",
+            "cost_sensitive_error",
+        )
+        .sort(keys, nulls_last=False)
+        .collect()
+    )
+    return out.drop(ALL) if keys == [ALL] else out
+
+
+def _criterion(
+    criterion: str,
+    target: float | None,
+    beta: float,
+    costs: tuple[float, float],
+    prevalence: float | None,
+) -> tuple[pl.Expr, pl.Expr, bool]:
+    """(order to maximise, feasibility, the criterion's value)."""
+    recall, fpr, precision = pl.col("recall"), pl.col("fpr"), pl.col("precision")
+    tp, fp, fn = pl.col("tp"), pl.col("fp"), pl.col("fn")
+    both = (pl.col("_P") > 0) & (pl.col("_N") > 0)
+    if criterion not in CRITERIA:
+        raise InputError(
+            f"expected criterion among {list(CRITERIA)}, got {criterion!r}; hint: "
+            "'youden', 'f1', 'fbeta' (beta=), 'cost' (costs=), or a target of 'recall', "
+            "'precision' or 'fpr' (target=)"
+        )
+    targeted = criterion in ("recall", "precision", "fpr")
+    if targeted != (target is not None) or (target is not None and not 0 <= target <= 1):
+        raise InputError(
+            f"expected target= in [0, 1] with criterion {criterion!r} (and only with "
+            f"'recall', 'precision' or 'fpr'), got target={target!r}"
+        )
+    if beta <= 0 or min(costs) < 0 or (prevalence is not None and not 0 <= prevalence <= 1):
+        raise InputError(
+            f"expected beta > 0, non-negative costs and a prevalence in [0, 1], got "
+            f"beta={beta!r}, costs={costs!r}, prevalence={prevalence!r}"
+        )
+    if criterion == "youden":
+        return recall - fpr, both, recall - fpr
+    if criterion in ("f1", "fbeta"):
+        b2 = 1.0 if criterion == "f1" else beta * beta
+        f = pl.when(tp > 0).then((1 + b2) * tp / ((1 + b2) * tp + b2 * fn + fp)).otherwise(0.0)
+        return f, pl.col("_P") > 0, f
+    if criterion == "cost":
+        cost_fp, cost_fn = costs
+        P, N = pl.col("_P"), pl.col("_N")
+        pi = P / (P + N) if prevalence is None else pl.lit(prevalence)
+        fnr = pl.when(P > 0).then(fn / P).otherwise(0.0)
+        fpr_ = pl.when(N > 0).then(pl.col("fp") / N).otherwise(0.0)
+        cost = cost_fn * pi * fnr + cost_fp * (1 - pi) * fpr_
+        return -cost, P + N > 0, cost
+    t = float(target)  # type: ignore[arg-type]
+    threshold = pl.col("threshold")
+    if criterion == "recall":
+        return threshold, recall >= t, recall
+    if criterion == "precision":
+        return -threshold, (precision >= t) & (tp + fp > 0), precision
+    return -threshold, fpr <= t, fpr
+
+
+def areas(state: State, max_fpr: float | None = None) -> pl.DataFrame:
+    """Per group: partial AUC (McClish, at ``max_fpr``), PR trapezoid area, break-even, KS.
+
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 0, 1], "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+    >>> st = se.accumulate(df, label="y", score="p", precision="exact")
+    >>> st.areas(max_fpr=0.5).select("partial_auc", "pr_auc", "break_even", "ks").row(0)
+    (0.8518518518518519, 0.9027777777777777, 0.6666666666666666, 0.6666666666666666)
+    """
+    if max_fpr is not None and not 0 < max_fpr <= 1:
+        raise InputError(f"expected max_fpr in (0, 1], got {max_fpr!r}; hint: max_fpr=0.1")
+    lf, keys = points(state)
+    P, N = pl.col("_P"), pl.col("_N")
+    x1 = pl.col("fp") / N
+    y1 = pl.col("tp") / P
+    roc = lf.with_columns(x1.alias("_x1"), y1.alias("_y1")).with_columns(
+        pl.col("_x1").shift(1).over(keys).alias("_x0"), pl.col("_y1").shift(1).over(keys).alias("_y0")
+    )
+    m = 1.0 if max_fpr is None else max_fpr
+    x0, y0, xa, ya = pl.col("_x0"), pl.col("_y0"), pl.col("_x1"), pl.col("_y1")
+    cut = y0 + (ya - y0) * (m - x0) / (xa - x0)
+    segment = (
+        pl.when(xa <= m)
+        .then((xa - x0) * (y0 + ya) / 2)
+        .when(x0 < m)
+        .then((m - x0) * (y0 + cut) / 2)
+        .otherwise(0.0)
+    )
+    partial = roc.group_by(keys).agg(
+        segment.sum().alias("_area"), P.first().alias("_P"), N.first().alias("_N")
+    )
+    low = m * m / 2
+    mcclish = 0.5 * (1 + (pl.col("_area") - low) / (m - low)) if m < 1 else pl.col("_area")
+    both = (pl.col("_P") > 0) & (pl.col("_N") > 0)
+    partial = partial.select(*keys, pl.when(both).then(mcclish).alias("partial_auc"))
+    ks = operating_points(state, "youden").select(
+        *state.keys, pl.col("value").alias("ks"), pl.col("threshold").alias("ks_threshold")
+    )
+    out = partial.join(_pr_areas(state), on=keys, how="left", nulls_equal=True).collect()
+    out = out.drop(ALL) if keys == [ALL] else out
+    if state.keys:
+        out = out.join(ks, on=state.keys, how="left", nulls_equal=True)
+    else:
+        out = pl.concat([out, ks], how="horizontal") if ks.height else out.with_columns(
+            pl.lit(None, pl.Float64).alias("ks"), pl.lit(None, pl.Float64).alias("ks_threshold")
+        )
+    return out.sort(state.keys, nulls_last=False) if state.keys else out
+
+
+def _pr_areas(state: State) -> pl.LazyFrame:
+    """Per group: ``pr_auc`` (trapezoid over recall) and ``break_even`` (P = R)."""
+    from .binary import with_group_key
+
+    curve = state.pr_curve()
+    lf, keys = with_group_key(curve, state.keys)
+    p, r = pl.col("precision"), pl.col("recall")
+    p0, r0 = p.shift(1).over(keys), r.shift(1).over(keys)
+    d, d0 = p - r, (p - r).shift(1).over(keys)
+    crossing = (d >= 0) & ((d0 < 0) | d0.is_null())
+    at = pl.when(d == 0).then(p).otherwise(p0 + (p - p0) * d0 / (d0 - d))
+    return lf.group_by(keys).agg(
+        pl.when(r.is_not_null().all())
+        .then(((r0 - r) * (p + p0) / 2).sum())
+        .alias("pr_auc"),
+        at.filter(crossing & r.is_not_null()).first().alias("break_even"),
+    )
