@@ -276,10 +276,13 @@ class State:
         )
 
     def areas(self, max_fpr: float | None = None) -> pl.DataFrame:
-        """Per group: ``partial_auc`` (McClish-standardised, sklearn's ``roc_auc_score(
-        max_fpr=)``; the AUC itself without ``max_fpr``), ``pr_auc`` (trapezoid, sklearn's
-        ``auc(recall, precision)``), ``break_even`` (precision = recall), ``ks`` and
-        ``ks_threshold`` (largest tpr − fpr)."""
+        """Per group: partial AUC, PR trapezoid area, break-even point and KS statistic.
+
+        ``partial_auc`` is McClish-standardised (sklearn's ``roc_auc_score(max_fpr=)``; the
+        AUC itself without ``max_fpr``), ``pr_auc`` the trapezoid (sklearn's
+        ``auc(recall, precision)``), ``break_even`` where precision = recall, ``ks`` and
+        ``ks_threshold`` the largest tpr − fpr and where.
+        """
         from .metrics.operating import areas
 
         self._require("binary", "areas")

@@ -115,13 +115,14 @@ def pr_curve(state: State) -> pl.DataFrame:
 
 
 def _drop_intermediate(lf: pl.LazyFrame, keys: list[str], columns: list[str]) -> pl.LazyFrame:
-    """Keep a group's first and last points and those where a column bends (sklearn's rule:
-    a nonzero second difference)."""
+    """A group's first and last points, and those where a column bends.
+
+    sklearn's rule: a nonzero second difference of the cumulative counts.
+    """
     index = pl.int_range(pl.len()).over(keys)
     last = pl.len().over(keys) - 1
     bends = [
-        (pl.col(c).shift(-1) - 2 * pl.col(c) + pl.col(c).shift(1)).over(keys) != 0
-        for c in columns
+        (pl.col(c).shift(-1) - 2 * pl.col(c) + pl.col(c).shift(1)).over(keys) != 0 for c in columns
     ]
     return lf.filter((index == 0) | (index == last) | pl.any_horizontal(bends).fill_null(True))
 
@@ -166,6 +167,9 @@ def det_curve(state: State, *, drop_intermediate: bool = False) -> pl.DataFrame:
     up_to_first_without_fn = (tps < pl.col("_P")).shift(1, fill_value=True).over(keys)
     kept = points.filter(both & from_last_without_fp).filter(up_to_first_without_fn)
     out = kept.select(
-        *keys, "threshold", (fps / pl.col("_N")).alias("fpr"), ((pl.col("_P") - tps) / pl.col("_P")).alias("fnr")
+        *keys,
+        "threshold",
+        (fps / pl.col("_N")).alias("fpr"),
+        ((pl.col("_P") - tps) / pl.col("_P")).alias("fnr"),
     ).sort([*keys, "threshold"], nulls_last=False)
     return _finish(out, keys)

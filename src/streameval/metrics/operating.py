@@ -39,14 +39,18 @@ def points(state: State) -> tuple[pl.LazyFrame, list[str]]:
     lf, keys = _cumulative(state, descending=True)
     totals = lf.group_by(keys).agg(pl.col("_P").first(), pl.col("_N").first())
     start = totals.with_columns(
-        pl.lit(float("inf")).alias("threshold"), pl.lit(0.0).alias("_tps"), pl.lit(0.0).alias("_fps")
+        pl.lit(float("inf")).alias("threshold"),
+        pl.lit(0.0).alias("_tps"),
+        pl.lit(0.0).alias("_fps"),
     )
     both = pl.concat(
         [start.with_columns(pl.lit(0).alias("_o")), lf.with_columns(pl.lit(1).alias("_o"))],
         how="diagonal_relaxed",
     )
     ordered = both.sort(
-        [*keys, "_o", "threshold"], descending=[*([False] * len(keys)), False, True], nulls_last=False
+        [*keys, "_o", "threshold"],
+        descending=[*([False] * len(keys)), False, True],
+        nulls_last=False,
     )
     P, N = pl.col("_P"), pl.col("_N")
     return ordered.select(
@@ -62,7 +66,7 @@ def points(state: State) -> tuple[pl.LazyFrame, list[str]]:
 
 
 def _rates() -> list[pl.Expr]:
-    tp, fp, fn, P, N = (pl.col(c) for c in ("tp", "fp", "fn", "_P", "_N"))
+    tp, fp, P, N = (pl.col(c) for c in ("tp", "fp", "_P", "_N"))
     return [
         pl.when(tp + fp > 0).then(tp / (tp + fp)).otherwise(0.0).alias("precision"),
         pl.when(P > 0).then(tp / P).alias("recall"),
@@ -142,7 +146,7 @@ def _criterion(
     beta: float,
     costs: tuple[float, float],
     prevalence: float | None,
-) -> tuple[pl.Expr, pl.Expr, bool]:
+) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
     """(order to maximise, feasibility, the criterion's value)."""
     recall, fpr, precision = pl.col("recall"), pl.col("fpr"), pl.col("precision")
     tp, fp, fn = pl.col("tp"), pl.col("fp"), pl.col("fn")
@@ -203,7 +207,8 @@ def areas(state: State, max_fpr: float | None = None) -> pl.DataFrame:
     x1 = pl.col("fp") / N
     y1 = pl.col("tp") / P
     roc = lf.with_columns(x1.alias("_x1"), y1.alias("_y1")).with_columns(
-        pl.col("_x1").shift(1).over(keys).alias("_x0"), pl.col("_y1").shift(1).over(keys).alias("_y0")
+        pl.col("_x1").shift(1).over(keys).alias("_x0"),
+        pl.col("_y1").shift(1).over(keys).alias("_y0"),
     )
     m = 1.0 if max_fpr is None else max_fpr
     x0, y0, xa, ya = pl.col("_x0"), pl.col("_y0"), pl.col("_x1"), pl.col("_y1")
@@ -230,8 +235,12 @@ def areas(state: State, max_fpr: float | None = None) -> pl.DataFrame:
     if state.keys:
         out = out.join(ks, on=state.keys, how="left", nulls_equal=True)
     else:
-        out = pl.concat([out, ks], how="horizontal") if ks.height else out.with_columns(
-            pl.lit(None, pl.Float64).alias("ks"), pl.lit(None, pl.Float64).alias("ks_threshold")
+        out = (
+            pl.concat([out, ks], how="horizontal")
+            if ks.height
+            else out.with_columns(
+                pl.lit(None, pl.Float64).alias("ks"), pl.lit(None, pl.Float64).alias("ks_threshold")
+            )
         )
     return out.sort(state.keys, nulls_last=False) if state.keys else out
 
@@ -248,8 +257,6 @@ def _pr_areas(state: State) -> pl.LazyFrame:
     crossing = (d >= 0) & ((d0 < 0) | d0.is_null())
     at = pl.when(d == 0).then(p).otherwise(p0 + (p - p0) * d0 / (d0 - d))
     return lf.group_by(keys).agg(
-        pl.when(r.is_not_null().all())
-        .then(((r0 - r) * (p + p0) / 2).sum())
-        .alias("pr_auc"),
+        pl.when(r.is_not_null().all()).then(((r0 - r) * (p + p0) / 2).sum()).alias("pr_auc"),
         at.filter(crossing & r.is_not_null()).first().alias("break_even"),
     )
