@@ -158,3 +158,63 @@ def _brute_force(y, p, w, name, kw):
         if ok and (best is None or order > best[0] + tol):
             best = (order, float(t), value)
     return best
+
+
+@given(binary_frames(), st.sampled_from([3, 10, [0.05, 0.5, 1.0]]))
+def test_gains_match_brute_force(data, quantiles):
+    df, cuts, weighted = data
+    ours = merged(df, cuts, weighted).gains(quantiles).to_dicts()
+    qs = (
+        [(i + 1) / quantiles for i in range(quantiles)] if isinstance(quantiles, int) else quantiles
+    )
+
+    def rows_of(part: pl.DataFrame) -> list[dict[str, Any]]:
+        y, p, w = _arrays(part)
+        sw = np.ones_like(p) if w is None else w
+        total, positives = sw.sum(), sw[y == 1].sum()
+        if total <= 0:
+            return []
+        thresholds = np.unique(p)[::-1]
+        reached = [(t, sw[p >= t].sum() / total) for t in thresholds]
+        rows = []
+        for q in qs:
+            t, population = next((t, f) for t, f in reached if f + 1e-12 >= q)
+            top = p >= t
+            tp = sw[top & (y == 1)].sum()
+            gain = tp / positives if positives > 0 else None
+            rows.append({
+                "quantile": q, "threshold": t, "population": population, "gain": gain,
+                "lift": None if gain is None else gain / population,
+                "response": tp / sw[top].sum(),
+            })  # fmt: skip
+        return rows
+
+    expected = per_group(df, ["g"], rows_of)
+    assert len(ours) == len(expected)
+    for mine, theirs in zip(ours, expected, strict=True):
+        for name, value in theirs.items():
+            assert close(mine[name], value, 1e-9), (name, mine[name], value)
+
+
+@given(binary_frames())
+def test_cost_curve_is_the_lower_envelope(data):
+    df, cuts, weighted = data
+    state = merged(df, cuts, weighted)
+    curve, costs = state.cost_curve(), state.areas().select("g", "expected_cost")
+    roc = state.roc_curve()
+    for (g,), points in roc.partition_by("g", as_dict=True).items():
+        ours = curve.filter(pl.col("g") == g)
+        fpr, fnr = points["fpr"].to_numpy(), 1 - points["tpr"].to_numpy()
+        if np.isnan(fpr).any() or np.isnan(fnr).any():
+            assert ours.height == 0
+            continue
+        x = ours["probability_cost"].to_numpy()
+        lowest = np.min(fpr[:, None] + (fnr - fpr)[:, None] * x[None, :], axis=0)
+        np.testing.assert_allclose(ours["normalized_cost"].to_numpy(), lowest, atol=1e-12)
+        grid = np.linspace(0, 1, 20001)
+        envelope = np.min(fpr[:, None] + (fnr - fpr)[:, None] * grid[None, :], axis=0)
+        area = costs.filter(pl.col("g") == g)["expected_cost"].item()
+        # The envelope is piecewise linear with breakpoints off the grid: the grid's
+        # trapezoid rule is within (breakpoints · step²) of the area.
+        assert abs(area - np.trapezoid(envelope, grid)) < 1e-6
+        assert (np.diff(x) > 0).all() and x[0] == 0 and x[-1] == 1

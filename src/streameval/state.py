@@ -288,6 +288,28 @@ class State:
         self._require("binary", "areas")
         return areas(self, max_fpr)
 
+    def gains(self, quantiles: int | Sequence[float] = 10) -> pl.DataFrame:
+        """Cumulative gains and lift per group at population quantiles (deciles by default).
+
+        Rows: keys, quantile, threshold, population (the fraction reached), gain, lift,
+        response (:mod:`streameval.metrics.costs`).
+        """
+        from .metrics.costs import gains
+
+        self._require("binary", "gains")
+        return gains(self, quantiles)
+
+    def cost_curve(self) -> pl.DataFrame:
+        """The cost curve per group: the lower envelope of the ROC points' cost lines.
+
+        Rows: keys, probability_cost, normalized_cost, threshold (of the ROC point whose
+        line the envelope follows from there); its area is ``areas()["expected_cost"]``.
+        """
+        from .metrics.costs import cost_curve
+
+        self._require("binary", "cost_curve")
+        return cost_curve(self)
+
     def det_curve(self, *, drop_intermediate: bool = False) -> pl.DataFrame:
         """DET points per group: keys, threshold, fpr, fnr (as sklearn's ``det_curve``)."""
         from .metrics.curves import det_curve

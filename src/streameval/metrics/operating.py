@@ -192,7 +192,7 @@ def _criterion(
 
 
 def areas(state: State, max_fpr: float | None = None) -> pl.DataFrame:
-    """Per group: partial AUC (McClish, at ``max_fpr``), PR trapezoid area, break-even, KS.
+    """Per group: partial AUC (McClish), PR trapezoid area, break-even, KS, expected cost.
 
     >>> import polars as pl, streameval as se
     >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 0, 1], "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
@@ -200,6 +200,8 @@ def areas(state: State, max_fpr: float | None = None) -> pl.DataFrame:
     >>> st.areas(max_fpr=0.5).select("partial_auc", "pr_auc", "break_even", "ks").row(0)
     (0.8518518518518519, 0.9027777777777777, 0.6666666666666666, 0.6666666666666666)
     """
+    from .costs import expected_cost
+
     if max_fpr is not None and not 0 < max_fpr <= 1:
         raise InputError(f"expected max_fpr in (0, 1], got {max_fpr!r}; hint: max_fpr=0.1")
     lf, keys = points(state)
@@ -232,17 +234,18 @@ def areas(state: State, max_fpr: float | None = None) -> pl.DataFrame:
     )
     out = partial.join(_pr_areas(state), on=keys, how="left", nulls_equal=True).collect()
     out = out.drop(ALL) if keys == [ALL] else out
-    if state.keys:
-        out = out.join(ks, on=state.keys, how="left", nulls_equal=True)
-    else:
-        out = (
-            pl.concat([out, ks], how="horizontal")
-            if ks.height
-            else out.with_columns(
-                pl.lit(None, pl.Float64).alias("ks"), pl.lit(None, pl.Float64).alias("ks_threshold")
-            )
-        )
+    out = _attach(out, expected_cost(state), state.keys)
+    out = _attach(out, ks, state.keys)
     return out.sort(state.keys, nulls_last=False) if state.keys else out
+
+
+def _attach(table: pl.DataFrame, extra: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """``table`` with ``extra``'s columns joined on the keys (null where a group has none)."""
+    if keys:
+        return table.join(extra, on=keys, how="left", nulls_equal=True)
+    if extra.height:
+        return pl.concat([table, extra], how="horizontal")
+    return table.with_columns(pl.lit(None, extra.schema[c]).alias(c) for c in extra.columns)
 
 
 def _pr_areas(state: State) -> pl.LazyFrame:
