@@ -47,8 +47,10 @@ def gains(state: State, quantiles: int | Sequence[float] = 10) -> pl.DataFrame:
         .with_columns(((pl.col("tp") + pl.col("fp")) / total).alias("population"))
         .filter(total > 0)
     )
-    targets = curve.select(keys).unique().join(
-        pl.LazyFrame({"quantile": qs}, schema={"quantile": pl.Float64}), how="cross"
+    targets = (
+        curve.select(keys)
+        .unique()
+        .join(pl.LazyFrame({"quantile": qs}, schema={"quantile": pl.Float64}), how="cross")
     )
     # Rounding: a fraction 0.30000000000000004 reaches the quantile 0.3.
     matched = targets.sort([*keys, "quantile"]).join_asof(
@@ -81,7 +83,8 @@ def _quantiles(quantiles: int | Sequence[float]) -> list[float]:
         if quantiles < 1:
             raise InputError(f"expected quantiles ≥ 1, got {quantiles!r}; hint: 10 for deciles")
         return [(i + 1) / quantiles for i in range(quantiles)]
-    values = list(quantiles) if not isinstance(quantiles, str | bytes) else []
+    iterable = isinstance(quantiles, Sequence) and not isinstance(quantiles, str | bytes)
+    values = list(quantiles) if iterable else []
     if not values or not all(isinstance(q, int | float) and 0 < q <= 1 for q in values):
         raise InputError(
             f"expected a number of quantiles or a list of fractions in (0, 1], got "
