@@ -83,14 +83,15 @@ def _quantiles(quantiles: int | Sequence[float]) -> list[float]:
         if quantiles < 1:
             raise InputError(f"expected quantiles ≥ 1, got {quantiles!r}; hint: 10 for deciles")
         return [(i + 1) / quantiles for i in range(quantiles)]
-    iterable = isinstance(quantiles, Sequence) and not isinstance(quantiles, str | bytes)
-    values = list(quantiles) if iterable else []
+    values: list[object] = []
+    if isinstance(quantiles, Sequence) and not isinstance(quantiles, str | bytes):
+        values = list(quantiles)
     if not values or not all(isinstance(q, int | float) and 0 < q <= 1 for q in values):
         raise InputError(
             f"expected a number of quantiles or a list of fractions in (0, 1], got "
             f"{quantiles!r}; hint: quantiles=10 or [0.01, 0.05, 0.1]"
         )
-    return sorted({float(q) for q in values})
+    return sorted({float(q) for q in values if isinstance(q, int | float)})
 
 
 def hull(state: State) -> tuple[pl.DataFrame, list[str]]:
