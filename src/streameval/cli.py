@@ -42,31 +42,42 @@ def _precision(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _build() -> argparse.ArgumentParser:
-    parser = _Parser(prog="streameval", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    ev = sub.add_parser("evaluate", help="evaluate predictions stored as Parquet")
-    ev.add_argument("source", nargs="+", help="Parquet files, directories or globs")
-    ev.add_argument(
+def _add_inputs(parser: argparse.ArgumentParser) -> None:
+    """The source, task and column options shared by ``evaluate`` and ``report``."""
+    parser.add_argument("source", nargs="+", help="Parquet files, directories or globs")
+    parser.add_argument(
         "--task", default="binary", choices=["binary", "multiclass", "regression", "paired"]
     )
-    ev.add_argument("--label", required=True, help="label column")
-    ev.add_argument("--score", help="binary: score column (any numeric range)")
-    ev.add_argument("--prediction", help="multiclass: predicted class; regression: prediction")
-    ev.add_argument(
+    parser.add_argument("--label", required=True, help="label column")
+    parser.add_argument("--score", help="binary: score column (any numeric range)")
+    parser.add_argument("--prediction", help="multiclass: predicted class; regression: prediction")
+    parser.add_argument(
         "--scores",
         action="append",
         help="multiclass: score column(s) in class order, or CLASS=COLUMN; paired: each "
         "model's score column (repeatable, or comma-separated)",
     )
-    ev.add_argument("--classes", action="append", help="multiclass: every class, in order")
-    ev.add_argument("--by", action="append", default=[], help="group key column (repeatable)")
-    ev.add_argument("--weight", help="sample weight column")
-    ev.add_argument("--positive", help="binary: the positive label value (default 1 / true)")
+    parser.add_argument("--classes", action="append", help="multiclass: every class, in order")
+    parser.add_argument("--by", action="append", default=[], help="group key column (repeatable)")
+    parser.add_argument("--weight", help="sample weight column")
+    parser.add_argument("--positive", help="binary: the positive label value (default 1 / true)")
+    parser.add_argument("--top-k", type=int, default=2, help="multiclass: k of top_k_accuracy")
+    parser.add_argument("--power", type=float, default=1.5, help="regression: Tweedie power")
+    parser.add_argument(
+        "--precision", type=_precision, help="'exact' or mantissa bits (default 11)"
+    )
+    parser.add_argument(
+        "--drop-nulls", action="store_true", help="drop rows with nulls, with a count"
+    )
+
+
+def _build() -> argparse.ArgumentParser:
+    parser = _Parser(prog="streameval", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    ev = sub.add_parser("evaluate", help="evaluate predictions stored as Parquet")
+    _add_inputs(ev)
     ev.add_argument("--threshold", action="append", type=float, help="binary: threshold")
-    ev.add_argument("--top-k", type=int, default=2, help="multiclass: k of top_k_accuracy")
-    ev.add_argument("--power", type=float, default=1.5, help="regression: Tweedie power")
     ev.add_argument("--alpha", type=float, default=0.5, help="regression: pinball quantile")
     ev.add_argument("--metric", action="append", help="only these metrics (repeatable)")
     ev.add_argument(
@@ -90,10 +101,14 @@ def _build() -> argparse.ArgumentParser:
         action="store_true",
         help="binary, multiclass: print caret's confusion matrix and statistics per group",
     )
-    ev.add_argument("--precision", type=_precision, help="'exact' or mantissa bits (default 11)")
-    ev.add_argument("--drop-nulls", action="store_true", help="drop rows with nulls, with a count")
     ev.add_argument("--output", help="write the table to FILE.parquet, .csv or .json")
     ev.add_argument("--all", action="store_true", help="print every column, not a summary")
+
+    rep = sub.add_parser("report", help="write a self-contained HTML report")
+    _add_inputs(rep)
+    rep.add_argument("--output", required=True, help="the HTML file to write")
+    rep.add_argument("--title", default="streameval report", help="the report's title")
+    rep.add_argument("--level", type=float, default=0.95, help="confidence level (0.95)")
 
     demo = sub.add_parser("demo", help="generate a small prediction log and evaluate it")
     demo.add_argument("--rows", type=int, default=200_000)
@@ -158,12 +173,9 @@ def _scores(items: Sequence[str] | None) -> list[str] | dict[str, str] | None:
     return parts
 
 
-def _evaluate(args: argparse.Namespace) -> int:
-    from . import accumulate, evaluate
-
-    thresholds = args.threshold or [0.5]
-    source = args.source if len(args.source) > 1 else args.source[0]
-    columns: dict[str, object] = {
+def _columns(args: argparse.Namespace) -> dict[str, object]:
+    """The source's task and columns as ``accumulate`` keywords."""
+    return {
         "label": args.label,
         "score": args.score,
         "by": args.by,
@@ -178,6 +190,25 @@ def _evaluate(args: argparse.Namespace) -> int:
         "power": args.power,
         "drop_nulls": args.drop_nulls,
     }
+
+
+def _report(args: argparse.Namespace) -> int:
+    from . import accumulate
+    from .report import write_report
+
+    source = args.source if len(args.source) > 1 else args.source[0]
+    state = accumulate(source, **_columns(args))  # type: ignore[arg-type]
+    write_report(state, args.output, title=args.title, level=args.level)
+    print(f"wrote a report of {len(state):,} state rows to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from . import accumulate, evaluate
+
+    thresholds = args.threshold or [0.5]
+    source = args.source if len(args.source) > 1 else args.source[0]
+    columns = _columns(args)
     intervals = {"ci": args.ci, "level": args.level, "auc_method": args.auc_method}
     if args.summary:
         if args.task not in ("binary", "multiclass"):
@@ -242,7 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _build().parse_args(argv)
     try:
-        return _evaluate(args) if args.command == "evaluate" else _demo(args)
+        commands = {"evaluate": _evaluate, "report": _report, "demo": _demo}
+        return commands[args.command](args)
     except StreamevalError as exc:
         print(f"streameval: error: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,213 @@
+"""Plots of curves and confusion matrices (extra ``plot``: matplotlib, imported lazily).
+
+Every function takes a state — or a mapping name → state to overlay several models or
+days — and returns a matplotlib Figure; ``path`` saves it (PNG or SVG by extension).
+``facet`` draws one small panel per value of a group key; the remaining keys' groups are
+overlaid in each panel.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from .errors import InputError
+
+if TYPE_CHECKING:
+    from .state import State
+
+KINDS = ("roc", "pr", "det", "cost", "gains")
+MAX_PANELS = 36
+_AXES = {
+    "roc": ("fpr", "tpr", "false positive rate", "true positive rate"),
+    "pr": ("recall", "precision", "recall", "precision"),
+    "det": ("fpr", "fnr", "false positive rate", "false negative rate"),
+    "cost": ("probability_cost", "normalized_cost", "probability cost", "normalized cost"),
+    "gains": ("population", "gain", "population reached", "positives captured"),
+}
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise InputError(
+            "expected matplotlib for plots, but it is not installed; hint: "
+            "pip install 'streameval[plot]'"
+        ) from None
+    return plt
+
+
+def _curve(state: State, kind: str) -> pl.DataFrame:
+    if kind not in KINDS:
+        raise InputError(f"expected a curve kind among {list(KINDS)}, got {kind!r}")
+    if kind == "roc":
+        return state.roc_curve(drop_intermediate=True)
+    if kind == "pr":
+        return state.pr_curve()
+    if kind == "det":
+        return state.det_curve()
+    if kind == "cost":
+        return state.cost_curve()
+    curve = state.gains(20)
+    start = curve.group_by(state.keys).first() if state.keys else curve.head(1)
+    origin = start.with_columns(pl.lit(0.0).alias("population"), pl.lit(0.0).alias("gain"))
+    return pl.concat([origin.select(curve.columns), curve]).sort(
+        [*state.keys, "population"], nulls_last=False
+    )
+
+
+def _states(states: State | Mapping[str, State]) -> dict[str, State]:
+    from .state import State
+
+    if isinstance(states, State):
+        return {"": states}
+    if not states or not all(isinstance(s, State) for s in states.values()):
+        raise InputError(
+            "expected a State or a mapping name → State to overlay, got "
+            f"{type(states).__name__}; hint: plot_curve({{'model a': a, 'model b': b}})"
+        )
+    return dict(states)
+
+
+def plot_curve(
+    states: State | Mapping[str, State],
+    kind: str = "roc",
+    *,
+    facet: str | None = None,
+    path: str | os.PathLike[str] | None = None,
+    title: str | None = None,
+) -> Any:
+    """Draw ROC, PR, DET, cost or gains curves of binary states.
+
+    Parameters
+    ----------
+    states : State or mapping of name to State
+        One state, or several (models, days) drawn over each other.
+    kind : {"roc", "pr", "det", "cost", "gains"}
+        The curve.
+    facet : str, optional
+        A group key: one panel per value (at most 36, the others are left out with a note).
+    path : path, optional
+        Save the figure there (``.png`` or ``.svg``).
+    title : str, optional
+        The title of a figure without facets (default: the curve's kind).
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> from streameval.plot import plot_curve
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.4, 0.35, 0.8]})
+    >>> fig = plot_curve(se.accumulate(df, label="y", score="p"), "roc")
+    >>> len(fig.axes)
+    1
+
+    """
+    plt = _pyplot()
+    named = _states(states)
+    x, y, xlabel, ylabel = _AXES.get(kind, ("", "", "", ""))
+    tables = {name: _curve(state, kind) for name, state in named.items()}
+    first = next(iter(named.values()))
+    if facet is not None and facet not in first.keys:
+        raise InputError(f"expected facet to be a group key among {first.keys}, got {facet!r}")
+    panels = sorted(
+        {v for t in tables.values() for v in (t[facet].unique().to_list() if facet else [None])},
+        key=lambda v: (v is None, str(v)),
+    )
+    shown = panels[:MAX_PANELS]
+    cols = min(len(shown), 6) or 1
+    rows = math.ceil(len(shown) / cols) or 1
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.0 * rows), squeeze=False)
+    for ax, value in zip(axes.flat, shown, strict=False):
+        for name, table in tables.items():
+            part = table if facet is None else table.filter(pl.col(facet).eq_missing(value))
+            others = [k for k in named[name].keys if k != facet]
+            groups = part.partition_by(others, as_dict=True) if others else {(): part}
+            for key, group in sorted(groups.items(), key=lambda kv: str(kv[0])):
+                label = " ".join(str(v) for v in (name, *key) if v != "") or None
+                ax.plot(group[x].to_numpy(), group[y].to_numpy(), label=label, linewidth=1.2)
+        if kind == "roc":
+            ax.plot([0, 1], [0, 1], color="0.7", linestyle=":", linewidth=0.8)
+        ax.set_title(f"{facet} = {value}" if facet else (title or kind.upper()), fontsize=9)
+        ax.set_xlabel(xlabel, fontsize=8)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.tick_params(labelsize=7)
+        if ax.get_legend_handles_labels()[1]:
+            ax.legend(fontsize=6, loc="best")
+    for ax in list(axes.flat)[len(shown) :]:
+        ax.set_visible(False)
+    if len(panels) > len(shown):
+        fig.suptitle(f"first {len(shown)} of {len(panels)} {facet} values", fontsize=9)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path)
+    return fig
+
+
+def plot_confusion(
+    state: State,
+    *,
+    normalize: str | None = None,
+    threshold: float = 0.5,
+    path: str | os.PathLike[str] | None = None,
+) -> Any:
+    """Heatmap of the confusion matrix (a multiclass state, or a binary one at ``threshold``).
+
+    Groups are summed over: pass a state of one group (or without keys) for one group's
+    matrix. ``normalize`` is ``None``, ``"true"``, ``"pred"`` or ``"all"``.
+    """
+    plt = _pyplot()
+    labels, matrix = _matrix(state, normalize, threshold)
+    fig, ax = plt.subplots(figsize=(1.0 + 0.6 * len(labels), 0.8 + 0.6 * len(labels)))
+    image = ax.imshow(matrix, cmap="Blues")
+    ax.set_xticks(range(len(labels)), labels, fontsize=8, rotation=45)
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.set_xlabel("predicted", fontsize=8)
+    ax.set_ylabel("actual", fontsize=8)
+    top = max((v for row in matrix for v in row), default=0.0)
+    for i, row in enumerate(matrix):
+        for j, v in enumerate(row):
+            text = f"{v:.2f}" if normalize else f"{v:g}"
+            color = "white" if top and v > top / 2 else "black"
+            ax.text(j, i, text, ha="center", va="center", fontsize=7, color=color)
+    fig.colorbar(image, ax=ax)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path)
+    return fig
+
+
+def _matrix(
+    state: State, normalize: str | None, threshold: float
+) -> tuple[list[str], list[list[float]]]:
+    if state.spec.kind == "multiclass":
+        cells = state.confusion_matrix().group_by("actual", "predicted").agg(pl.col("count").sum())
+        labels = [str(c) for c in state.spec.classes]
+        count = {(str(a), str(p)): c for a, p, c in cells.iter_rows()}
+        matrix = [[count.get((a, p), 0.0) for p in labels] for a in labels]
+    elif state.spec.kind == "binary":
+        row = state.metrics(threshold).select(pl.col("tn", "fp", "fn", "tp").sum()).row(0)
+        labels = ["negative", "positive"]
+        matrix = [[float(row[0]), float(row[1])], [float(row[2]), float(row[3])]]
+    else:
+        raise InputError(f"expected a binary or multiclass state, got a {state.spec.kind} state")
+    if normalize is None:
+        return labels, matrix
+    if normalize not in ("true", "pred", "all"):
+        raise InputError(f"expected normalize None, 'true', 'pred' or 'all', got {normalize!r}")
+    if normalize == "all":
+        total = sum(map(sum, matrix))
+        return labels, [[v / total if total else 0.0 for v in r] for r in matrix]
+    if normalize == "true":
+        return labels, [[v / sum(r) if sum(r) else 0.0 for v in r] for r in matrix]
+    columns = [sum(r[j] for r in matrix) for j in range(len(labels))]
+    return labels, [
+        [v / columns[j] if columns[j] else 0.0 for j, v in enumerate(r)] for r in matrix
+    ]

@@ -1,0 +1,170 @@
+"""A self-contained HTML report: metric table, worst segments first, curves per segment.
+
+One file that works offline (no external scripts, styles or fonts): the metric table with
+intervals (sortable by clicking a header), the groups ranked worst first by AUC (or accuracy,
+or RMSE) with their size, and the curves per group as embedded PNG images. Plots need the
+``plot`` extra (matplotlib).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from .plot import plot_confusion, plot_curve
+
+if TYPE_CHECKING:
+    from .state import State
+
+RANKING = {"binary": ("roc_auc", False), "multiclass": ("accuracy", False),
+           "regression": ("rmse", True)}  # fmt: skip
+SORT_SCRIPT = """
+document.querySelectorAll("table.sortable th").forEach(function (th, i) {
+  th.addEventListener("click", function () {
+    var body = th.closest("table").tBodies[0];
+    var rows = Array.from(body.rows);
+    var down = th.dataset.order !== "asc";
+    th.dataset.order = down ? "asc" : "desc";
+    rows.sort(function (a, b) {
+      var x = a.cells[i].dataset.v, y = b.cells[i].dataset.v;
+      var nx = parseFloat(x), ny = parseFloat(y);
+      var c = (isNaN(nx) || isNaN(ny)) ? String(x).localeCompare(String(y)) : nx - ny;
+      return down ? c : -c;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+  });
+});
+window.addEventListener("load", function () {
+  var ok = Array.from(document.images).filter(function (im) { return im.naturalWidth > 0; });
+  document.body.dataset.imagesLoaded = String(ok.length);
+});
+"""
+STYLE = """
+body { font-family: sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; font-size: 12px; margin-bottom: 2em; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; }
+th { background: #f0f0f0; cursor: pointer; position: sticky; top: 0; }
+td.key, th.key { text-align: left; }
+.wrap { overflow-x: auto; max-width: 100%; }
+img { max-width: 100%; border: 1px solid #eee; margin: 4px 0; }
+.note { color: #666; font-size: 12px; }
+"""
+
+
+def _png(fig: Any) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return '<td data-v="">–</td>'
+    if isinstance(value, float):
+        shown = f"{value:.3g}" if value != 0 and abs(value) < 1e-3 else f"{value:.4f}"
+        return f'<td data-v="{value!r}">{shown}</td>'
+    return f'<td data-v="{html.escape(str(value))}">{html.escape(str(value))}</td>'
+
+
+def table_html(table: pl.DataFrame, keys: list[str], table_id: str) -> str:
+    """A sortable HTML table (cells carry their raw value for sorting)."""
+    head = "".join(
+        f'<th class="{"key" if c in keys else ""}">{html.escape(c)}</th>' for c in table.columns
+    )
+    rows = []
+    for row in table.iter_rows():
+        cells = "".join(_cell(v) for v in row)
+        rows.append(f"<tr>{cells}</tr>")
+    return (
+        f'<div class="wrap"><table id="{table_id}" class="sortable"><thead><tr>{head}</tr>'
+        f"</thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def build_report(state: State, *, title: str = "streameval report", level: float = 0.95) -> str:
+    """The report of a state as one HTML string.
+
+    >>> import polars as pl, streameval as se
+    >>> from streameval.report import build_report
+    >>> df = pl.DataFrame({"g": ["a", "a", "b", "b"], "y": [0, 1, 0, 1], "p": [0.2, 0.7, 0.6, 0.4]})
+    >>> text = build_report(se.accumulate(df, label="y", score="p", by="g"))
+    >>> text.count('<img '), "http" in text.split("<body")[1]
+    (3, False)
+    """
+    kind = state.spec.kind
+    keys = state.keys
+    if kind in ("binary", "multiclass"):
+        table = state.metrics(ci="wilson", level=level)
+    else:
+        table = state.metrics()
+    metric, descending = RANKING.get(kind, ("n", True))
+    sections = [f"<h1>{html.escape(title)}</h1>", _summary_line(state, table)]
+    sections += ["<h2>Metrics</h2>", table_html(table, keys, "metrics")]
+    if keys and metric in table.columns:
+        ranked = table.sort(metric, descending=descending, nulls_last=True).select(
+            *keys, "n", metric, *[c for c in (f"{metric}_lo", f"{metric}_hi") if c in table.columns]
+        )
+        ranked = ranked.unique(keys, keep="first", maintain_order=True)
+        sections += [
+            f"<h2>Groups ranked worst first (by {metric})</h2>",
+            table_html(ranked, keys, "ranked"),
+        ]
+    sections += _figures(state)
+    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    body = "\n".join(sections)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>\n<body>\n{body}\n"
+        f'<p class="note">Generated {generated}. Intervals: Wilson for proportions, DeLong '
+        f"for AUC, at level {level}.</p>\n<script>{SORT_SCRIPT}</script>\n</body></html>\n"
+    )
+
+
+def _summary_line(state: State, table: pl.DataFrame) -> str:
+    spec = state.spec
+    groups = table.select(state.keys).n_unique() if state.keys else 1
+    label = html.escape(spec.label)
+    return (
+        f'<p class="note">Task {spec.kind}, label {label}, {groups} group(s)'
+        f"{' by ' + html.escape(', '.join(state.keys)) if state.keys else ''}, "
+        f"precision {'exact' if spec.exact else f'{spec.precision} bits'}.</p>"
+    )
+
+
+def _figures(state: State) -> list[str]:
+    facet = state.keys[0] if state.keys else None
+    out: list[str] = []
+    if state.spec.kind == "binary":
+        out.append("<h2>Curves</h2>")
+        for kind, name in (("roc", "ROC"), ("pr", "Precision–recall"), ("cost", "Cost curves")):
+            fig = plot_curve(state, kind, facet=facet)
+            out.append(f'<h3>{name}</h3><img alt="{kind} curves" src="data:image/png;base64,'
+                       f'{_png(fig)}">')  # fmt: skip
+    if state.spec.kind == "multiclass":
+        out.append("<h2>Confusion matrix (all groups, normalized by actual class)</h2>")
+        fig = plot_confusion(state, normalize="true")
+        out.append(f'<img alt="confusion matrix" src="data:image/png;base64,{_png(fig)}">')
+        out += [
+            "<h2>Per class</h2>",
+            table_html(state.per_class(ci="wilson"), state.keys, "per-class"),
+        ]
+    return out
+
+
+def write_report(state: State, path: str | os.PathLike[str], **options: Any) -> None:
+    """Write :func:`build_report` to ``path`` (atomically)."""
+    text = build_report(state, **options)
+    target = os.fspath(path)
+    tmp = f"{target}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, target)
