@@ -218,3 +218,45 @@ def test_cost_curve_is_the_lower_envelope(data):
         # trapezoid rule is within (breakpoints · step²) of the area.
         assert abs(area - np.trapezoid(envelope, grid)) < 1e-6
         assert (np.diff(x) > 0).all() and x[0] == 0 and x[-1] == 1
+
+
+@given(binary_frames(), st.integers(1, 12), st.sampled_from(["uniform", "quantile"]))
+def test_calibration_curve_matches_sklearn(data, n_bins, strategy):
+    from sklearn.calibration import calibration_curve
+
+    df, cuts, weighted = data
+    state = merged(df, cuts, weighted)
+    ours = state.calibration_curve(n_bins, strategy)
+    errors = state.calibration_error(n_bins, strategy)
+    for (g,), part in df.partition_by("g", as_dict=True).items():
+        mine = ours.filter(pl.col("g") == g)
+        y, p, w = _arrays(part)
+        if w is None:
+            observed, predicted = calibration_curve(y, p, n_bins=n_bins, strategy=strategy)
+            np.testing.assert_allclose(mine["observed_rate"], observed, rtol=1e-12)
+            np.testing.assert_allclose(mine["mean_predicted"], predicted, rtol=1e-12)
+        assert mine["n"].sum() == part.height
+        weight = mine["weight"].to_numpy()
+        gap = np.abs(mine["observed_rate"].to_numpy() - mine["mean_predicted"].to_numpy())
+        ece = errors.filter(pl.col("g") == g)["ece"].item()
+        if weight.sum() > 0:
+            ok = ~np.isnan(gap)
+            assert close(ece, float((gap[ok] * weight[ok]).sum() / weight.sum()), 1e-9)
+
+
+@given(binary_frames(), st.sampled_from([2, 6, 11]))
+def test_bucketed_mean_prediction_is_exact(data, bits):
+    """Σw·p is stored per bucket: a single bin's mean prediction is the exact weighted mean."""
+    df, cuts, weighted = data
+    w = "w" if weighted else None
+    state = se.merge(
+        se.accumulate(c, label="y", score="p", by="g", weight=w, precision=bits)
+        for c in chunks(df, cuts)
+    )
+    curve = state.calibration_curve(1)
+    for (g,), part in df.partition_by("g", as_dict=True).items():
+        _, p, wt = _arrays(part)
+        wt = np.ones_like(p) if wt is None else wt
+        row = curve.filter(pl.col("g") == g)
+        if wt.sum() > 0:
+            assert close(row["mean_predicted"].item(), float((wt * p).sum() / wt.sum()), 1e-12)

@@ -20,7 +20,7 @@ from .errors import InputError
 if TYPE_CHECKING:
     from .state import State
 
-KINDS = ("roc", "pr", "det", "cost", "gains")
+KINDS = ("roc", "pr", "det", "cost", "gains", "calibration")
 MAX_PANELS = 36
 _AXES = {
     "roc": ("fpr", "tpr", "false positive rate", "true positive rate"),
@@ -28,6 +28,7 @@ _AXES = {
     "det": ("fpr", "fnr", "false positive rate", "false negative rate"),
     "cost": ("probability_cost", "normalized_cost", "probability cost", "normalized cost"),
     "gains": ("population", "gain", "population reached", "positives captured"),
+    "calibration": ("mean_predicted", "observed_rate", "mean prediction", "observed rate"),
 }
 
 
@@ -56,6 +57,8 @@ def _curve(state: State, kind: str) -> pl.DataFrame:
         return state.det_curve()
     if kind == "cost":
         return state.cost_curve()
+    if kind == "calibration":
+        return state.calibration_curve(10)
     curve = state.gains(20)
     start = curve.group_by(state.keys).first() if state.keys else curve.head(1)
     origin = start.with_columns(pl.lit(0.0).alias("population"), pl.lit(0.0).alias("gain"))
@@ -85,13 +88,13 @@ def plot_curve(
     path: str | os.PathLike[str] | None = None,
     title: str | None = None,
 ) -> Any:
-    """Draw ROC, PR, DET, cost or gains curves of binary states.
+    """Draw ROC, PR, DET, cost, gains or calibration curves of binary states.
 
     Parameters
     ----------
     states : State or mapping of name to State
         One state, or several (models, days) drawn over each other.
-    kind : {"roc", "pr", "det", "cost", "gains"}
+    kind : {"roc", "pr", "det", "cost", "gains", "calibration"}
         The curve.
     facet : str, optional
         A group key: one panel per value (at most 36, the others are left out with a note).
@@ -133,7 +136,7 @@ def plot_curve(
             for key, group in sorted(groups.items(), key=lambda kv: str(kv[0])):
                 label = " ".join(str(v) for v in (name, *key) if v != "") or None
                 ax.plot(group[x].to_numpy(), group[y].to_numpy(), label=label, linewidth=1.2)
-        if kind == "roc":
+        if kind in ("roc", "calibration"):
             ax.plot([0, 1], [0, 1], color="0.7", linestyle=":", linewidth=0.8)
         ax.set_title(f"{facet} = {value}" if facet else (title or kind.upper()), fontsize=9)
         ax.set_xlabel(xlabel, fontsize=8)

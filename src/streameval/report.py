@@ -145,7 +145,10 @@ def _figures(state: State) -> list[str]:
     out: list[str] = []
     if state.spec.kind == "binary":
         out.append("<h2>Curves</h2>")
-        for kind, name in (("roc", "ROC"), ("pr", "Precision–recall"), ("cost", "Cost curves")):
+        kinds = [("roc", "ROC"), ("pr", "Precision–recall"), ("cost", "Cost curves")]
+        if table_in_unit_interval(state):
+            kinds.append(("calibration", "Calibration"))
+        for kind, name in kinds:
             fig = plot_curve(state, kind, facet=facet)
             out.append(f'<h3>{name}</h3><img alt="{kind} curves" src="data:image/png;base64,'
                        f'{_png(fig)}">')  # fmt: skip
@@ -158,6 +161,15 @@ def _figures(state: State) -> list[str]:
             table_html(state.per_class(ci="wilson"), state.keys, "per-class"),
         ]
     return out
+
+
+def table_in_unit_interval(state: State) -> bool:
+    """Whether every score of a binary state is a probability (calibration applies)."""
+    from .bucketing import key_to_float
+
+    score = key_to_float(pl.col("bucket"))
+    low, high = state.table.select(score.min().alias("low"), score.max().alias("high")).row(0)
+    return low is not None and low >= 0 and high <= 1
 
 
 def write_report(state: State, path: str | os.PathLike[str], **options: Any) -> None:

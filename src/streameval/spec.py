@@ -9,7 +9,7 @@ from typing import Any
 from .bucketing import EXACT_BITS
 from .errors import InputError, SpecMismatchError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_PRECISION = 11
 
 

@@ -310,6 +310,24 @@ class State:
         self._require("binary", "cost_curve")
         return cost_curve(self)
 
+    def calibration_curve(self, n_bins: int = 10, strategy: str = "uniform") -> pl.DataFrame:
+        """Reliability curve per group: per bin, rows, weight, mean prediction, observed rate.
+
+        Bins as sklearn's ``calibration_curve`` (``"uniform"`` or ``"quantile"``);
+        :meth:`calibration_error` gives ``ece`` and ``mce``.
+        """
+        from .metrics.calibration import calibration_curve
+
+        self._require("binary", "calibration_curve")
+        return calibration_curve(self, n_bins, strategy)
+
+    def calibration_error(self, n_bins: int = 10, strategy: str = "uniform") -> pl.DataFrame:
+        """Per group: expected (``ece``) and maximum (``mce``) calibration error."""
+        from .metrics.calibration import calibration_error
+
+        self._require("binary", "calibration_error")
+        return calibration_error(self, n_bins, strategy)
+
     def det_curve(self, *, drop_intermediate: bool = False) -> pl.DataFrame:
         """DET points per group: keys, threshold, fpr, fnr (as sklearn's ``det_curve``)."""
         from .metrics.curves import det_curve

@@ -116,7 +116,10 @@ def bucket_sums(runs: Runs, spec: Spec) -> Buckets | None:
     """
     with small_pages(), np.errstate(over="ignore", invalid="ignore"):
         key = runs.key()
-        ll, sq = _losses(runs, _scores(key))
+        score = _scores(key)
+        ll, sq = _losses(runs, score)
+        psum = (runs.pos + runs.neg) * score
+        del score
         if not (np.isfinite(sq).all() and np.isfinite(ll).all()):
             return None
         bucket = bucket_keys(key, spec.precision, spec.splits)
@@ -132,6 +135,7 @@ def bucket_sums(runs: Runs, spec: Spec) -> Buckets | None:
             "neg": np.add.reduceat(runs.neg, starts),
             "log_loss": np.add.reduceat(ll, starts) + 0.0,
             "brier": np.add.reduceat(sq, starts) + 0.0,
+            "psum": np.add.reduceat(psum, starts) + 0.0,
         }
         if runs.n is not None:
             sums["n"] = np.add.reduceat(runs.n, starts)

@@ -4,13 +4,13 @@ Stored columns (each merges by ``sum``), by mode:
 
 - always: ``pos`` = Σw·y and ``neg`` = Σw·(1−y) (Int64 counts when unweighted);
 - weighted: ``n`` = rows (unweighted, ``n = pos + neg``);
-- bucketed: ``log_loss`` = Σw·(−log-likelihood with p clipped to [eps, 1−eps]) and
-  ``brier`` = Σw·(p−y)².
+- bucketed: ``log_loss`` = Σw·(−log-likelihood with p clipped to [eps, 1−eps]),
+  ``brier`` = Σw·(p−y)² and ``psum`` = Σw·p (the calibration curve's mean prediction).
 
-In exact mode each bucket *is* one score, so the last two are functions of the bucket and
+In exact mode each bucket *is* one score, so the last three are functions of the bucket and
 are derived at finalize time (:func:`column_exprs`) instead of being summed row by row.
 Every stored column costs time in the one pass (about a tenth each at 1e8 rows), so a column
-is stored only once a metric reads it: Σw·p for calibration comes with the calibration curves.
+is stored only once a metric reads it.
 ``n_outside`` (rows with p outside [0, 1]) is always derived from the bucket's lowest score:
 0.0 is a bucket edge and bucketed states are cut just above 1.0.
 
@@ -38,7 +38,7 @@ from ..codes import key_code, pack, unpack
 from ..spec import Spec
 
 SUM = "sum"
-ALL_COLUMNS = ("pos", "neg", "n", "log_loss", "brier", "n_outside")
+ALL_COLUMNS = ("pos", "neg", "n", "log_loss", "brier", "psum", "n_outside")
 _EPS = float(np.finfo(np.float64).eps)
 
 
@@ -48,7 +48,7 @@ def merge_ops(spec: Spec) -> dict[str, str]:
     if spec.weighted:
         cols.append("n")
     if not spec.exact:
-        cols += ["log_loss", "brier"]
+        cols += ["log_loss", "brier", "psum"]
     return dict.fromkeys(cols, SUM)
 
 
@@ -78,6 +78,7 @@ def aggregations(spec: Spec, y: pl.Expr, p: pl.Expr, w: pl.Expr | None) -> list[
         "n": pl.len().cast(pl.Int64),
         "log_loss": wt(ll).sum(),
         "brier": wt(sq).sum(),
+        "psum": wt(p).sum(),
     }
     return [exprs[c].alias(c) for c in merge_ops(spec)]
 
@@ -185,7 +186,9 @@ def column_exprs(spec: Spec) -> dict[str, pl.Expr]:
         clipped = lowest.clip(_EPS, 1.0 - _EPS)
         exprs["log_loss"] = -(fpos * clipped.log()) - fneg * (1.0 - clipped).log()
         exprs["brier"] = fpos * (1.0 - lowest) ** 2 + fneg * lowest**2
+        exprs["psum"] = (fpos + fneg) * lowest
     else:
         exprs["log_loss"], exprs["brier"] = pl.col("log_loss"), pl.col("brier")
+        exprs["psum"] = pl.col("psum")
     exprs["n_outside"] = ((lowest < 0) | (lowest > 1)).cast(pl.Int64) * n
     return exprs
