@@ -154,7 +154,9 @@ def _brute_force(y, p, w, name, kw):
             ok, value, order = tp + fp > 0 and precision >= kw["target"], precision, -t
         else:
             ok, value, order = fpr is not None and fpr <= kw["target"], fpr, -t
-        tol = 1e-12 * max(1.0, abs(order)) if np.isfinite(order) else 0
+        # Objectives equal up to rounding tie (the higher threshold wins); thresholds do not.
+        by_threshold = name in ("recall", "precision", "fpr")
+        tol = 0 if by_threshold or not np.isfinite(order) else 1e-12 * max(1.0, abs(order))
         if ok and (best is None or order > best[0] + tol):
             best = (order, float(t), value)
     return best

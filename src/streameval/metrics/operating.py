@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ..errors import InputError
-from .binary import ALL
+from .binary import ALL, with_group_key
 from .curves import _cumulative
 
 if TYPE_CHECKING:
@@ -232,7 +232,13 @@ def areas(state: State, max_fpr: float | None = None) -> pl.DataFrame:
     ks = operating_points(state, "youden").select(
         *state.keys, pl.col("value").alias("ks"), pl.col("threshold").alias("ks_threshold")
     )
-    out = partial.join(_pr_areas(state), on=keys, how="left", nulls_equal=True).collect()
+    # Every group of the state gets a row, also one whose weights are all 0 (no points).
+    groups = with_group_key(state.table, state.keys)[0].select(keys).unique()
+    out = (
+        groups.join(partial, on=keys, how="left", nulls_equal=True)
+        .join(_pr_areas(state), on=keys, how="left", nulls_equal=True)
+        .collect()
+    )
     out = out.drop(ALL) if keys == [ALL] else out
     out = _attach(out, expected_cost(state), state.keys)
     out = _attach(out, ks, state.keys)
@@ -250,15 +256,13 @@ def _attach(table: pl.DataFrame, extra: pl.DataFrame, keys: list[str]) -> pl.Dat
 
 def _pr_areas(state: State) -> pl.LazyFrame:
     """Per group: ``pr_auc`` (trapezoid over recall) and ``break_even`` (P = R)."""
-    from .binary import with_group_key
-
     curve = state.pr_curve()
     lf, keys = with_group_key(curve, state.keys)
     p, r = pl.col("precision"), pl.col("recall")
     p0, r0 = p.shift(1).over(keys), r.shift(1).over(keys)
     d, d0 = p - r, (p - r).shift(1).over(keys)
     crossing = (d >= 0) & ((d0 < 0) | d0.is_null())
-    at = pl.when(d == 0).then(p).otherwise(p0 + (p - p0) * d0 / (d0 - d))
+    at = pl.when((d == 0) | d0.is_null()).then(p).otherwise(p0 + (p - p0) * d0 / (d0 - d))
     return lf.group_by(keys).agg(
         pl.when(r.is_not_null().all()).then(((r0 - r) * (p + p0) / 2).sum()).alias("pr_auc"),
         at.filter(crossing & r.is_not_null()).first().alias("break_even"),
