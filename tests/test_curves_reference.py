@@ -262,3 +262,25 @@ def test_bucketed_mean_prediction_is_exact(data, bits):
         row = curve.filter(pl.col("g") == g)
         if wt.sum() > 0:
             assert close(row["mean_predicted"].item(), float((wt * p).sum() / wt.sum()), 1e-12)
+
+
+@given(binary_frames(), st.sampled_from([(1.0, 1.0), (1.0, 5.0), (0.0, 2.5)]))
+def test_cost_sensitive_error_matches_its_definition(data, costs):
+    df, cuts, weighted = data
+    ours = merged(df, cuts, weighted).cost_sensitive_error(costs, [0.3, 0.5]).to_dicts()
+
+    def rows_of(part: pl.DataFrame) -> list[dict[str, Any]]:
+        y, p, w = _arrays(part)
+        sw = np.ones_like(p) if w is None else w
+        rows = []
+        for t in (0.3, 0.5):
+            fp = sw[(y == 0) & (p >= t)].sum()
+            fn = sw[(y == 1) & (p < t)].sum()
+            total = sw.sum()
+            error = (costs[0] * fp + costs[1] * fn) / total if total > 0 else None
+            rows.append({"threshold": t, "cost_sensitive_error": error})
+        return rows
+
+    expected = per_group(df, ["g"], rows_of)
+    for mine, theirs in zip(ours, expected, strict=True):
+        assert close(mine["cost_sensitive_error"], theirs["cost_sensitive_error"], 1e-9)

@@ -328,6 +328,19 @@ class State:
         self._require("binary", "calibration_error")
         return calibration_error(self, n_bins, strategy)
 
+    def cost_sensitive_error(
+        self, costs: tuple[float, float], threshold: float | Sequence[float] = 0.5
+    ) -> pl.DataFrame:
+        """Per group and threshold: the cost-sensitive error rate of the reference texts.
+
+        ``(cost_fp·FP + cost_fn·FN) / total`` with ``costs=(cost_fp, cost_fn)``.
+        """
+        from .metrics.binary import as_thresholds
+        from .metrics.operating import cost_sensitive_error
+
+        self._require("binary", "cost_sensitive_error")
+        return cost_sensitive_error(self, costs, as_thresholds(threshold))
+
     def det_curve(self, *, drop_intermediate: bool = False) -> pl.DataFrame:
         """DET points per group: keys, threshold, fpr, fnr (as sklearn's ``det_curve``)."""
         from .metrics.curves import det_curve

@@ -267,3 +267,27 @@ def _pr_areas(state: State) -> pl.LazyFrame:
         pl.when(r.is_not_null().all()).then(((r0 - r) * (p + p0) / 2).sum()).alias("pr_auc"),
         at.filter(crossing & r.is_not_null()).first().alias("break_even"),
     )
+
+
+def cost_sensitive_error(
+    state: State, costs: tuple[float, float], thresholds: list[float]
+) -> pl.DataFrame:
+    """Per group and threshold: the reference texts' cost-sensitive error rate.
+
+    ``(cost_fp·FP + cost_fn·FN) / total`` for ``costs=(cost_fp, cost_fn)``: the cost matrix
+    with zero cost on the diagonal. Null for a group of total weight 0.
+
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.6, 0.4, 0.8]})
+    >>> st = se.accumulate(df, label="y", score="p", precision="exact")
+    >>> st.cost_sensitive_error((1.0, 5.0))["cost_sensitive_error"].item()
+    1.5
+    """
+    cost_fp, cost_fn = costs
+    if min(costs) < 0:
+        raise InputError(f"expected non-negative costs (cost_fp, cost_fn), got {costs!r}")
+    table = state.metrics(thresholds, metrics=["tp", "fp", "tn", "fn"])
+    fp, fn = pl.col("fp").cast(pl.Float64), pl.col("fn").cast(pl.Float64)
+    total = pl.sum_horizontal(pl.col("tp", "fp", "tn", "fn").cast(pl.Float64))
+    error = pl.when(total > 0).then((cost_fp * fp + cost_fn * fn) / total)
+    return table.select(*state.keys, "threshold", error.alias("cost_sensitive_error"))
