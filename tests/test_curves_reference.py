@@ -127,7 +127,8 @@ def test_operating_points_match_brute_force(data, criterion):
 def _brute_force(y, p, w, name, kw):
     P, N = w[y == 1].sum(), w[y == 0].sum()
     best = None
-    for t in np.r_[np.inf, np.unique(p)[::-1]]:
+    # Candidates: scores of rows with weight (zero-weight rows are dropped, as in sklearn).
+    for t in np.r_[np.inf, np.unique(p[w > 0])[::-1]]:
         pred = p >= t
         tp, fp = w[(y == 1) & pred].sum(), w[(y == 0) & pred].sum()
         fn = P - tp
@@ -176,7 +177,7 @@ def test_gains_match_brute_force(data, quantiles):
         total, positives = sw.sum(), sw[y == 1].sum()
         if total <= 0:
             return []
-        thresholds = np.unique(p)[::-1]
+        thresholds = np.unique(p[sw > 0])[::-1]
         reached = [(t, sw[p >= t].sum() / total) for t in thresholds]
         rows = []
         for q in qs:
