@@ -108,7 +108,7 @@ def test_report_renders_in_chromium(tmp_path, task):
     ).stdout
     metrics = re.search(r'<table id="metrics".*?<tbody>(.*?)</tbody>', dom, re.S)
     assert metrics is not None and metrics.group(1).count("<tr>") == 2  # two days
-    images = 3 if task == "binary" else 1
+    images = 4 if task == "binary" else 1  # ROC, PR, cost and calibration curves
     assert f'data-images-loaded="{images}"' in dom
     shot = tmp_path / "shot.png"
     subprocess.run(

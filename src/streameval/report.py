@@ -98,7 +98,7 @@ def build_report(state: State, *, title: str = "streameval report", level: float
     >>> df = pl.DataFrame({"g": ["a", "a", "b", "b"], "y": [0, 1, 0, 1], "p": [0.2, 0.7, 0.6, 0.4]})
     >>> text = build_report(se.accumulate(df, label="y", score="p", by="g"))
     >>> text.count('<img '), "http" in text.split("<body")[1]
-    (3, False)
+    (4, False)
     """
     kind = state.spec.kind
     keys = state.keys
