@@ -1,0 +1,238 @@
+"""Hold-out, k-fold, repeated k-fold and leave-one-out assignments as lazy columns.
+
+Two ways to assign, with different costs:
+
+- **hash only** (the default without ``stratify=``): a unit's part is a function of its key
+  hash alone — streaming, no pass over other rows, and appending data never moves a row. Part
+  sizes and class shares are right in expectation (binomial spread: a fold of a stratum of
+  ``n`` units differs from ``n/k`` by about ``√(n/k)``).
+- **rank pass** (``stratify=`` or ``balanced=True``): units are ordered by (stratum hash, unit
+  hash) and dealt out by rank, so within each stratum the fold sizes differ by at most one
+  unit and a hold-out part holds round(n·fraction) units up to one. It is a dense rank over
+  the whole frame: lazy, but Polars runs it in memory (two UInt64 columns per row plus the
+  sort), and a unit's part depends on which other units are present.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import polars as pl
+
+from ..errors import InputError
+from ..source import require_columns
+from .keys import uniform
+from .units import STRATUM, UNIT, Frame, finish, new_columns, open_frame, resalt, units, with_units
+
+Columns = str | Sequence[str] | None
+NAMES = {2: ("train", "test"), 3: ("train", "validation", "test")}
+
+
+def _count(value: int, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InputError(f"expected {name} to be an integer ≥ {low}, got {value!r}")
+    return value
+
+
+def _position(stratified: bool, over: str | None) -> pl.Expr:
+    """0-based dense rank of the units ordered by (stratum, unit hash), per ``over``."""
+    order = pl.struct(STRATUM, UNIT) if stratified else pl.col(UNIT)
+    rank = order.rank("dense")
+    return (rank if over is None else rank.over(over)).cast(pl.Int64) - 1
+
+
+def _fold_expr(k: int, ranked: bool, stratified: bool, over: str | None) -> pl.Expr:
+    if ranked:
+        # Consecutive positions within a stratum, and strata back to back: fold sizes differ by
+        # at most one unit within every stratum and overall.
+        return (_position(stratified, over) % k).cast(pl.Int32)
+    return (uniform(pl.col(UNIT)) * k).floor().cast(pl.Int32)
+
+
+def kfold(
+    frame: Frame,
+    k: int = 5,
+    *,
+    seed: int = 0,
+    by: Columns = None,
+    group: Columns = None,
+    stratify: Columns = None,
+    balanced: bool = False,
+    name: str = "fold",
+) -> Frame:
+    """Add a k-fold column (Int32, 0 … k−1) assigned from a hash of each row's key.
+
+    Parameters
+    ----------
+    frame : DataFrame or LazyFrame
+        The data; a LazyFrame stays lazy (a scan of Parquet files works).
+    k : int
+        Number of folds (≥ 2).
+    seed : int
+        Seed of the hash; the same seed gives the same folds on any machine.
+    by : str or list of str
+        A row id (or key columns identifying a row). Give ``by`` or ``group``.
+    group : str or list of str
+        A group key: all rows of a group fall in one fold (as sklearn's ``GroupKFold``).
+    stratify : str or list of str, optional
+        Class column(s): a rank pass keeps each fold's class counts within one unit of the
+        whole's share (a group counts in its most frequent class).
+    balanced : bool
+        Without ``stratify``: rank pass so that fold sizes (in rows, or groups) differ by
+        at most one.
+    name : str
+        The new column.
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"id": range(10), "y": [0, 1] * 5})
+    >>> out = se.split.kfold(df, 5, seed=1, by="id", stratify="y")
+    >>> out.group_by("fold").agg(pl.len(), pl.col("y").sum()).sort("fold").rows()
+    [(0, 2, 1), (1, 2, 1), (2, 2, 1), (3, 2, 1), (4, 2, 1)]
+
+    """
+    _count(k, "k", 2)
+    lf, schema = open_frame(frame)
+    new_columns(schema, [name])
+    u = units(by, group, stratify)
+    lf = with_units(lf, schema, u, seed, "kfold")
+    fold = _fold_expr(k, bool(u.stratify) or balanced, bool(u.stratify), None)
+    return finish(frame, lf.with_columns(fold.alias(name)).drop(UNIT, STRATUM, strict=False))
+
+
+def repeated_kfold(
+    frame: Frame,
+    k: int = 5,
+    repeats: int | Sequence[int] = 2,
+    *,
+    seed: int = 0,
+    by: Columns = None,
+    group: Columns = None,
+    stratify: Columns = None,
+    balanced: bool = False,
+    name: str = "fold",
+    repeat_name: str = "repeat",
+) -> Frame:
+    """Repeated k-fold in long form: one row per (row, repeat), with repeat and fold columns.
+
+    Each repeat is a :func:`kfold` with its own hash (the unit hash salted with the repeat
+    number), so repeats are independent partitions. ``repeats`` is a count or a list of repeat
+    numbers (``repeats=[3]`` gives repeat 3 alone, the same as within ``repeats=5``).
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"id": range(6)})
+    >>> out = se.split.repeated_kfold(df, 3, repeats=2, by="id", balanced=True)
+    >>> out.group_by("repeat", "fold").len().sort("repeat", "fold")["len"].to_list()
+    [2, 2, 2, 2, 2, 2]
+
+    """
+    _count(k, "k", 2)
+    numbers = list(range(_count(repeats, "repeats", 1))) if isinstance(repeats, int) else repeats
+    if not numbers or not all(isinstance(r, int) and not isinstance(r, bool) for r in numbers):
+        raise InputError(f"expected repeats to be a count or a list of integers, got {repeats!r}")
+    lf, schema = open_frame(frame)
+    new_columns(schema, [repeat_name, name])
+    u = units(by, group, stratify)
+    lf = with_units(lf, schema, u, seed, "kfold")
+    lf = lf.with_columns(pl.lit(list(numbers), pl.List(pl.Int32)).alias(repeat_name))
+    lf = lf.explode(repeat_name).with_columns(resalt(pl.col(repeat_name), bool(u.stratify)))
+    fold = _fold_expr(k, bool(u.stratify) or balanced, bool(u.stratify), repeat_name)
+    return finish(frame, lf.with_columns(fold.alias(name)).drop(UNIT, STRATUM, strict=False))
+
+
+def _fractions(fractions: Sequence[float] | Mapping[str, float]) -> tuple[list[str], list[float]]:
+    if isinstance(fractions, Mapping):
+        names, values = [str(n) for n in fractions], list(fractions.values())
+    else:
+        values = list(fractions)
+        if len(values) not in NAMES:
+            raise InputError(
+                f"expected 2 or 3 fractions (train/test or train/validation/test), got "
+                f"{len(values)}; hint: name the parts with a mapping, {{'a': 0.2, 'b': 0.8, …}}"
+            )
+        names = list(NAMES[len(values)])
+    ok = all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in values)
+    if not ok or len(values) < 2 or not math.isclose(sum(values), 1.0, abs_tol=1e-9):
+        raise InputError(
+            f"expected two or more positive fractions summing to 1, got {fractions!r}; "
+            "hint: (0.5, 0.25, 0.25) for train/validation/test"
+        )
+    return names, [float(v) for v in values]
+
+
+def holdout(
+    frame: Frame,
+    fractions: Sequence[float] | Mapping[str, float] = (0.75, 0.25),
+    *,
+    seed: int = 0,
+    by: Columns = None,
+    group: Columns = None,
+    stratify: Columns = None,
+    balanced: bool = False,
+    name: str = "split",
+) -> Frame:
+    """Add a hold-out column (an Enum of the part names) assigned from a hash of each key.
+
+    ``fractions`` are two (train, test) or three (train, validation, test) shares summing to
+    1, or a mapping part name → share. Hash only, each unit falls in a part with its share's
+    probability. With ``stratify`` (or ``balanced=True``) a rank pass puts exactly
+    round(n·cumulative share) units of each stratum of n units below each cut, so every
+    part's count is within one unit of n·share, per stratum. Other parameters as
+    :func:`kfold`.
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"id": range(8), "y": [0, 0, 0, 0, 1, 1, 1, 1]})
+    >>> out = se.split.holdout(df, (0.5, 0.25, 0.25), by="id", stratify="y")
+    >>> out.group_by("split", "y").len().sort("split", "y")["len"].to_list()
+    [2, 2, 1, 1, 1, 1]
+
+    """
+    names, values = _fractions(fractions)
+    lf, schema = open_frame(frame)
+    new_columns(schema, [name])
+    u = units(by, group, stratify)
+    lf = with_units(lf, schema, u, seed, "holdout")
+    cuts = [sum(values[: j + 1]) for j in range(len(values) - 1)]
+    if u.stratify or balanced:
+        rank, size = pl.col(UNIT).rank("dense"), pl.col(UNIT).n_unique()
+        if u.stratify:
+            rank, size = rank.over(STRATUM), size.over(STRATUM)
+        position = rank.cast(pl.Int64) - 1
+        index = pl.sum_horizontal([(position >= (size.cast(pl.Float64) * c + 0.5).floor()) for c in cuts])
+    else:
+        index = pl.sum_horizontal([(uniform(pl.col(UNIT)) >= c) for c in cuts])
+    part = index.cast(pl.Int64).replace_strict(
+        list(range(len(names))), names, return_dtype=pl.Enum(names)
+    )
+    return finish(frame, lf.with_columns(part.alias(name)).drop(UNIT, STRATUM, strict=False))
+
+
+def leave_one_out(
+    frame: Frame, *, by: Columns = None, group: Columns = None, name: str = "fold"
+) -> Frame:
+    """Add a leave-one-out fold column: fold i is the i-th smallest key (Int64, from 0).
+
+    With ``by`` (a row id) every row is its own fold; with ``group`` every group is (leave one
+    group out). The fold number is the key's dense rank in sort order, so it does not depend
+    on row order; it needs a sort of the keys, which suits the small data LOO is meant for.
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"patient": ["b", "a", "b", "c"]})
+    >>> se.split.leave_one_out(df, group="patient")["fold"].to_list()
+    [1, 0, 1, 2]
+
+    """
+    lf, schema = open_frame(frame)
+    new_columns(schema, [name])
+    u = units(by, group)
+    require_columns(schema, u.columns, role="group" if u.grouped else "row id")
+    fold = pl.struct(u.columns).rank("dense").cast(pl.Int64) - 1
+    return finish(frame, lf.with_columns(fold.alias(name)))
