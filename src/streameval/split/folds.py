@@ -23,7 +23,20 @@ import polars as pl
 from ..errors import InputError
 from ..source import require_columns
 from .keys import uniform
-from .units import STRATUM, UNIT, Frame, finish, new_columns, open_frame, resalt, units, with_units
+from .units import (
+    POSITION,
+    STRATUM,
+    UNIT,
+    Frame,
+    Units,
+    add_position,
+    finish,
+    new_columns,
+    open_frame,
+    resalt,
+    units,
+    with_units,
+)
 
 Columns = str | Sequence[str] | None
 NAMES = {2: ("train", "test"), 3: ("train", "validation", "test")}
@@ -35,19 +48,16 @@ def _count(value: int, name: str, low: int) -> int:
     return value
 
 
-def _position(stratified: bool, over: str | None) -> pl.Expr:
-    """0-based dense rank of the units ordered by (stratum, unit hash), per ``over``."""
-    order = pl.struct(STRATUM, UNIT) if stratified else pl.col(UNIT)
-    rank = order.rank("dense")
-    return (rank if over is None else rank.over(over)).cast(pl.Int64) - 1
-
-
-def _fold_expr(k: int, ranked: bool, stratified: bool, over: str | None) -> pl.Expr:
+def _add_fold(
+    lf: pl.LazyFrame, k: int, u: Units, ranked: bool, over: str | None, name: str
+) -> pl.LazyFrame:
     if ranked:
-        # Consecutive positions within a stratum, and strata back to back: fold sizes differ by
-        # at most one unit within every stratum and overall.
-        return (_position(stratified, over) % k).cast(pl.Int32)
-    return (uniform(pl.col(UNIT)) * k).floor().cast(pl.Int32)
+        lf = add_position(lf, u, over, POSITION)
+        fold = pl.col(POSITION) % k
+    else:
+        fold = (uniform(pl.col(UNIT)) * k).floor()
+    lf = lf.with_columns(fold.cast(pl.Int32).alias(name))
+    return lf.drop(UNIT, STRATUM, POSITION, strict=False)
 
 
 def kfold(
@@ -98,8 +108,7 @@ def kfold(
     new_columns(schema, [name])
     u = units(by, group, stratify)
     lf = with_units(lf, schema, u, seed, "kfold")
-    fold = _fold_expr(k, bool(u.stratify) or balanced, bool(u.stratify), None)
-    return finish(frame, lf.with_columns(fold.alias(name)).drop(UNIT, STRATUM, strict=False))
+    return finish(frame, _add_fold(lf, k, u, bool(u.stratify) or balanced, None, name))
 
 
 def repeated_kfold(
@@ -139,9 +148,8 @@ def repeated_kfold(
     u = units(by, group, stratify)
     lf = with_units(lf, schema, u, seed, "kfold")
     lf = lf.with_columns(pl.lit(list(numbers), pl.List(pl.Int32)).alias(repeat_name))
-    lf = lf.explode(repeat_name).with_columns(resalt(pl.col(repeat_name), bool(u.stratify)))
-    fold = _fold_expr(k, bool(u.stratify) or balanced, bool(u.stratify), repeat_name)
-    return finish(frame, lf.with_columns(fold.alias(name)).drop(UNIT, STRATUM, strict=False))
+    lf = resalt(lf.explode(repeat_name), repeat_name, bool(u.stratify))
+    return finish(frame, _add_fold(lf, k, u, bool(u.stratify) or balanced, repeat_name, name))
 
 
 def _fractions(fractions: Sequence[float] | Mapping[str, float]) -> tuple[list[str], list[float]]:
@@ -204,13 +212,16 @@ def holdout(
         if u.stratify:
             rank, size = rank.over(STRATUM), size.over(STRATUM)
         position = rank.cast(pl.Int64) - 1
-        index = pl.sum_horizontal([(position >= (size.cast(pl.Float64) * c + 0.5).floor()) for c in cuts])
+        index = pl.sum_horizontal(
+            [(position >= (size.cast(pl.Float64) * c + 0.5).floor()) for c in cuts]
+        )
     else:
         index = pl.sum_horizontal([(uniform(pl.col(UNIT)) >= c) for c in cuts])
     part = index.cast(pl.Int64).replace_strict(
         list(range(len(names))), names, return_dtype=pl.Enum(names)
     )
-    return finish(frame, lf.with_columns(part.alias(name)).drop(UNIT, STRATUM, strict=False))
+    lf = lf.with_columns(part.alias(name))
+    return finish(frame, lf.drop(UNIT, STRATUM, POSITION, strict=False))
 
 
 def leave_one_out(

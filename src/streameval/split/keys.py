@@ -21,7 +21,7 @@ A uniform number in [0, 1) is the top 53 bits of ``h`` divided by 2⁵³.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import polars as pl
 
@@ -31,6 +31,8 @@ from ..source import require_columns
 U64 = pl.UInt64
 _MASK = (1 << 64) - 1
 NULL_VALUE = 0x6A09E667F3BCC908  # the hash value of a null key
+_VALUE, _POS, _LEN = "_se_value", "_se_position", "_se_length"
+INTERNAL = (_VALUE, _POS, _LEN)
 STREAMS = {"kfold": 1, "holdout": 2, "bootstrap": 3, "stratum": 4, "order": 5}
 
 
@@ -38,16 +40,28 @@ def _lit(value: int) -> pl.Expr:
     return pl.lit(value & _MASK, U64)
 
 
-def mix(x: pl.Expr) -> pl.Expr:
-    """splitmix64's finalizer of a UInt64 expression (wrapping arithmetic; ``//`` shifts)."""
-    x = x + _lit(0x9E3779B97F4A7C15)
-    x = x.xor(x // _lit(1 << 30)) * _lit(0xBF58476D1CE4E5B9)
-    x = x.xor(x // _lit(1 << 27)) * _lit(0x94D049BB133111EB)
-    return x.xor(x // _lit(1 << 31))
+_STEPS: list[Callable[[pl.Expr], pl.Expr]] = [
+    lambda x: x + _lit(0x9E3779B97F4A7C15),
+    lambda x: x.xor(x // _lit(1 << 30)) * _lit(0xBF58476D1CE4E5B9),
+    lambda x: x.xor(x // _lit(1 << 27)) * _lit(0x94D049BB133111EB),
+    lambda x: x.xor(x // _lit(1 << 31)),
+]
+
+
+def mix_column(lf: pl.LazyFrame, name: str, *, inside_lists: bool = False) -> pl.LazyFrame:
+    """Apply splitmix64's finalizer to the UInt64 column ``name`` (or to its list elements).
+
+    Each step is its own projection: written as one expression, every step would repeat the
+    expression before it twice, and a chain of hashes would grow exponentially.
+    """
+    for step in _STEPS:
+        x = pl.col(name).list.eval(step(pl.element())) if inside_lists else step(pl.col(name))
+        lf = lf.with_columns(x.alias(name))
+    return lf
 
 
 def mix_int(x: int) -> int:
-    """:func:`mix` of one Python int (the same function, for constants and tests).
+    """splitmix64's finalizer of one Python int (the function :func:`mix_column` applies).
 
     >>> mix_int(0)
     16294208416658607535
@@ -58,22 +72,35 @@ def mix_int(x: int) -> int:
     return x ^ (x >> 31)
 
 
-def _bytes_value(hex_text: pl.Expr, length: pl.Expr) -> pl.Expr:
+def _add_bytes_value(
+    lf: pl.LazyFrame, hex_text: pl.Expr, length: pl.Expr, out: str
+) -> pl.LazyFrame:
     """Hash of a byte string given as hex text: position-dependent sum over 7-byte chunks."""
     chunks = hex_text.str.extract_all(r".{1,14}").list.eval(
         pl.element().str.to_integer(base=16, dtype=U64)
     )
-    positions = pl.int_ranges(0, chunks.list.len(), dtype=U64).list.eval(mix(pl.element()))
-    total = (chunks + positions).list.eval(mix(pl.element())).list.sum()
-    return mix(total.xor(length.cast(U64)))
+    lf = lf.with_columns(
+        chunks.alias(out),
+        pl.int_ranges(0, chunks.list.len(), dtype=U64).alias(_POS),
+        length.cast(U64).alias(_LEN),
+    )
+    lf = mix_column(lf, _POS, inside_lists=True)
+    lf = mix_column(lf.with_columns(pl.col(out) + pl.col(_POS)), out, inside_lists=True)
+    lf = lf.with_columns(pl.col(out).list.sum().xor(pl.col(_LEN)).alias(out)).drop(_POS, _LEN)
+    return mix_column(lf, out)
 
 
-def value_hash(name: str, dtype: pl.DataType) -> pl.Expr:
-    """One UInt64 per value of column ``name`` of type ``dtype`` (see the module docstring)."""
+def add_value_hash(lf: pl.LazyFrame, name: str, dtype: pl.DataType, out: str) -> pl.LazyFrame:
+    """Add column ``out``: one UInt64 per value of column ``name`` (see the module docstring)."""
     col = pl.col(name)
-    if dtype == pl.Boolean:
-        v = col.cast(U64)
-    elif dtype.is_unsigned_integer():
+    if dtype == pl.Binary:
+        lf = _add_bytes_value(lf, col.bin.encode("hex"), col.bin.size(), out)
+        return lf.with_columns(pl.col(out).fill_null(_lit(NULL_VALUE)))
+    if isinstance(dtype, pl.String | pl.Categorical | pl.Enum | pl.Decimal):
+        text = col.cast(pl.String)
+        lf = _add_bytes_value(lf, text.str.encode("hex"), text.str.len_bytes(), out)
+        return lf.with_columns(pl.col(out).fill_null(_lit(NULL_VALUE)))
+    if dtype == pl.Boolean or dtype.is_unsigned_integer():
         v = col.cast(U64)
     elif dtype.is_integer():
         v = col.cast(pl.Int64).reinterpret(signed=False)
@@ -82,11 +109,6 @@ def value_hash(name: str, dtype: pl.DataType) -> pl.Expr:
     elif dtype.is_float():
         x = col.cast(pl.Float64)
         v = pl.when(x == 0.0).then(0.0).otherwise(x).reinterpret(dtype=U64)
-    elif dtype == pl.Binary:
-        v = _bytes_value(col.bin.encode("hex"), col.bin.size())
-    elif isinstance(dtype, pl.String | pl.Categorical | pl.Enum | pl.Decimal):
-        text = col.cast(pl.String)
-        v = _bytes_value(text.str.encode("hex"), text.str.len_bytes())
     elif dtype == pl.Null:
         v = pl.lit(None, U64)
     else:
@@ -94,24 +116,32 @@ def value_hash(name: str, dtype: pl.DataType) -> pl.Expr:
             f"expected a key column of integers, strings, booleans, dates or floats, got "
             f"{name!r} of type {dtype}; hint: derive an integer or string key from it first"
         )
-    return v.fill_null(_lit(NULL_VALUE))
+    return lf.with_columns(v.fill_null(_lit(NULL_VALUE)).alias(out))
 
 
-def key_hash(
-    schema: pl.Schema, columns: Sequence[str], *, seed: int, stream: str, role: str
-) -> pl.Expr:
-    """UInt64 hash of the key ``columns`` (in order) for ``seed`` and a purpose ``stream``."""
+def add_key_hash(
+    lf: pl.LazyFrame,
+    schema: pl.Schema,
+    columns: Sequence[str],
+    *,
+    seed: int,
+    stream: str,
+    role: str,
+    out: str,
+) -> pl.LazyFrame:
+    """Add column ``out``: the UInt64 hash of the key ``columns`` for a seed and a purpose."""
     require_columns(schema, columns, role=role)
-    h = _lit(mix_int(seed_value(seed) ^ mix_int(STREAMS[stream])))
+    lf = lf.with_columns(_lit(mix_int(seed_value(seed) ^ mix_int(STREAMS[stream]))).alias(out))
     for name in columns:
-        h = mix(h.xor(value_hash(name, schema[name])))
-    return h
+        lf = add_value_hash(lf, name, schema[name], _VALUE)
+        lf = mix_column(lf.with_columns(pl.col(out).xor(pl.col(_VALUE))).drop(_VALUE), out)
+    return lf
 
 
-def rehash(h: pl.Expr, salt: pl.Expr | int) -> pl.Expr:
-    """A new independent hash from ``h`` and an integer ``salt`` (a repeat or a replicate)."""
-    s = _lit(mix_int(int(salt))) if isinstance(salt, int) else mix(salt.cast(U64))
-    return mix(h.xor(s))
+def rehash(lf: pl.LazyFrame, name: str, salt: str) -> pl.LazyFrame:
+    """Make the hash column ``name`` independent per value of the integer column ``salt``."""
+    lf = mix_column(lf.with_columns(pl.col(salt).cast(U64).alias(_VALUE)), _VALUE)
+    return mix_column(lf.with_columns(pl.col(name).xor(pl.col(_VALUE))).drop(_VALUE), name)
 
 
 def uniform(h: pl.Expr) -> pl.Expr:

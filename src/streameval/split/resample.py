@@ -89,7 +89,7 @@ def bootstrap(
     u = units(by, group)
     lf = with_units(lf, schema, u, seed, "bootstrap")
     lf = lf.with_columns(pl.lit(numbers, pl.List(pl.Int32)).alias(name)).explode(name)
-    lf = lf.with_columns(resalt(pl.col(name), False))
+    lf = resalt(lf, name, False)
     draw = uniform(pl.col(UNIT))
     count = pl.lit(pl.Series(poisson_cuts())).search_sorted(draw, side="right")
     lf = lf.with_columns(count.cast(pl.Int32).alias(count_name)).drop(UNIT)

@@ -9,10 +9,10 @@ from typing import TypeVar
 import polars as pl
 
 from ..errors import InputError
-from .keys import as_columns, key_hash, rehash
+from .keys import INTERNAL, add_key_hash, as_columns, rehash
 
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
-UNIT, STRATUM = "_se_unit", "_se_stratum"
+UNIT, STRATUM, _COUNT, POSITION = "_se_unit", "_se_stratum", "_se_count", "_se_position_"
 
 
 def open_frame(frame: pl.DataFrame | pl.LazyFrame) -> tuple[pl.LazyFrame, pl.Schema]:
@@ -36,7 +36,7 @@ def new_columns(schema: pl.Schema, names: Sequence[str]) -> None:
     """Raise unless every output column name is new (and the names are distinct)."""
     if len(set(names)) < len(names):
         raise InputError(f"expected distinct output column names, got {list(names)!r}")
-    for name in [*names, UNIT, STRATUM]:
+    for name in [*names, UNIT, STRATUM, _COUNT, POSITION, *INTERNAL]:
         if name in schema:
             raise InputError(
                 f"expected a new column name for the split, but {name!r} is already a column; "
@@ -52,20 +52,14 @@ class Units:
     grouped: bool
     stratify: list[str]
 
-    def exprs(self, schema: pl.Schema, seed: int, stream: str) -> list[pl.Expr]:
-        """The unit hash and stratum hash columns (two window passes for a grouped stratum)."""
-        role = "group" if self.grouped else "row id"
-        unit = key_hash(schema, self.columns, seed=seed, stream=stream, role=role).alias(UNIT)
-        if not self.stratify:
-            return [unit]
+    def check(self, schema: pl.Schema) -> None:
+        """Raise for a continuous stratify column."""
         for name in self.stratify:
             if name in schema and schema[name].is_float():
                 raise InputError(
                     f"expected a discrete stratify column, got {name!r} of type {schema[name]}; "
                     f"hint: bin it first, e.g. pl.col({name!r}).qcut(5)"
                 )
-        stratum = key_hash(schema, self.stratify, seed=seed, stream="stratum", role="stratify")
-        return [unit, stratum.alias(STRATUM)]
 
 
 def units(
@@ -85,19 +79,54 @@ def units(
     return Units(rows or groups, bool(groups), as_columns(stratify, "stratify"))
 
 
-def with_units(lf: pl.LazyFrame, schema: pl.Schema, u: Units, seed: int, stream: str) -> pl.LazyFrame:
-    """``lf`` with the unit hash (and stratum hash) columns; a group takes its modal stratum."""
-    lf = lf.with_columns(u.exprs(schema, seed, stream))
-    if u.stratify and u.grouped:
-        count = pl.len().over(UNIT, STRATUM)
-        modal = pl.when(count == count.max().over(UNIT)).then(pl.col(STRATUM))
-        lf = lf.with_columns(modal.min().over(UNIT).alias(STRATUM))
+def with_units(
+    lf: pl.LazyFrame, schema: pl.Schema, u: Units, seed: int, stream: str
+) -> pl.LazyFrame:
+    """``lf`` with the unit hash (and stratum hash) columns; a group takes its modal stratum.
+
+    A group's stratum is its most frequent stratum value (ties: the smallest stratum hash), so
+    a group is never split between strata; finding it costs two window passes.
+    """
+    u.check(schema)
+    role = "group" if u.grouped else "row id"
+    lf = add_key_hash(lf, schema, u.columns, seed=seed, stream=stream, role=role, out=UNIT)
+    if not u.stratify:
+        return lf
+    lf = add_key_hash(
+        lf, schema, u.stratify, seed=seed, stream="stratum", role="stratify", out=STRATUM
+    )
+    if u.grouped:  # staged: nested windows in one expression are very slow in Polars
+        lf = lf.with_columns(pl.len().over(UNIT, STRATUM).alias(_COUNT))
+        lf = lf.with_columns((pl.col(_COUNT) == pl.col(_COUNT).max().over(UNIT)).alias(_COUNT))
+        modal = pl.when(pl.col(_COUNT)).then(pl.col(STRATUM)).min().over(UNIT)
+        lf = lf.with_columns(modal.alias(STRATUM)).drop(_COUNT)
     return lf
 
 
-def resalt(salt: pl.Expr, stratified: bool) -> list[pl.Expr]:
-    """Unit (and stratum) hashes made independent per repeat or replicate ``salt``."""
-    out = [rehash(pl.col(UNIT), salt).alias(UNIT)]
-    if stratified:
-        out.append(rehash(pl.col(STRATUM), salt).alias(STRATUM))
-    return out
+def add_position(lf: pl.LazyFrame, u: Units, over: str | None, out: str) -> pl.LazyFrame:
+    """Add ``out``: 0-based dense rank of the units ordered by (stratum hash, unit hash).
+
+    Within a stratum the positions are consecutive, and the strata follow each other, so
+    dealing positions out (``position % k``) balances every stratum and the total alike.
+    Computed per ``over`` (the repeat column), on the distinct units when they are groups.
+    """
+    keys = [] if over is None else [over]
+    if not u.stratify:
+        rank = pl.col(UNIT).rank("dense")
+        rank = rank if over is None else rank.over(over)
+        return lf.with_columns((rank.cast(pl.Int64) - 1).alias(out))
+    table = lf.select(*keys, UNIT, STRATUM).unique() if u.grouped else lf
+    within = pl.col(UNIT).rank("dense").over([*keys, STRATUM])
+    before = pl.col(STRATUM).rank("min")
+    before = before if over is None else before.over(over)
+    table = table.with_columns(within.cast(pl.Int64).alias(out))
+    table = table.with_columns((pl.col(out) + before.cast(pl.Int64) - 2).alias(out))
+    if not u.grouped:
+        return table
+    return lf.join(table.select(*keys, UNIT, out), on=[*keys, UNIT], how="left")
+
+
+def resalt(lf: pl.LazyFrame, salt: str, stratified: bool) -> pl.LazyFrame:
+    """Unit (and stratum) hashes made independent per value of the repeat or replicate ``salt``."""
+    lf = rehash(lf, UNIT, salt)
+    return rehash(lf, STRATUM, salt) if stratified else lf
