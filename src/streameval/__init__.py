@@ -16,7 +16,9 @@ shape: (2, 3)
 
 from __future__ import annotations
 
+from . import split
 from .accumulate import accumulate
+from .crossval import fold_metrics
 from .errors import DomainWarning, InputError, SpecMismatchError, StateFileError, StreamevalError
 from .evaluate import evaluate
 from .io import read_state
@@ -34,7 +36,9 @@ __all__ = [
     "StreamevalError",
     "accumulate",
     "evaluate",
+    "fold_metrics",
     "merge",
     "read_state",
+    "split",
 ]
 __version__ = "0.1.0"

@@ -77,6 +77,8 @@ def _build() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("evaluate", help="evaluate predictions stored as Parquet")
     _add_inputs(ev)
+    ev.add_argument("--folds", help="fold column: per-fold rows plus mean, sd and pooled rows")
+    ev.add_argument("--repeats", help="repeat column of repeated cross-validation (with --folds)")
     ev.add_argument("--threshold", action="append", type=float, help="binary: threshold")
     ev.add_argument("--alpha", type=float, default=0.5, help="regression: pinball quantile")
     ev.add_argument("--metric", action="append", help="only these metrics (repeatable)")
@@ -238,11 +240,14 @@ def _evaluate(args: argparse.Namespace) -> int:
             threshold=thresholds if len(thresholds) > 1 else thresholds[0],
             alpha=args.alpha,
             metrics=args.metric,
+            folds=args.folds,
+            repeats=args.repeats,
             **intervals,
             **columns,  # type: ignore[arg-type]
         )
         names = SUMMARY[args.task] if not args.metric else table.columns
-        shown = [*args.by, *(c for name in names for c in _with_interval(name))]
+        cells = [c for c in (args.repeats, args.folds) if c] + (["estimate"] if args.folds else [])
+        shown = [*args.by, *cells, *(c for name in names for c in _with_interval(name))]
     if args.output:
         _write(table, args.output)
     else:

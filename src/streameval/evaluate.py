@@ -26,6 +26,8 @@ def evaluate(
     label: str,
     score: str | None = None,
     by: str | Sequence[str] | None = None,
+    folds: str | None = None,
+    repeats: str | None = None,
     weight: str | None = None,
     task: str = "binary",
     prediction: str | None = None,
@@ -53,6 +55,10 @@ def evaluate(
     instead of being null with a warning), and ``ci``, ``level``, ``auc_method`` (intervals
     and statistics, as :meth:`streameval.State.metrics`).
 
+    ``folds`` (and ``repeats``) name the fold (and repeat) column of out-of-fold predictions:
+    the table then has per-fold rows plus the mean, standard deviation and pooled metric per
+    group, as :func:`streameval.fold_metrics`.
+
     Examples
     --------
     >>> import polars as pl, streameval as se
@@ -72,6 +78,15 @@ def evaluate(
     0.5
 
     """
+    if folds is not None or repeats is not None:
+        from .crossval import evaluate_folds
+
+        return evaluate_folds(
+            source, folds=folds, repeats=repeats, by=by, threshold=threshold, alpha=alpha,
+            metrics=metrics, task=task, label=label, score=score, weight=weight,
+            prediction=prediction, scores=scores, classes=classes, positive=positive,
+            precision=precision, top_k=top_k, power=power, drop_nulls=drop_nulls, engine=engine,
+        )  # fmt: skip
     thresholds = as_thresholds(threshold)
     inputs = Inputs(
         label=label,
