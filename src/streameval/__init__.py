@@ -20,6 +20,7 @@ from . import split
 from .accumulate import accumulate
 from .crossval import fold_metrics
 from .errors import DomainWarning, InputError, SpecMismatchError, StateFileError, StreamevalError
+from .estimators import bootstrap_estimate
 from .evaluate import evaluate
 from .io import read_state
 from .spec import DEFAULT_PRECISION, Spec
@@ -35,6 +36,7 @@ __all__ = [
     "StateFileError",
     "StreamevalError",
     "accumulate",
+    "bootstrap_estimate",
     "evaluate",
     "fold_metrics",
     "merge",

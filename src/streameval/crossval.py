@@ -1,4 +1,4 @@
-"""Fold-aware evaluation: per-fold metrics, their mean and standard deviation, and the pooled metric.
+"""Fold-aware evaluation: per-fold metrics, their mean and standard deviation, the pooled metric.
 
 The fold (and repeat) columns are group keys like any other, so the data is accumulated once;
 each fold's metrics come from its own state rows, and the pooled metric from the state with
@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from .errors import InputError
-from .source import Engine, Source
+from .source import Source
 from .state import State
 from .states import kind_module
 
@@ -108,7 +108,7 @@ def fold_metrics(
     ...                    "p": [0.2, 0.7, 0.4, 0.3, 0.9, 0.6]})
     >>> st = se.accumulate(df, label="y", score="p", by="fold")
     >>> se.fold_metrics(st).select("fold", "estimate", "n_folds", "accuracy")
-    shape: (4, 4)
+    shape: (5, 4)
     ┌──────┬──────────┬─────────┬──────────┐
     │ fold ┆ estimate ┆ n_folds ┆ accuracy │
     │ ---  ┆ ---      ┆ ---     ┆ ---      │
@@ -171,17 +171,16 @@ def fold_metrics(
     sd = summary.select(
         *groups,
         "n_folds",
-        *[
-            (pl.lit(None, pl.Float64) if _bound(c) else pl.col(f"_sd_{c}")).alias(c)
-            for c in values
-        ],
+        *[(pl.lit(None, pl.Float64) if _bound(c) else pl.col(f"_sd_{c}")).alias(c) for c in values],
     )
     parts.append(sd.with_columns(_estimate("sd")))
     pooled = drop_keys(state, [folds])
     parts.append(counted(table(pooled, again=True), pooled.keys).with_columns(_estimate("pooled")))
     if repeats is not None:
         overall = drop_keys(state, cells)
-        parts.append(counted(table(overall, again=True), overall.keys).with_columns(_estimate("pooled")))
+        parts.append(
+            counted(table(overall, again=True), overall.keys).with_columns(_estimate("pooled"))
+        )
     order = [*others, *cells, "estimate", "n_folds", *values, *extra]
     out = pl.concat(parts, how="diagonal_relaxed").select(order)
     last = [False] * len(groups) + [True] * len(cells) + [False]
@@ -209,8 +208,7 @@ def evaluate_folds(
     task: str,
     **options: Any,
 ) -> pl.DataFrame:
-    """``evaluate(..., folds=, repeats=)``: accumulate once with the cells as keys, then
-    :func:`fold_metrics`."""
+    """``evaluate(..., folds=, repeats=)``: accumulate once, the cells as keys; fold_metrics."""
     from .accumulate import accumulate
 
     if folds is None:

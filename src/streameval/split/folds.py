@@ -32,6 +32,7 @@ from .units import (
     add_position,
     finish,
     new_columns,
+    numbers,
     open_frame,
     resalt,
     units,
@@ -140,14 +141,12 @@ def repeated_kfold(
 
     """
     _count(k, "k", 2)
-    numbers = list(range(_count(repeats, "repeats", 1))) if isinstance(repeats, int) else repeats
-    if not numbers or not all(isinstance(r, int) and not isinstance(r, bool) for r in numbers):
-        raise InputError(f"expected repeats to be a count or a list of integers, got {repeats!r}")
+    chosen = numbers(repeats, "repeats")
     lf, schema = open_frame(frame)
     new_columns(schema, [repeat_name, name])
     u = units(by, group, stratify)
     lf = with_units(lf, schema, u, seed, "kfold")
-    lf = lf.with_columns(pl.lit(list(numbers), pl.List(pl.Int32)).alias(repeat_name))
+    lf = lf.with_columns(pl.lit(chosen, pl.List(pl.Int32)).alias(repeat_name))
     lf = resalt(lf.explode(repeat_name), repeat_name, bool(u.stratify))
     return finish(frame, _add_fold(lf, k, u, bool(u.stratify) or balanced, repeat_name, name))
 

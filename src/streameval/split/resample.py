@@ -16,9 +16,18 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from ..errors import InputError
 from .keys import uniform
-from .units import UNIT, Frame, finish, new_columns, open_frame, resalt, units, with_units
+from .units import (
+    UNIT,
+    Frame,
+    finish,
+    new_columns,
+    numbers,
+    open_frame,
+    resalt,
+    units,
+    with_units,
+)
 
 
 def poisson_cuts() -> list[float]:
@@ -71,24 +80,15 @@ def bootstrap(
     >>> df = pl.DataFrame({"id": range(10_000)})
     >>> boot = se.split.bootstrap(df, 2, seed=3, by="id")
     >>> boot.group_by("replicate").agg(pl.col("oob").mean().round(2)).sort("replicate").rows()
-    [(0, 0.37), (1, 0.37)]
+    [(0, 0.37), (1, 0.36)]
 
     """
-    if isinstance(replicates, int) and not isinstance(replicates, bool):
-        if replicates < 1:
-            raise InputError(f"expected replicates to be ≥ 1, got {replicates}")
-        numbers = list(range(replicates))
-    else:
-        numbers = list(replicates)
-        if not numbers or not all(isinstance(r, int) and not isinstance(r, bool) for r in numbers):
-            raise InputError(
-                f"expected replicates to be a count or a list of integers, got {replicates!r}"
-            )
+    chosen = numbers(replicates, "replicates")
     lf, schema = open_frame(frame)
     new_columns(schema, [name, count_name, oob_name])
     u = units(by, group)
     lf = with_units(lf, schema, u, seed, "bootstrap")
-    lf = lf.with_columns(pl.lit(numbers, pl.List(pl.Int32)).alias(name)).explode(name)
+    lf = lf.with_columns(pl.lit(chosen, pl.List(pl.Int32)).alias(name)).explode(name)
     lf = resalt(lf, name, False)
     draw = uniform(pl.col(UNIT))
     count = pl.lit(pl.Series(poisson_cuts())).search_sorted(draw, side="right")

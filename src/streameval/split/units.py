@@ -29,7 +29,7 @@ def open_frame(frame: pl.DataFrame | pl.LazyFrame) -> tuple[pl.LazyFrame, pl.Sch
 def finish(frame: Frame, lf: pl.LazyFrame) -> Frame:
     """A DataFrame gets a DataFrame back, a LazyFrame stays lazy."""
     out = lf.collect() if isinstance(frame, pl.DataFrame) else lf
-    return out  # type: ignore[return-value]
+    return out
 
 
 def new_columns(schema: pl.Schema, names: Sequence[str]) -> None:
@@ -42,6 +42,18 @@ def new_columns(schema: pl.Schema, names: Sequence[str]) -> None:
                 f"expected a new column name for the split, but {name!r} is already a column; "
                 "hint: pass another name= or drop that column first"
             )
+
+
+def numbers(value: int | Sequence[int], name: str) -> list[int]:
+    """A count (numbers 0 … count−1) or a list of integers, as a list of numbers."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise InputError(f"expected {name} to be ≥ 1, got {value}")
+        return list(range(value))
+    items = list(value) if isinstance(value, Sequence) else []
+    if not items or not all(isinstance(r, int) and not isinstance(r, bool) for r in items):
+        raise InputError(f"expected {name} to be a count or a list of integers, got {value!r}")
+    return items
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,236 @@
+"""Bootstrap estimates of a model's error: out-of-bag, .632 and .632+ (Efron & Tibshirani 1997).
+
+A model fitted on all the data and evaluated on it gives the *resubstitution* (apparent) error,
+optimistic; models fitted on bootstrap replicates and evaluated on the rows each left out give
+the *out-of-bag* error, pessimistic (a replicate holds about 63.2 % of the distinct rows). The
+texts combine them:
+
+- ``.632``  = 0.368 · resubstitution + 0.632 · out-of-bag;
+- ``.632+`` moves the weight towards out-of-bag as the model overfits: with γ the
+  no-information value (:mod:`streameval.noinfo`), Err¹' = min(Err¹, γ) and the relative
+  overfitting rate R' = (Err¹' − err) / (γ − err) when Err¹ > err and γ > err, else 0,
+  ``.632+`` = ``.632`` + (Err¹' − err) · 0.368 · 0.632 · R' / (1 − 0.368 · R')
+  — all on the loss scale (1 − value for accuracies and AUCs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import polars as pl
+
+from .accumulate import accumulate
+from .crossval import fold_metrics
+from .errors import InputError
+from .noinfo import gamma_table
+from .source import Engine, Source, require_columns, to_lazyframe
+
+ESTIMATES = pl.Enum(
+    ["resubstitution", "oob", ".632", ".632+", "no_information", "overfitting_rate"]
+)
+OOB = ("loo", "mean", "pooled")
+COUNTS = ("n", "positives", "negatives", "prevalence", "tp", "fp", "tn", "fn")
+WEIGHT = "_se_oob_weight"
+
+
+def _higher_is_better(column: str) -> bool:
+    return column in ("accuracy", "balanced_accuracy") or column.startswith("roc_auc")
+
+
+def bootstrap_estimate(
+    resubstitution: Source,
+    oob: Source,
+    *,
+    label: str,
+    score: str | None = None,
+    by: str | Sequence[str] | None = None,
+    weight: str | None = None,
+    task: str = "binary",
+    prediction: str | None = None,
+    scores: Sequence[str] | dict[Any, str] | None = None,
+    classes: Sequence[Any] | None = None,
+    positive: Any = None,
+    replicate: str = "replicate",
+    row_id: str | Sequence[str] | None = None,
+    oob_estimate: Literal["loo", "mean", "pooled"] = "loo",
+    threshold: float | Sequence[float] = 0.5,
+    alpha: float = 0.5,
+    precision: int | str | None = None,
+    metrics: Sequence[str] | None = None,
+    engine: Engine = "streaming",
+) -> pl.DataFrame:
+    """Resubstitution, out-of-bag, .632 and .632+ estimates of every metric, per group.
+
+    Parameters
+    ----------
+    resubstitution : source
+        Predictions of the model fitted on all the data, for all the data.
+    oob : source
+        Out-of-bag predictions: for each bootstrap replicate (column ``replicate``), the
+        predictions of the model fitted on that replicate for the rows it left out — e.g. the
+        rows with ``oob`` true from :func:`streameval.split.bootstrap`.
+    replicate : str
+        The replicate column of ``oob``.
+    row_id : str or list of str
+        The row id of ``oob`` (needed by ``oob_estimate="loo"``).
+    oob_estimate : {"loo", "mean", "pooled"}
+        How the replicates' out-of-bag predictions make one error. ``"loo"`` (default) is
+        Efron & Tibshirani's leave-one-out bootstrap Err¹: each row's loss averaged over the
+        replicates that left it out, then averaged over rows — a weighted metric, each
+        out-of-bag prediction weighted 1 / (the row's number of out-of-bag replicates), so it
+        applies to every metric (AUC included). ``"mean"``: the mean over replicates of each
+        replicate's out-of-bag metric (caret's ``boot632``). ``"pooled"``: all out-of-bag
+        predictions as one sample.
+    label, score, by, weight, task, prediction, scores, classes, positive
+        As :func:`streameval.evaluate`, for both sources.
+    threshold, alpha, precision, metrics, engine
+        As :func:`streameval.evaluate`.
+
+    Returns
+    -------
+    DataFrame
+        Keys, ``estimate`` (``"resubstitution"``, ``"oob"``, ``".632"``, ``".632+"``,
+        ``"no_information"`` — γ — and ``"overfitting_rate"`` — R'), then the metric columns
+        (Float64). Counts (``n``, ``tp`` …) are given for the first two rows only; ``.632+``,
+        γ and R' only for the metrics with a no-information value (error rate, accuracy,
+        balanced accuracy, AUCs, binary Brier and log loss, regression MSE).
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> resub = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.3, 0.8, 0.9]})
+    >>> oob = pl.DataFrame({"replicate": [0, 0, 1, 1], "id": [0, 2, 1, 3],
+    ...                     "y": [0, 1, 0, 1], "p": [0.6, 0.7, 0.2, 0.4]})
+    >>> out = se.bootstrap_estimate(resub, oob, label="y", score="p", row_id="id")
+    >>> out.select("estimate", "error_rate")
+    shape: (6, 2)
+    ┌──────────────────┬────────────┐
+    │ estimate         ┆ error_rate │
+    │ ---              ┆ ---        │
+    │ enum             ┆ f64        │
+    ╞══════════════════╪════════════╡
+    │ resubstitution   ┆ 0.0        │
+    │ oob              ┆ 0.5        │
+    │ .632             ┆ 0.316      │
+    │ .632+            ┆ 0.5        │
+    │ no_information   ┆ 0.5        │
+    │ overfitting_rate ┆ 1.0        │
+    └──────────────────┴────────────┘
+
+    """
+    if oob_estimate not in OOB:
+        raise InputError(
+            f"expected oob_estimate to be one of {', '.join(OOB)}, got {oob_estimate!r}"
+        )
+    keys = [] if by is None else [by] if isinstance(by, str) else list(by)
+    binary = task == "binary"
+    common: dict[str, Any] = {
+        "label": label, "score": score, "weight": weight, "task": task,
+        "prediction": prediction, "scores": scores, "classes": classes, "positive": positive,
+        "precision": precision, "engine": engine,
+    }  # fmt: skip
+    if binary:
+        common["thresholds"] = threshold
+    options: dict[str, Any] = {"alpha": alpha, "metrics": metrics}
+    thresholds = threshold if binary else None
+    resub_lf = to_lazyframe(resubstitution)
+    resub = accumulate(resub_lf, by=keys, **common)
+    if task == "multiclass":
+        common["classes"] = list(resub.spec.classes)
+    table = resub.metrics(thresholds, **options)
+    oob_table = _oob_table(oob, keys, common, options, thresholds, replicate, row_id, oob_estimate)
+    gammas = gamma_table(resub, table, resub_lf, engine)
+    return _combine(table, oob_table, gammas, [*keys, *(["threshold"] if binary else [])])
+
+
+def _oob_table(
+    oob: Source,
+    keys: list[str],
+    common: dict[str, Any],
+    options: dict[str, Any],
+    thresholds: float | Sequence[float] | None,
+    replicate: str,
+    row_id: str | Sequence[str] | None,
+    how: str,
+) -> pl.DataFrame:
+    lf = to_lazyframe(oob)
+    schema = lf.collect_schema()
+    require_columns(schema, [replicate], role="replicate")
+    if how == "mean":
+        state = accumulate(lf, by=[*keys, replicate], **common)
+        table = fold_metrics(state, replicate, threshold=thresholds, **options)
+        return table.filter(pl.col("estimate") == "mean").drop(replicate, "estimate", "n_folds")
+    if how == "pooled":
+        return accumulate(lf, by=keys, **common).metrics(thresholds, **options)
+    if row_id is None:
+        raise InputError(
+            "expected row_id= (the row id column of the out-of-bag predictions) for "
+            "oob_estimate='loo', which averages each row's replicates; hint: row_id='id', or "
+            "oob_estimate='mean'"
+        )
+    ids = [row_id] if isinstance(row_id, str) else list(row_id)
+    require_columns(schema, ids, role="row id")
+    counts = lf.group_by(ids).agg(pl.len().alias(WEIGHT))
+    w = pl.col(common["weight"]).cast(pl.Float64) if common["weight"] else pl.lit(1.0)
+    lf = lf.join(counts, on=ids, how="left", nulls_equal=True)
+    lf = lf.with_columns((w / pl.col(WEIGHT)).alias(WEIGHT))
+    state = accumulate(lf, by=keys, **{**common, "weight": WEIGHT})
+    return state.metrics(thresholds, **options)
+
+
+def _combine(
+    resub: pl.DataFrame, oob: pl.DataFrame, gammas: pl.DataFrame, keys: list[str]
+) -> pl.DataFrame:
+    values = [c for c in resub.columns if c not in keys]
+    resub = resub.with_columns(pl.col(values).cast(pl.Float64))
+    oob = oob.select(*keys, *[pl.col(c).cast(pl.Float64).alias(f"_o_{c}") for c in values])
+    g = gammas.select(*keys, *[pl.col(c).alias(f"_g_{c}") for c in values if c in gammas.columns])
+    both = (
+        resub.join(oob, on=keys, how="left", nulls_equal=True)
+        if keys
+        else resub.join(oob, how="cross")
+    )
+    both = (
+        both.join(g, on=keys, how="left", nulls_equal=True) if keys else both.join(g, how="cross")
+    )
+    rows: dict[str, list[pl.Expr]] = {e: [] for e in ESTIMATES.categories}
+    for c in values:
+        count = c in COUNTS
+        r, o = pl.col(c), pl.col(f"_o_{c}")
+        none = pl.lit(None, pl.Float64)
+        rows["resubstitution"].append(r.alias(c))
+        rows["oob"].append(o.alias(c))
+        rows[".632"].append((none if count else 0.368 * r + 0.632 * o).alias(c))
+        if f"_g_{c}" not in g.columns or count:
+            for e in (".632+", "no_information", "overfitting_rate"):
+                rows[e].append(none.alias(c))
+            continue
+        flip = _higher_is_better(c)
+        gamma = pl.col(f"_g_{c}")
+        err, err1, gam = ((1 - x) if flip else x for x in (r, o, gamma))
+        capped = pl.min_horizontal(err1, gam)
+        unknown = err.is_null() | err1.is_null() | gam.is_null()
+        rate = (
+            pl.when(unknown)
+            .then(None)
+            .when((err1 > err) & (gam > err))
+            .then((capped - err) / (gam - err))
+            .otherwise(0.0)
+        )
+        plus = (
+            0.368 * err
+            + 0.632 * err1
+            + (capped - err) * (0.368 * 0.632 * rate) / (1 - 0.368 * rate)
+        )
+        rows[".632+"].append(((1 - plus) if flip else plus).alias(c))
+        rows["no_information"].append(gamma.alias(c))
+        rows["overfitting_rate"].append(rate.alias(c))
+    parts = [
+        both.select(*keys, pl.lit(e, ESTIMATES).alias("estimate"), *exprs)
+        for e, exprs in rows.items()
+    ]
+    out = pl.concat(parts, how="vertical")
+    front = [k for k in keys if k != "threshold"]
+    order = [*front, "estimate", *values] + (["threshold"] if "threshold" in keys else [])
+    return out.select(order).sort([*keys, "estimate"], nulls_last=False, maintain_order=True)

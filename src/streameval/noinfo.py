@@ -1,0 +1,117 @@
+"""The no-information value γ of a metric: its value were predictions independent of the labels.
+
+Efron & Tibshirani (1997) define the no-information error rate as the loss averaged over every
+pairing of a label with a prediction of the same (resubstitution) model,
+γ = Σᵢ Σⱼ Q(yᵢ, ŷⱼ) / n². It has a closed form for the metrics below, computed per group from
+the resubstitution state and, for the score moments, one more streaming pass over the
+resubstitution predictions:
+
+- error rate (binary at a threshold, multiclass): γ = Σₗ pₗ (1 − qₗ), pₗ the share of class
+  ``l`` among labels and qₗ among predictions; accuracy 1 − γ;
+- balanced accuracy: the mean over the classes present of qₗ (½ for two classes);
+- any ROC AUC: ½;
+- binary Brier score: π·E[(1 − p)²] + (1 − π)·E[p²], π the positive share;
+- binary log loss: −π·E[log p] − (1 − π)·E[log(1 − p)], p clipped as the metric clips it;
+- regression mean squared error: Var(y) + Var(ŷ) + (ȳ − mean ŷ)².
+
+Every other metric has no γ here (null).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from .source import Engine
+from .state import State
+
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def _moments(
+    lf: pl.LazyFrame, keys: list[str], exprs: list[pl.Expr], engine: Engine
+) -> pl.DataFrame:
+    query = lf.group_by(keys).agg(exprs) if keys else lf.select(exprs)
+    return query.collect(engine=engine)
+
+
+def _join(left: pl.DataFrame, right: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    if not keys:
+        return left.join(right, how="cross")
+    return left.join(right, on=keys, how="left", nulls_equal=True)
+
+
+def _mean(w: pl.Expr, x: pl.Expr) -> pl.Expr:
+    return (w * x).sum() / w.sum()
+
+
+def gamma_table(
+    state: State, table: pl.DataFrame, lf: pl.LazyFrame, engine: Engine = "streaming"
+) -> pl.DataFrame:
+    """Per row of the resubstitution metric ``table``: its keys and γ of each metric column.
+
+    ``lf`` holds the resubstitution predictions the ``state`` was accumulated from.
+    """
+    spec, keys = state.spec, state.keys
+    extra = ["threshold"] if "threshold" in table.columns else []
+    w = pl.col(spec.weight).cast(pl.Float64) if spec.weight else pl.lit(1.0)
+    auc = [c for c in table.columns if c.startswith("roc_auc") and not c.endswith("_error")]
+    out = table.select(*keys, *extra, *[pl.lit(0.5).alias(c) for c in auc])
+    if spec.kind == "binary":
+        total = pl.col("positives") + pl.col("negatives")
+        p1, q1 = pl.col("positives") / total, (pl.col("tp") + pl.col("fp")) / total
+        err = p1 * (1 - q1) + (1 - p1) * q1
+        p = pl.col(str(spec.score)).cast(pl.Float64)
+        clipped = p.clip(_EPS, 1 - _EPS)
+        moments = _moments(
+            lf,
+            keys,
+            [
+                _mean(w, p**2).alias("_p2"),
+                _mean(w, (1 - p) ** 2).alias("_q2"),
+                _mean(w, clipped.log()).alias("_lp"),
+                _mean(w, (1 - clipped).log()).alias("_lq"),
+            ],
+            engine,
+        )
+        with_pi = _join(
+            table.select(*keys, *extra, p1.alias("_pi"), err.alias("_err")), moments, keys
+        )
+        pi = pl.col("_pi")
+        gammas = with_pi.select(
+            *keys,
+            *extra,
+            pl.col("_err").alias("error_rate"),
+            (1 - pl.col("_err")).alias("accuracy"),
+            pl.lit(0.5).alias("balanced_accuracy"),
+            (pi * pl.col("_q2") + (1 - pi) * pl.col("_p2")).alias("brier"),
+            (-pi * pl.col("_lp") - (1 - pi) * pl.col("_lq")).alias("log_loss"),
+        )
+    elif spec.kind == "multiclass":
+        cells = state.confusion_matrix()
+        actual = cells.group_by(*keys, "actual").agg(pl.col("count").sum().alias("_p"))
+        predicted = cells.group_by(*keys, "predicted").agg(pl.col("count").sum().alias("_q"))
+        margins = actual.join(
+            predicted.rename({"predicted": "actual"}),
+            on=[*keys, "actual"],
+            how="left",
+            nulls_equal=True,
+        ).with_columns(pl.col("_q").fill_null(0.0))
+        total = pl.col("_p").sum()
+        share = (pl.col("_p") * pl.col("_q")).sum() / total**2
+        present = pl.col("_q").filter(pl.col("_p") > 0)
+        agg = [
+            (1 - share).alias("error_rate"),
+            share.alias("accuracy"),
+            (present.sum() / present.len() / total).alias("balanced_accuracy"),
+        ]
+        gammas = margins.group_by(keys).agg(agg) if keys else margins.select(agg)
+    else:
+        y = pl.col(spec.label).cast(pl.Float64)
+        f = pl.col(str(spec.prediction)).cast(pl.Float64)
+        my, mf = _mean(w, y), _mean(w, f)
+        mse = _mean(w, (y - my) ** 2) + _mean(w, (f - mf) ** 2) + (my - mf) ** 2
+        gammas = _moments(lf, keys, [mse.alias("mse")], engine)
+    shared = [c for c in gammas.columns if c in table.columns and c not in (*keys, *extra)]
+    on = [*keys, *(extra if set(extra) <= set(gammas.columns) else [])]
+    return _join(out, gammas.select(*on, *shared), on)
