@@ -216,6 +216,8 @@ def evaluate_folds(
             f"expected folds= (the fold column) with repeats={repeats!r}; hint: "
             "folds='fold', repeats='repeat'"
         )
+    if repeats == folds:
+        raise InputError(f"expected different fold and repeat columns, got {folds!r} twice")
     keys = [] if by is None else [by] if isinstance(by, str) else list(by)
     cells = [folds] if repeats is None else [repeats, folds]
     clash = [c for c in cells if c in keys]
