@@ -41,8 +41,9 @@ def _join(left: pl.DataFrame, right: pl.DataFrame, keys: list[str]) -> pl.DataFr
     return left.join(right, on=keys, how="left", nulls_equal=True)
 
 
-def _mean(w: pl.Expr, x: pl.Expr) -> pl.Expr:
-    return (w * x).sum() / w.sum()
+def _mean(w: pl.Expr | None, x: pl.Expr) -> pl.Expr:
+    """The (weighted) mean of ``x`` in an aggregation (a literal weight would not broadcast)."""
+    return x.mean() if w is None else (w * x).sum() / w.sum()
 
 
 def gamma_table(
@@ -54,9 +55,13 @@ def gamma_table(
     """
     spec, keys = state.spec, state.keys
     extra = ["threshold"] if "threshold" in table.columns else []
-    w = pl.col(spec.weight).cast(pl.Float64) if spec.weight else pl.lit(1.0)
+    w = pl.col(spec.weight).cast(pl.Float64) if spec.weight else None
     auc = [c for c in table.columns if c.startswith("roc_auc") and not c.endswith("_error")]
-    out = table.select(*keys, *extra, *[pl.lit(0.5).alias(c) for c in auc])
+    # a row index keeps a table without keys one row per metric row (a frame of no columns
+    # has no rows)
+    out = table.with_row_index("_row").select(
+        "_row", *keys, *extra, *[pl.lit(0.5).alias(c) for c in auc]
+    )
     if spec.kind == "binary":
         total = pl.col("positives") + pl.col("negatives")
         p1, q1 = pl.col("positives") / total, (pl.col("tp") + pl.col("fp")) / total
@@ -114,4 +119,4 @@ def gamma_table(
         gammas = _moments(lf, keys, [mse.alias("mse")], engine)
     shared = [c for c in gammas.columns if c in table.columns and c not in (*keys, *extra)]
     on = [*keys, *(extra if set(extra) <= set(gammas.columns) else [])]
-    return _join(out, gammas.select(*on, *shared), on)
+    return _join(out, gammas.select(*on, *shared), on).drop("_row")
