@@ -101,30 +101,30 @@ def test_groups_never_straddle_folds_or_parts(data, k, stratified):
     assert (boot.group_by("replicate", "g").agg(pl.col("in_bag").n_unique())["in_bag"] == 1).all()
 
 
-@given(labelled(), st.integers(2, 5))
-def test_stratified_groups_balance_group_counts_per_stratum(data, k):
-    """A group counts in its most frequent class; per class, folds get groups within one."""
+@given(labelled(), st.integers(2, 5), st.booleans())
+def test_stratified_groups_balance_rows_within_one_group(data, k, per_group):
+    """Groups of a class laid end to end and cut at 1/k …: each fold within one group's size."""
     df, seed = data
+    if per_group:  # a class per group, as a patient's diagnosis
+        df = df.with_columns(pl.col("y").first().over("g", order_by="id"))
     out = se.split.kfold(df, k, seed=seed, group="g", stratify="y")
-    modal = (
-        df.group_by("g", "y")
-        .len()
-        .sort("g", "len", "y", descending=[False, True, False])
-        .group_by("g", maintain_order=True)
-        .first()
-    )
-    fold_of = out.group_by("g").agg(pl.col("fold").first())
-    groups = modal.join(fold_of, on="g")
-    # Ties between classes are broken by the class hash, not the class value: count only
-    # groups whose most frequent class is unique.
+    held = se.split.holdout(df, (0.5, 0.3, 0.2), seed=seed, group="g", stratify="y")
     counts = df.group_by("g", "y").len()
-    clear = counts.group_by("g").agg((pl.col("len") == pl.col("len").max()).sum() == 1)
-    if not clear["len"].all():
-        return
-    for (_,), part in groups.partition_by("y", as_dict=True).items():
-        sizes = part["fold"].value_counts()["count"].to_list()
-        sizes += [0] * (k - len(sizes))
-        assert max(sizes) - min(sizes) <= 1
+    modal = counts.group_by("g").agg(
+        pl.col("y").filter(pl.col("len") == pl.col("len").max()), pl.col("len").sum().alias("n")
+    )
+    if (modal["y"].list.len() > 1).any():
+        return  # ties are broken by the class hash: leave those out
+    modal = modal.with_columns(pl.col("y").list.first().alias("stratum"))
+    largest = modal["n"].max()
+    for frame, column, shares in ((out, "fold", [1 / k] * k), (held, "split", [0.5, 0.3, 0.2])):
+        parts = frame.group_by("g").agg(pl.col(column).first().to_physical())
+        rows = modal.join(parts, on="g")
+        for (_,), stratum in rows.partition_by("stratum", as_dict=True).items():
+            total = stratum["n"].sum()
+            for index, share in enumerate(shares):
+                got = stratum.filter(pl.col(column) == index)["n"].sum()
+                assert abs(got - total * share) <= largest + 1e-9, (column, index, got, total)
 
 
 @given(labelled(), st.integers(2, 6), st.booleans())

@@ -6,11 +6,15 @@ Two ways to assign, with different costs:
   hash alone — streaming, no pass over other rows, and appending data never moves a row. Part
   sizes and class shares are right in expectation (binomial spread: a fold of a stratum of
   ``n`` units differs from ``n/k`` by about ``√(n/k)``).
-- **rank pass** (``stratify=`` or ``balanced=True``): units are ordered by (stratum hash, unit
+- **rank pass** (``stratify=`` or ``balanced=True``): rows are ordered by (stratum hash, row
   hash) and dealt out by rank, so within each stratum the fold sizes differ by at most one
-  unit and a hold-out part holds round(n·fraction) units up to one. It is a dense rank over
-  the whole frame: lazy, but Polars runs it in memory (two UInt64 columns per row plus the
-  sort), and a unit's part depends on which other units are present.
+  row — and so do the folds' totals — and a hold-out part holds round(n·share) rows of a
+  stratum of n rows. Groups (``group=``) are ordered by hash within their stratum (a group's
+  most frequent class) and laid end to end by row count, and the folds or parts cut that line
+  at 1/k, 2/k … (at the cumulative shares): each fold's rows of a stratum are within one
+  group's size of its share. It is a rank (or a windowed cumulative sum) over the whole
+  frame: lazy, but Polars runs it in memory (a few 8-byte columns per row plus a sort), and
+  a unit's part depends on which other units are present.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from .units import (
     UNIT,
     Frame,
     Units,
+    add_group_share,
     add_position,
     finish,
     new_columns,
@@ -52,7 +57,10 @@ def _count(value: int, name: str, low: int) -> int:
 def _add_fold(
     lf: pl.LazyFrame, k: int, u: Units, ranked: bool, over: str | None, name: str
 ) -> pl.LazyFrame:
-    if ranked:
+    if ranked and u.grouped:
+        lf = add_group_share(lf, u, over, POSITION)
+        fold = (pl.col(POSITION) * k).floor().clip(0, k - 1)
+    elif ranked:
         lf = add_position(lf, u, over, POSITION)
         fold = pl.col(POSITION) % k
     else:
@@ -87,11 +95,12 @@ def kfold(
     group : str or list of str
         A group key: all rows of a group fall in one fold (as sklearn's ``GroupKFold``).
     stratify : str or list of str, optional
-        Class column(s): a rank pass keeps each fold's class counts within one unit of the
-        whole's share (a group counts in its most frequent class).
+        Class column(s): a rank pass keeps each fold's count of every class within one row of
+        n_class / k (with ``group``: within one group's size; a group counts in its most
+        frequent class).
     balanced : bool
-        Without ``stratify``: rank pass so that fold sizes (in rows, or groups) differ by
-        at most one.
+        Without ``stratify``: a rank pass so that fold sizes differ by at most one row (with
+        ``group``: by at most about one group's size).
     name : str
         The new column.
 
@@ -187,9 +196,9 @@ def holdout(
     ``fractions`` are two (train, test) or three (train, validation, test) shares summing to
     1, or a mapping part name → share. Hash only, each unit falls in a part with its share's
     probability. With ``stratify`` (or ``balanced=True``) a rank pass puts exactly
-    round(n·cumulative share) units of each stratum of n units below each cut, so every
-    part's count is within one unit of n·share, per stratum. Other parameters as
-    :func:`kfold`.
+    round(n·cumulative share) rows of each stratum of n rows below each cut, so every part's
+    count is within one row of n·share, per stratum (with ``group``: within one group's size).
+    Other parameters as :func:`kfold`.
 
     Examples
     --------
@@ -206,7 +215,10 @@ def holdout(
     u = units(by, group, stratify)
     lf = with_units(lf, schema, u, seed, "holdout")
     cuts = [sum(values[: j + 1]) for j in range(len(values) - 1)]
-    if u.stratify or balanced:
+    if (u.stratify or balanced) and u.grouped:
+        lf = add_group_share(lf, u, None, POSITION)
+        index = pl.sum_horizontal([(pl.col(POSITION) >= c) for c in cuts])
+    elif u.stratify or balanced:
         rank, size = pl.col(UNIT).rank("dense"), pl.col(UNIT).n_unique()
         if u.stratify:
             rank, size = rank.over(STRATUM), size.over(STRATUM)

@@ -115,6 +115,28 @@ def with_units(
     return lf
 
 
+def add_group_share(lf: pl.LazyFrame, u: Units, over: str | None, out: str) -> pl.LazyFrame:
+    """Add ``out``: where a group's rows sit, as a share in (0, 1), among its stratum's rows.
+
+    The groups of a stratum (per ``over``) are ordered by their hash and laid end to end by
+    row count; a group's share is the midpoint of its rows. Cutting the shares at 1/k, 2/k …
+    (or at a hold-out's cumulative fractions) gives every fold (part) the stratum's rows
+    within one group's size of its share: a cut can miss by at most half a group on each side.
+    """
+    keys = [] if over is None else [over]
+    strata = [*keys, STRATUM] if u.stratify else keys
+    table = lf.group_by([*keys, UNIT, *([STRATUM] if u.stratify else [])]).agg(
+        pl.len().cast(pl.Float64).alias(out)
+    )
+    size = pl.col(out)
+    before = size.cum_sum().over(strata, order_by=UNIT) if strata else size.cum_sum()
+    total = size.sum().over(strata) if strata else size.sum()
+    if not strata:
+        table = table.sort(UNIT)
+    table = table.with_columns(((before - size / 2) / total).alias(out))
+    return lf.join(table.select(*keys, UNIT, out), on=[*keys, UNIT], how="left")
+
+
 def add_position(lf: pl.LazyFrame, u: Units, over: str | None, out: str) -> pl.LazyFrame:
     """Add ``out``: 0-based dense rank of the units ordered by (stratum hash, unit hash).
 
