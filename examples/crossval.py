@@ -30,7 +30,7 @@ df = se.split.kfold(df, 5, seed=0, by="id", stratify="label")
 
 def fit(rows, weight=None):
     """A scaled logistic regression fitted on ``rows`` (sample weights: in-bag counts)."""
-    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+    model = make_pipeline(StandardScaler(), LogisticRegression(solver="newton-cholesky"))
     x, y = rows.select(features).to_numpy(), rows["label"].to_numpy()
     return model.fit(x, y, logisticregression__sample_weight=weight)
 
