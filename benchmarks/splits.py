@@ -7,8 +7,8 @@ Usage::
 For each size, a frame with an integer id, a class column of skewed shares (70 %, 25 %, 4 %,
 1 %) and groups of 1–9 rows is split into 5 folds (and 50/25/25 hold-out parts): hash only,
 stratified by rows (rank pass), and stratified by groups — with a class drawn per row (a
-group's stratum is then its most frequent class) or per group (as a patient's diagnosis). Reported per method: the
-largest deviation, over classes and folds, of a fold's class count from n_class/k (rows), the
+group's stratum is then its most frequent class) or per group (as a patient's diagnosis).
+Reported per method: the largest deviation, over classes and folds, of a fold's class count from n_class/k (rows), the
 largest deviation of a fold's class share from the whole's (percentage points), and the wall
 time of assigning and collecting.
 """
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from run import update_readme
 
 import streameval as se
-from run import update_readme
 
 SHARES = [0.70, 0.25, 0.04, 0.01]
 
