@@ -8,9 +8,9 @@ For each size, a frame with an integer id, a class column of skewed shares (70 %
 1 %) and groups of 1–9 rows is split into 5 folds (and 50/25/25 hold-out parts): hash only,
 stratified by rows (rank pass), and stratified by groups — with a class drawn per row (a
 group's stratum is then its most frequent class) or per group (as a patient's diagnosis).
-Reported per method: the largest deviation, over classes and folds, of a fold's class count from n_class/k (rows), the
-largest deviation of a fold's class share from the whole's (percentage points), and the wall
-time of assigning and collecting.
+Reported per method: the largest deviation, over classes and folds, of a fold's class count
+from its expected count (rows), the largest deviation of a fold's class share from the whole's
+(percentage points), and the wall time of assigning and collecting.
 """
 
 from __future__ import annotations
