@@ -25,7 +25,7 @@ pytestmark = [
 ]
 THRESHOLDS = [0.3, 0.5]
 # scikit-learn fold by fold costs about 50 ms a cell: fewer examples than the default profile
-FEW = settings(max_examples=max(4, settings.default.max_examples // 6))
+FEW = settings(max_examples=max(4, settings.default.max_examples // 8))
 SOME = settings(max_examples=max(4, settings.default.max_examples // 4))
 
 
@@ -237,7 +237,10 @@ def test_fold_errors_say_what_was_expected(kwargs, message):
         se.evaluate(df, label="y", score="p", **kwargs)
 
 
-def test_fold_metrics_needs_the_fold_key():
-    state = se.accumulate(pl.DataFrame({"y": [0, 1], "p": [0.2, 0.8]}), label="y", score="p")
+def test_fold_metrics_needs_the_fold_key_without_nulls():
+    df = pl.DataFrame({"y": [0, 1], "p": [0.2, 0.8], "fold": [0, None]})
+    state = se.accumulate(df, label="y", score="p")
     with pytest.raises(se.InputError, match="among the state's group keys"):
         se.fold_metrics(state)
+    with pytest.raises(se.InputError, match="some are null"):
+        se.evaluate(df, label="y", score="p", folds="fold")

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.model_selection import TimeSeriesSplit
 
@@ -18,6 +18,7 @@ from streameval.split.keys import NULL_VALUE, STREAMS, add_key_hash, mix_int
 from streameval.split.resample import poisson_cuts
 
 MASK = (1 << 64) - 1
+HALF = settings(max_examples=max(4, settings.default.max_examples // 2))
 
 
 @st.composite
@@ -71,6 +72,7 @@ def test_stratified_kfold_is_exact_within_one_row_per_stratum(data, k):
     assert df.height < k or totals.max() - totals.min() <= 1
 
 
+@HALF
 @given(labelled(), st.sampled_from([(0.5, 0.25, 0.25), (0.7, 0.3), {"a": 0.1, "b": 0.9}]))
 def test_stratified_holdout_parts_within_one_row_of_their_share(data, fractions):
     df, seed = data
@@ -86,6 +88,7 @@ def test_stratified_holdout_parts_within_one_row_of_their_share(data, fractions)
             assert abs(got.get(name, 0) - part.height * share) <= 1 + 1e-9
 
 
+@HALF
 @given(labelled(), st.integers(2, 5), st.booleans())
 def test_groups_never_straddle_folds_or_parts(data, k, stratified):
     df, seed = data
@@ -101,6 +104,7 @@ def test_groups_never_straddle_folds_or_parts(data, k, stratified):
     assert (boot.group_by("replicate", "g").agg(pl.col("in_bag").n_unique())["in_bag"] == 1).all()
 
 
+@HALF
 @given(labelled(), st.integers(2, 5), st.booleans())
 def test_stratified_groups_balance_rows_within_one_group(data, k, per_group):
     """Groups of a class laid end to end and cut at 1/k …: each fold within one group's size."""
@@ -127,6 +131,7 @@ def test_stratified_groups_balance_rows_within_one_group(data, k, per_group):
                 assert abs(got - total * share) <= largest + 1e-9, (column, index, got, total)
 
 
+@HALF
 @given(labelled(), st.integers(2, 6), st.booleans())
 def test_assignment_ignores_row_order_and_chunks(data, k, stratified):
     df, seed = data

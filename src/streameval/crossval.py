@@ -137,6 +137,12 @@ def fold_metrics(
                 f"expected no group key named {name!r} (a column of the fold table); "
                 "hint: rename it"
             )
+    for name in cells:
+        if state.table[name].null_count():
+            raise InputError(
+                f"expected every row to have a {name!r} value, but some are null; hint: "
+                "filter out the rows without one (they belong to no fold)"
+            )
     if isinstance(ddof, bool) or not isinstance(ddof, int) or ddof < 0:
         raise InputError(f"expected ddof to be a non-negative integer, got {ddof!r}")
     others = [k for k in state.keys if k not in cells]
