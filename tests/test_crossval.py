@@ -205,6 +205,23 @@ def test_hive_fold_partitions_give_the_in_memory_table(tmp_path):
     assert from_files.filter(pl.col("estimate") == "fold").height == 12
 
 
+def test_intervals_per_fold_and_pooled_and_labels_as_keys():
+    df = pl.DataFrame({"id": range(90), "y": [i % 2 for i in range(90)]})
+    df = se.split.kfold(df, 3, by="id", stratify="y").with_columns(
+        a=(pl.col("id") * 37 % 100) / 100, b=(pl.col("id") * 53 % 100) / 100
+    )
+    table = se.evaluate(df, label="y", score="a", folds="fold", ci="wilson")
+    rows = {r["estimate"]: r for r in table.filter(pl.col("fold").is_null()).to_dicts()}
+    assert rows["mean"]["accuracy_lo"] is None and rows["sd"]["roc_auc_se"] is None
+    assert rows["mean"]["accuracy"] is not None and rows["pooled"]["accuracy_lo"] is not None
+    folds = table.filter(pl.col("estimate") == "fold")
+    plain = se.evaluate(df, label="y", score="a", by="fold", ci="wilson")
+    assert_frame_equal(folds.select(plain.columns), plain, check_dtypes=False)
+    paired = se.evaluate(df, task="paired", label="y", scores=["a", "b"], folds="fold")
+    assert paired.columns[:4] == ["fold", "model", "estimate", "n_folds"]
+    assert paired.filter(pl.col("estimate") == "pooled")["model"].to_list() == ["a", "b"]
+
+
 def test_cli_folds(tmp_path, capsys):
     df = pl.DataFrame({"id": range(60), "y": [i % 2 for i in range(60)]})
     df = se.split.repeated_kfold(df, 3, 2, by="id").with_columns(p=(pl.col("id") % 7) / 7)

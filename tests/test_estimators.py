@@ -147,6 +147,7 @@ def test_multiclass_and_regression_no_information_values(n, seed):
         ({"row_id": "id", "oob_estimate": "mean0"}, "oob_estimate to be one of"),
         ({"row_id": "id", "replicate": "rep"}, "expected a replicate column 'rep'"),
         ({"row_id": "idd"}, "did you mean 'id'"),
+        ({"row_id": "id", "task": "paired"}, "per model"),
     ],
 )
 def test_estimator_errors_say_what_was_expected(kwargs, message):

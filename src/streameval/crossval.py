@@ -64,6 +64,11 @@ def _bound(column: str) -> bool:
     )
 
 
+def _inference(column: str) -> bool:
+    """Whether a column is an interval limit, a standard error or a p-value of one sample."""
+    return column.endswith(("_lo", "_hi", "_se", "_pvalue"))
+
+
 def fold_metrics(
     state: State,
     folds: str = "fold",
@@ -73,6 +78,9 @@ def fold_metrics(
     alpha: float = 0.5,
     metrics: Sequence[str] | None = None,
     ddof: int = 1,
+    ci: str | None = None,
+    level: float = 0.95,
+    auc_method: str = "delong",
 ) -> pl.DataFrame:
     """Per-fold metrics plus their mean, standard deviation and pooled value, per group.
 
@@ -84,8 +92,9 @@ def fold_metrics(
         The fold column (a key of the state).
     repeats : str, optional
         The repeat column of repeated cross-validation (a key of the state).
-    threshold, alpha, metrics
-        As :meth:`State.metrics`.
+    threshold, alpha, metrics, ci, level, auc_method
+        As :meth:`State.metrics`; intervals, standard errors and p-values are given for the
+        fold and pooled rows (each a sample of its own) and null in the mean and sd rows.
     ddof : int
         Delta degrees of freedom of the standard deviation: 1 (default) is the sample
         standard deviation, R's ``sd()``; 0 divides by the number of folds K.
@@ -147,15 +156,24 @@ def fold_metrics(
         raise InputError(f"expected ddof to be a non-negative integer, got {ddof!r}")
     others = [k for k in state.keys if k not in cells]
 
+    inference: dict[str, Any] = {}
+    if ci is not None:
+        inference = {"ci": ci, "level": level, "auc_method": auc_method}
+
     def table(s: State, *, again: bool = False) -> pl.DataFrame:
         if not again:
-            return s.metrics(threshold, alpha=alpha, metrics=metrics)
+            return s.metrics(threshold, alpha=alpha, metrics=metrics, **inference)
         with warnings.catch_warnings():  # the same rows' warnings were issued per fold
             warnings.simplefilter("ignore")
-            return s.metrics(threshold, alpha=alpha, metrics=metrics)
+            return s.metrics(threshold, alpha=alpha, metrics=metrics, **inference)
 
     per_fold = table(state)
-    extra = ["threshold"] if "threshold" in per_fold.columns else []
+    # the threshold, and a label such as the paired task's model, are row keys, not values
+    extra = [
+        c
+        for c, dtype in per_fold.schema.items()
+        if c not in state.keys and (c == "threshold" or not dtype.is_numeric())
+    ]
     values = [c for c in per_fold.columns if c not in state.keys and c not in extra]
     per_fold = per_fold.with_columns(pl.col(values).cast(pl.Float64))
     groups = [*others, *extra]
@@ -173,13 +191,11 @@ def fold_metrics(
         *[_strict(pl.col(c), pl.col(c).mean()) for c in values],
         *[_strict(pl.col(c), pl.col(c).std(ddof)).alias(f"_sd_{c}") for c in values],
     )
-    parts.append(summary.select(*groups, "n_folds", *values).with_columns(_estimate("mean")))
-    sd = summary.select(
-        *groups,
-        "n_folds",
-        *[(pl.lit(None, pl.Float64) if _bound(c) else pl.col(f"_sd_{c}")).alias(c) for c in values],
-    )
-    parts.append(sd.with_columns(_estimate("sd")))
+    none = pl.lit(None, pl.Float64)
+    mean = [(none if _inference(c) else pl.col(c)).alias(c) for c in values]
+    parts.append(summary.select(*groups, "n_folds", *mean).with_columns(_estimate("mean")))
+    sd = [(none if _bound(c) or _inference(c) else pl.col(f"_sd_{c}")).alias(c) for c in values]
+    parts.append(summary.select(*groups, "n_folds", *sd).with_columns(_estimate("sd")))
     pooled = drop_keys(state, [folds])
     parts.append(counted(table(pooled, again=True), pooled.keys).with_columns(_estimate("pooled")))
     if repeats is not None:
@@ -187,7 +203,9 @@ def fold_metrics(
         parts.append(
             counted(table(overall, again=True), overall.keys).with_columns(_estimate("pooled"))
         )
-    order = [*others, *cells, "estimate", "n_folds", *values, *extra]
+    labels = [c for c in extra if c != "threshold"]
+    tail = ["threshold"] if "threshold" in extra else []
+    order = [*others, *cells, *labels, "estimate", "n_folds", *values, *tail]
     out = pl.concat(parts, how="diagonal_relaxed").select(order)
     last = [False] * len(groups) + [True] * len(cells) + [False]
     return out.sort([*groups, *cells, "estimate"], nulls_last=last, maintain_order=True)
@@ -212,6 +230,7 @@ def evaluate_folds(
     alpha: float,
     metrics: Sequence[str] | None,
     task: str,
+    inference: Mapping[str, Any],
     **options: Any,
 ) -> pl.DataFrame:
     """``evaluate(..., folds=, repeats=)``: accumulate once, the cells as keys; fold_metrics."""
@@ -242,4 +261,5 @@ def evaluate_folds(
         threshold=threshold if binary else None,
         alpha=alpha,
         metrics=metrics,
+        **inference,
     )

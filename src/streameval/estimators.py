@@ -123,6 +123,11 @@ def bootstrap_estimate(
         raise InputError(
             f"expected oob_estimate to be one of {', '.join(OOB)}, got {oob_estimate!r}"
         )
+    if task not in ("binary", "multiclass", "regression"):
+        raise InputError(
+            f"expected task to be binary, multiclass or regression, got {task!r}; hint: "
+            "bootstrap estimates are per model: evaluate each model's predictions on its own"
+        )
     keys = [] if by is None else [by] if isinstance(by, str) else list(by)
     binary = task == "binary"
     common: dict[str, Any] = {

@@ -84,6 +84,7 @@ def evaluate(
         return evaluate_folds(
             source, folds=folds, repeats=repeats, by=by, threshold=threshold, alpha=alpha,
             metrics=metrics, task=task, label=label, score=score, weight=weight,
+            inference={"ci": ci, "level": level, "auc_method": auc_method},
             prediction=prediction, scores=scores, classes=classes, positive=positive,
             precision=precision, top_k=top_k, power=power, drop_nulls=drop_nulls, engine=engine,
         )  # fmt: skip
