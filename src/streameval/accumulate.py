@@ -206,6 +206,16 @@ def prepare(
     if inputs.weight is not None:
         roles.append((inputs.weight, "weight"))
     used = [column for column, _ in roles]
+    twice = sorted({c for c in used if used.count(c) > 1})
+    if twice:
+        named = ", ".join(
+            f"{c!r} as {' and '.join(r for col, r in roles if col == c)}" for c in twice
+        )
+        raise InputError(
+            f"expected each column in one role, got {named}; hint: a model's predictions and "
+            "the labels are different columns (copy one in a LazyFrame to compare a column "
+            "with itself)"
+        )
     wanted = [*used, *keys]
     if files and len(files) > 1 and any(c not in schema for c in wanted):
         hint = diagnose_files(files, wanted)

@@ -125,11 +125,17 @@ def f1() -> pl.Expr:
 
 
 def mcc() -> pl.Expr:
-    """Matthews correlation (sklearn's covariance form); 0 when undefined."""
-    s = P + N
-    cov_tp = (tp + tn) * s - (N * (tn + fn) + P * (fp + tp))
+    """Matthews correlation (sklearn's covariance form); 0 when undefined.
+
+    Every sum comes from the four counts, as sklearn's from the confusion matrix: a class
+    never predicted then makes the covariance exactly 0 (the group totals, summed in
+    another order, could leave a rounding residue).
+    """
+    pos, neg = tp + fn, tn + fp
+    s = pos + neg
+    cov_tp = (tp + tn) * s - (neg * (tn + fn) + pos * (fp + tp))
     cov_pp = s * s - ((tn + fn) ** 2 + (fp + tp) ** 2)
-    cov_tt = s * s - (N * N + P * P)
+    cov_tt = s * s - (neg * neg + pos * pos)
     den = cov_tt * cov_pp
     return pl.when(den != 0).then(cov_tp / den.sqrt()).otherwise(0.0)
 
