@@ -306,8 +306,6 @@ def test_reading_something_that_is_not_a_state_file(tmp_path, frame, make):
 
 
 def test_a_column_in_two_roles_is_named():
-    import polars as pl
-
     df = pl.DataFrame({"y": ["a", "b"], "p": [0.1, 0.2]})
-    with pytest.raises(InputError, match="'y' as label and prediction"):
+    with pytest.raises(se.errors.InputError, match="'y' as label and prediction"):
         se.accumulate(df, task="multiclass", label="y", prediction="y")
