@@ -1,0 +1,257 @@
+"""Rollups: the metric rows of every window ending at each day, from stored states only.
+
+For each output day D (each value of the partition key) and each window, the window's
+partition states are merged and finalized; no source data is read. Trailing windows (``7d``)
+merge their days' states in day order; running windows (``mtd``, ``ytd``, ``all``) fold one
+day at a time (yesterday's merged state plus today's), and the fold at the last day is kept
+in the store, so a new day costs one merge per running window. The metrics of many (window,
+day) pairs are computed in one vectorized :meth:`State.metrics` call, ``window`` and the
+partition key acting as two more group keys.
+
+Each day's rows carry a digest of everything they depend on (the settings, and the
+fingerprints of every partition in each of its windows); a day whose digest is unchanged is
+not recomputed, and every computation is done in one fixed order, so equal inputs give
+equal rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import date, timedelta
+from typing import Any
+
+import polars as pl
+
+from ..spec import Spec
+from ..state import State, merge
+from .partitions import safe_name
+from .store import Store, canonical
+from .windows import Window
+
+ROLLUP_FORMAT = 1
+BATCH_ROWS = 2_000_000
+FLAT = "*"  # the one output "day" of a source without a partition key
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A stored partition: its value, day, fingerprint digest and state file."""
+
+    value: str
+    day: date | None
+    digest: str
+    state: str
+
+
+def digest_of(*parts: Any) -> str:
+    """First 16 hex digits of the SHA-256 of the parts' JSON."""
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def plan_digests(
+    entries: Sequence[Entry], windows: Sequence[Window], settings: str
+) -> tuple[list[str], list[dict[str, str]]]:
+    """Each day's rollup digest, and each day's running-window chain digests."""
+    chains: dict[str, str | None] = {w.name: None for w in windows if w.running}
+    days, running = [], []
+    for i, e in enumerate(entries):
+        members: dict[str, str | None] = {}
+        for w in windows:
+            if w.running:
+                prev = chains[w.name]
+                go_on = prev is not None and w.continues(entries[i - 1].day, e.day)  # type: ignore[arg-type]
+                chains[w.name] = digest_of(prev if go_on else None, e.value, e.digest)
+                members[w.name] = chains[w.name]
+            else:
+                members[w.name] = digest_of([[m.value, m.digest] for m in _members(entries, i, w)])
+        days.append(digest_of(settings, members))
+        running.append({k: v for k, v in chains.items() if v is not None})
+    return days, running
+
+
+def _members(entries: Sequence[Entry], i: int, window: Window) -> list[Entry]:
+    """The entries of a trailing window ending at entry ``i``, in day order."""
+    end = entries[i].day
+    j = i
+    while j > 0 and window.contains(entries[j - 1].day, end):  # type: ignore[arg-type]
+        j -= 1
+    return list(entries[j : i + 1])
+
+
+class Rollups:
+    """Computes the stale days' metric rows into the store, batch by batch."""
+
+    def __init__(
+        self,
+        store: Store,
+        manifest: dict[str, Any],
+        windows: Sequence[Window],
+        key: str | None,
+        metric_kwargs: dict[str, Any],
+        by: Sequence[str],
+        warn: Callable[[str], None],
+    ) -> None:
+        self.store, self.manifest, self.windows, self.key = store, manifest, list(windows), key
+        self.metric_kwargs, self.by, self.warn = metric_kwargs, list(by), warn
+        spec_json = manifest.get("spec")
+        self.spec = Spec.from_json(spec_json) if spec_json else None
+        self.settings = digest_of(
+            ROLLUP_FORMAT, spec_json, metric_kwargs, [w.name for w in windows], key
+        )
+
+    def name(self, entry: Entry) -> str:
+        """The rollup's name in the manifest: the day's partition value."""
+        return entry.value if self.key else FLAT
+
+    def stale(self, entries: Sequence[Entry]) -> tuple[list[int], list[str], list[dict[str, str]]]:
+        """Indices of the output days to recompute, every day's digest and running chains."""
+        digests, chains = plan_digests(entries, self.windows, self.settings)
+        points = range(len(entries)) if self.key else range(len(entries) - 1, len(entries))
+        cached = self.manifest.setdefault("rollups", {})
+        wanted = {self.name(entries[i]) for i in points}
+        for name in [n for n in cached if n not in wanted]:
+            del cached[name]
+        stale = []
+        for i in points:
+            entry = cached.get(self.name(entries[i])) or {}
+            fresh = entry.get("digest") == digests[i] and os.path.exists(
+                self.store.path(entry.get("file", ""))
+            )
+            if not fresh:
+                stale.append(i)
+        return stale, digests, chains
+
+    def run(self, entries: Sequence[Entry], save: Callable[[], None]) -> int:
+        """Recompute the stale days; return how many days were computed."""
+        if not entries:
+            self.manifest["rollups"], self.manifest["running"] = {}, {}
+            return 0
+        stale, digests, chains = self.stale(entries)
+        if not stale:
+            return 0
+        assert self.spec is not None
+        running = [w for w in self.windows if w.running]
+        trailing = [w.days for w in self.windows if not w.running]
+        span = timedelta(days=max(trailing, default=1) - 1)
+        folds, begin = self._resume(entries, stale[0], chains, running)
+        last = len(entries) - 1 if running else stale[-1]
+        states: dict[int, State] = {}
+
+        def state(i: int) -> State:
+            if i not in states:
+                what = f"the state of partition {entries[i].value!r}"
+                states[i] = self.store.read_state(entries[i].state, what)
+            return states[i]
+
+        todo, rows = set(stale), 0
+        batch: list[tuple[int, list[pl.DataFrame]]] = []
+        for i in range(begin, last + 1):
+            for w in running:
+                prev = folds.get(w.name)
+                go_on = prev is not None and w.continues(entries[i - 1].day, entries[i].day)  # type: ignore[arg-type]
+                folds[w.name] = canonical(merge([prev, state(i)])) if go_on else state(i)  # type: ignore[list-item]
+            if i in todo:
+                tables = []
+                for w in self.windows:
+                    if w.running:
+                        st = folds[w.name]
+                    else:
+                        members = [state(j) for j in range(i - len(_members(entries, i, w)) + 1, i + 1)]
+                        st = members[0] if len(members) == 1 else canonical(merge(members))
+                    tables.append(self._tag(st.table, w.name, entries[i].day))
+                batch.append((i, tables))
+                rows += sum(t.height for t in tables)
+                if rows >= BATCH_ROWS:
+                    self._flush(entries, batch, digests, save)
+                    batch, rows = [], 0
+            day = entries[i].day
+            for j in [j for j in states if j < i]:
+                if day is None or not trailing or entries[j].day < day - span:  # type: ignore[operator]
+                    del states[j]
+        if batch:
+            self._flush(entries, batch, digests, save)
+        if running:
+            self._checkpoint(entries[last], chains[last], folds, running)
+            save()
+        return len(stale)
+
+    def _resume(
+        self, entries: Sequence[Entry], first: int, chains: list[dict[str, str]], running: list[Window]
+    ) -> tuple[dict[str, State], int]:
+        """Folds to start from (the stored ones at an earlier day, when still valid)."""
+        if not running:
+            return {}, first
+        saved = self.manifest.get("running") or {}
+        index = {e.value: i for i, e in enumerate(entries)}.get(saved.get("value", ""))
+        files = saved.get("files", {})
+        usable = (
+            index is not None
+            and index < first
+            and all(saved.get("chains", {}).get(w.name) == chains[index].get(w.name) for w in running)
+            and all(os.path.exists(self.store.path(files.get(w.name, ""))) for w in running)
+        )
+        if not usable:
+            return {}, 0
+        what = "a stored running window"
+        return {w.name: self.store.read_state(files[w.name], what) for w in running}, index + 1  # type: ignore[operator]
+
+    def _checkpoint(
+        self, entry: Entry, chains: dict[str, str], folds: dict[str, State], running: list[Window]
+    ) -> None:
+        files = {}
+        for w in running:
+            rel = f"running/{w.name}.{chains[w.name]}.parquet"
+            if not os.path.exists(self.store.path(rel)):
+                self.store.write_state(folds[w.name], rel)
+            files[w.name] = rel
+        self.manifest["running"] = {"value": entry.value, "chains": chains, "files": files}
+
+    def _tag(self, table: pl.DataFrame, window: str, day: date | None) -> pl.DataFrame:
+        extra = [pl.lit(window, pl.String).alias("window")]
+        if self.key:
+            extra.append(pl.lit(day, pl.Date).alias(self.key))
+        return table.with_columns(extra)
+
+    def _flush(
+        self,
+        entries: Sequence[Entry],
+        batch: list[tuple[int, list[pl.DataFrame]]],
+        digests: list[str],
+        save: Callable[[], None],
+    ) -> None:
+        assert self.spec is not None
+        extra = ("window", self.key) if self.key else ("window",)
+        spec = replace(self.spec, keys=(*self.spec.keys, *extra))
+        table = pl.concat([t for _, tables in batch for t in tables], how="vertical")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = State(spec, table).metrics(**self.metric_kwargs)
+        for w in caught:
+            self.warn(str(w.message))
+        out = self._order(out)
+        parts = out.partition_by(self.key, as_dict=True) if self.key else {(None,): out}
+        cached = self.manifest["rollups"]
+        for i, _ in batch:
+            e = entries[i]
+            rows = parts.get((e.day,), out.clear())
+            name = self.name(e)
+            label = f"{self.key}={e.value}" if self.key else "all"
+            rel = f"metrics/{safe_name(label)}.{digests[i]}.parquet"
+            self.store.write_table(rows, rel)
+            cached[name] = {"digest": digests[i], "file": rel, "rows": rows.height}
+        save()
+
+    def _order(self, out: pl.DataFrame) -> pl.DataFrame:
+        """Columns: keys, window, the end day, then the metrics; rows in window order."""
+        head = [*self.by, "window", *([self.key] if self.key else [])]
+        rank = {w.name: i for i, w in enumerate(self.windows)}
+        extra = [c for c in ("model", "threshold") if c in out.columns]
+        order = pl.col("window").replace_strict(rank, return_dtype=pl.Int32)
+        out = out.sort([order, *self.by, *extra], nulls_last=False, maintain_order=True)
+        return out.select(*head, *[c for c in out.columns if c not in head])
