@@ -117,6 +117,10 @@ def _build() -> argparse.ArgumentParser:
     demo.add_argument("--dir", help="where to write the log (default: a temporary directory)")
     demo.add_argument("--output", help="write the table to FILE.parquet, .csv or .json")
     demo.add_argument("--all", action="store_true", help="print every column, not a summary")
+
+    from .jobs.commands import register
+
+    register(sub)  # run, state inspect|merge|metrics
     return parser
 
 
@@ -278,6 +282,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _build().parse_args(argv)
     try:
+        if hasattr(args, "handler"):  # subcommands registered by other modules
+            return int(args.handler(args))
         commands = {"evaluate": _evaluate, "report": _report, "demo": _demo}
         return commands[args.command](args)
     except StreamevalError as exc:

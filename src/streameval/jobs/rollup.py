@@ -30,7 +30,7 @@ import polars as pl
 from ..spec import Spec
 from ..state import State, merge
 from .partitions import safe_name
-from .store import Store, canonical
+from .store import Store
 from .windows import Window
 
 ROLLUP_FORMAT = 1
@@ -155,7 +155,7 @@ class Rollups:
             for w in running:
                 prev = folds.get(w.name)
                 go_on = prev is not None and w.continues(entries[i - 1].day, entries[i].day)  # type: ignore[arg-type]
-                folds[w.name] = canonical(merge([prev, state(i)])) if go_on else state(i)  # type: ignore[list-item]
+                folds[w.name] = merge([prev, state(i)]) if go_on else state(i)  # type: ignore[list-item]
             if i in todo:
                 tables = []
                 for w in self.windows:
@@ -163,7 +163,7 @@ class Rollups:
                         st = folds[w.name]
                     else:
                         members = [state(j) for j in range(i - len(_members(entries, i, w)) + 1, i + 1)]
-                        st = members[0] if len(members) == 1 else canonical(merge(members))
+                        st = merge(members)
                     tables.append(self._tag(st.table, w.name, entries[i].day))
                 batch.append((i, tables))
                 rows += sum(t.height for t in tables)

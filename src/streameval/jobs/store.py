@@ -78,9 +78,15 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 
 
 def canonical(state: State) -> State:
-    """The state with its rows in a fixed order (so equal states give equal files)."""
-    table = state.table
-    return State(state.spec, table.sort(table.columns, nulls_last=False, maintain_order=True))
+    """The state with its rows in a fixed order: by group keys and bucket columns.
+
+    Equal states then give equal files, and a merge of stored states sums each group's rows
+    in one fixed order.
+    """
+    from ..states import kind_module
+
+    order = [*state.spec.keys, *kind_module(state.spec).group_columns(state.spec)]
+    return State(state.spec, state.table.sort(order, nulls_last=False, maintain_order=True))
 
 
 def new_manifest(identity: dict[str, Any]) -> dict[str, Any]:
