@@ -182,7 +182,7 @@ def _compute(
     except StreamevalError as exc:
         raise type(exc)(f"source partition {label}: {exc}") from None
     for w in caught:
-        warn(f"{label}: {w.message}")
+        warn(str(w.message))
     spec = state.spec.to_json()
     if manifest.get("spec") not in (None, spec):
         raise StreamevalError(
