@@ -1,0 +1,311 @@
+"""Scheduled jobs run for real: job files, Parquet logs and stores in temporary folders."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+from jobs_support import START, cli, mtimes, tree, write_day, write_job, write_log
+
+import streameval as se
+from streameval.jobs import run_job
+
+
+def fresh_run(tmp: Path, source: Path, task: str = "binary") -> dict[str, bytes]:
+    """The outputs of a run on an empty store: what an incremental run must equal."""
+    job = write_job(tmp, source, task)
+    run_job(job, quiet=True)
+    return tree(tmp / "out")
+
+
+@pytest.fixture
+def setup(tmp_path):
+    source = write_log(tmp_path / "preds", days=10)
+    job = write_job(tmp_path / "job", source)
+    return tmp_path, source, job
+
+
+def test_first_run_then_a_second_run_scans_nothing_and_writes_nothing(setup):
+    tmp, source, job = setup
+    first = cli("run", str(job))
+    assert first.returncode == 0, first.stderr
+    assert "10 processed (10 new, 0 changed)" in first.stderr
+    out = job.parent / "out"
+    days = sorted(p.name for p in (out / "metrics").iterdir())
+    assert days == [f"day={(START + timedelta(days=d)).isoformat()}" for d in range(10)]
+    before, stamps = tree(out), mtimes(job.parent)
+    second = cli("run", str(job))
+    assert second.returncode == 0, second.stderr
+    assert "0 processed" in second.stderr and "0 file(s) written" in second.stderr
+    assert tree(out) == before
+    assert mtimes(job.parent) == stamps  # nothing rewritten, the manifest included
+    table = pl.read_parquet(out / "metrics", hive_partitioning=True)
+    assert table.columns[:3] == ["segment", "window", "day"]
+    assert table.height == 10 * 4 * 3 * 2  # days × windows × segments × thresholds
+    assert table.equals(pl.read_csv(out / "metrics.csv", try_parse_dates=True))
+
+
+def test_a_new_day_is_the_only_partition_read_and_old_files_stay(setup):
+    tmp, source, job = setup
+    run_job(job, quiet=True)
+    out = job.parent / "out"
+    stamps = mtimes(out / "metrics")
+    write_day(source, "binary", 10, 200)
+    report = run_job(job, quiet=True)
+    assert (report.processed, report.new, report.rollup_days) == (1, ["2026-10-05"], 1)
+    after = mtimes(out / "metrics")
+    assert {k: after[k] for k in stamps} == stamps  # earlier days untouched
+    assert len(after) == 11
+    assert tree(out) == fresh_run(tmp / "fresh", source)
+
+
+def test_a_rewritten_day_replaces_its_state_and_every_later_window(setup):
+    tmp, source, job = setup
+    run_job(job, quiet=True)
+    states = set((job.parent / "store" / "states").iterdir())
+    write_day(source, "binary", 3, 300, seed=7)  # late, rewritten data for day 3
+    report = run_job(job, quiet=True)
+    assert (report.processed, report.changed) == (1, ["2026-09-28"])
+    assert report.rollup_days == 7  # day 3 and later ('all' and 'mtd' windows)
+    now = set((job.parent / "store" / "states").iterdir())
+    assert len(now - states) == len(states - now) == 1  # the old state file is gone
+    assert tree(job.parent / "out") == fresh_run(tmp / "fresh", source)
+
+
+def test_a_deleted_day_drops_its_state_and_outputs(setup):
+    tmp, source, job = setup
+    run_job(job, quiet=True)
+    shutil.rmtree(source / "day=2026-09-30")
+    report = run_job(job, quiet=True)
+    assert (report.processed, report.dropped, report.removed) == (0, ["2026-09-30"], 1)
+    assert not (job.parent / "out" / "metrics" / "day=2026-09-30").exists()
+    assert len(list((job.parent / "store" / "states").iterdir())) == 9
+    assert tree(job.parent / "out") == fresh_run(tmp / "fresh", source)
+
+
+def test_dry_run_lists_the_work_and_writes_nothing(setup):
+    tmp, source, job = setup
+    result = cli("run", str(job), "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert "would process 10 of 10 partition(s) (10 new, 0 changed)" in result.stdout
+    assert "new      day=2026-09-25  1 file(s)  200 rows" in result.stdout
+    assert not (job.parent / "store").exists() and not (job.parent / "out").exists()
+    run_job(job, quiet=True)
+    write_day(source, "binary", 2, 50, seed=3)
+    shutil.rmtree(source / "day=2026-10-04")
+    result = cli("run", str(job), "--dry-run")
+    assert "would process 1 of 9 partition(s) (0 new, 1 changed)" in result.stdout
+    assert "dropped  day=2026-10-04" in result.stdout
+    assert run_job(job, quiet=True).processed == 1  # the dry run changed nothing
+
+
+def test_full_refresh_recomputes_everything_to_the_same_bytes(setup):
+    tmp, source, job = setup
+    run_job(job, quiet=True)
+    before = tree(job.parent / "out")
+    report = run_job(job, quiet=True, full_refresh=True)
+    assert report.processed == 10 and report.written == 0
+    assert tree(job.parent / "out") == before
+
+
+def windowed(frame: pl.DataFrame, days: list, windows: dict) -> pl.DataFrame:
+    """Each row once per (window, end day) whose window holds it, as two more keys."""
+    parts = []
+    for end in days:
+        for name, start in windows.items():
+            first = start(end)
+            rows = frame.filter(pl.col("day").is_between(first, end))
+            parts.append(rows.with_columns(window=pl.lit(name), end=pl.lit(end)))
+    return pl.concat(parts)
+
+
+@pytest.mark.parametrize(
+    ("task", "columns"),
+    [
+        ("binary", {"label": "label", "score": "score", "threshold": [0.3, 0.5]}),
+        ("multiclass", {"label": "animal", "prediction": "guess", "task": "multiclass",
+                        "scores": {"cat": "p_cat", "dog": "p_dog", "bird": "p_bird"}}),
+        ("regression", {"label": "y", "prediction": "y_hat", "task": "regression"}),
+    ],
+)  # fmt: skip
+def test_rollups_equal_evaluate_over_the_same_days(tmp_path, task, columns):
+    source = write_log(tmp_path / "preds", task, days=9, rows=150)
+    job = write_job(tmp_path / "job", source, task, extra='weight = "weight"')
+    run_job(job, quiet=True)
+    got = pl.read_parquet(tmp_path / "job" / "out" / "metrics", hive_partitioning=True)
+    frame = pl.read_parquet(source, hive_partitioning=True)
+    days = sorted(frame["day"].unique())
+    windows = {
+        "1d": lambda d: d,
+        "3d": lambda d: d - timedelta(days=2),
+        "mtd": lambda d: d.replace(day=1),
+        "all": lambda d: days[0],
+    }
+    if task != "binary":
+        columns = {**columns, "precision": None}
+    else:
+        columns = {**columns, "precision": "exact"}
+    expected = se.evaluate(
+        windowed(frame, days, windows), by=["segment", "window", "end"], weight="weight", **columns
+    ).rename({"end": "day"})
+    keys = ["segment", "window", "day", *(["threshold"] if task == "binary" else [])]
+    got, expected = got.sort(keys), expected.select(got.columns).sort(keys)
+    assert got.height == expected.height == 9 * 4 * 3 * (2 if task == "binary" else 1)
+    for column in got.columns:
+        if got[column].dtype.is_numeric():
+            a, b = got[column].to_list(), expected[column].to_list()
+            assert a == pytest.approx(b, rel=1e-9, abs=1e-12, nan_ok=True), column
+        else:
+            assert got[column].equals(expected[column]), column
+
+
+def test_a_changed_task_is_refused_and_full_refresh_rebuilds(setup):
+    tmp, source, job = setup
+    run_job(job, quiet=True)
+    job.write_text(job.read_text().replace('precision = "exact"', "precision = 8"))
+    result = cli("run", str(job))
+    assert result.returncode == 2
+    assert "accumulate.precision: 52 → 8" in result.stderr
+    assert "--full-refresh" in result.stderr and "Traceback" not in result.stderr
+    assert cli("run", str(job), "--full-refresh", "--quiet").returncode == 0
+    # a metric-only change needs no refresh: outputs are rebuilt from the stored states
+    job.write_text(job.read_text().replace("by = [", 'metrics = ["roc_auc"]\nby = ['))
+    report = run_job(job, quiet=True)
+    assert report.processed == 0 and report.rollup_days == 10
+    assert pl.read_csv(job.parent / "out" / "metrics.csv").columns[3:5] == ["n", "roc_auc"]
+
+
+def test_a_held_lock_is_refused_and_a_stale_one_taken_over(setup):
+    tmp, source, job = setup
+    store = job.parent / "store"
+    store.mkdir()
+    lock = store / "LOCK"
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        import socket
+
+        info = {"pid": holder.pid, "host": socket.gethostname(), "started": 0}
+        lock.write_text(json.dumps(info | {"started_at": "2026-10-01T00:00:00+00:00"}))
+        result = cli("run", str(job))
+        assert result.returncode == 2
+        assert f"another run holds the store's lock {lock}" in result.stderr
+        assert f"pid {holder.pid}" in result.stderr and f"rm {lock}" in result.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    result = cli("run", str(job))  # the holder is gone: its lock is stale
+    assert result.returncode == 0, result.stderr
+    assert f"took over a stale lock left by pid {holder.pid}" in result.stderr
+    assert not lock.exists()
+
+
+def test_a_store_of_another_version_is_refused_never_misread(setup):
+    tmp, source, job = setup
+    run_job(job, quiet=True)
+    store = job.parent / "store"
+    manifest = json.loads((store / "manifest.json").read_text())
+    for key, value in [("state_schema_version", 2), ("store_format", 9)]:
+        (store / "manifest.json").write_text(json.dumps({**manifest, key: value}))
+        result = cli("run", str(job))
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert f"has version {value}" in result.stderr and "--full-refresh" in result.stderr
+    (store / "manifest.json").write_text(json.dumps(manifest))
+    # a state file claiming another schema version is refused when read
+    entry = manifest["partitions"]["2026-09-27"]
+    path = store / entry["state"]
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    meta = {**table.schema.metadata, b"streameval.schema_version": b"2"}
+    pq.write_table(table.replace_schema_metadata(meta), path)
+    result = cli("state", "metrics", str(store))
+    assert result.returncode == 2
+    assert "expected state schema version 1" in result.stderr and "version 2" in result.stderr
+    write_day(source, "binary", 3, 100, seed=5)  # day 3's 3d window reads day 2's state
+    with pytest.raises(se.StateFileError, match="expected state schema version 1"):
+        run_job(job, quiet=True)
+    assert run_job(job, quiet=True, full_refresh=True).processed == 10
+
+
+def test_state_subcommands(setup):
+    tmp, source, job = setup
+    run_job(job, quiet=True)
+    store = job.parent / "store"
+    result = cli("state", "inspect", str(store), "--files")
+    assert result.returncode == 0, result.stderr
+    assert "10 partition(s), 2,000 source rows" in result.stdout
+    assert "state schema version 1" in result.stdout
+    assert "day=2026-09-25  1 file(s)  200 rows  state " in result.stdout
+    assert "preds/day=2026-09-25/part-0.parquet" in result.stdout
+    first = sorted((store / "states").iterdir())[0]
+    result = cli("state", "inspect", str(first))
+    assert "binary state, schema version 1" in result.stdout
+    merged = tmp / "merged.parquet"
+    result = cli("state", "merge", str(store), "--output", str(merged))
+    assert result.returncode == 0, result.stderr
+    out = pl.read_parquet(job.parent / "out" / "metrics", hive_partitioning=True)
+    last = out.filter(pl.col("window") == "all", pl.col("day") == out["day"].max())
+    both = se.read_state(merged).metrics(threshold=[0.3, 0.5]).sort("segment", "threshold")
+    assert both["roc_auc"].to_list() == last.sort("segment", "threshold")["roc_auc"].to_list()
+    table = tmp / "windows.csv"
+    args = ["state", "metrics", str(store), "--by-window", "3d", "--threshold", "0.5"]
+    result = cli(*args, "--end", "2026-10-01", "--output", str(table))
+    assert result.returncode == 0, result.stderr
+    got = pl.read_csv(table, try_parse_dates=True)
+    want = out.filter(pl.col("window") == "3d", pl.col("day") == START + timedelta(days=6))
+    want = want.filter(pl.col("threshold") == 0.5).sort("segment")
+    assert got.sort("segment")["f1"].to_list() == want["f1"].to_list()
+    assert cli("state", "inspect", str(tmp)).returncode == 2
+
+
+def test_progress_is_plain_lines_without_a_terminal_and_silent_when_quiet(setup):
+    tmp, source, job = setup
+    result = cli("run", str(job))
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 11
+    assert lines[0].startswith("streameval run: day=2026-09-25: 1 file(s), 200 rows [1/10 files")
+    assert "rows/s, ETA" in lines[0]
+    write_day(source, "binary", 10, 200)
+    assert cli("run", str(job), "--quiet").stderr == ""
+
+
+def test_progress_on_a_terminal_is_one_updating_line():
+    import io
+
+    from streameval.jobs.progress import Progress
+
+    out = io.StringIO()
+    p = Progress(2, 20, stream=out, tty=True)
+    p.begin("day=1")
+    p.done("day=1", files=1, rows=10)
+    p.done("day=2", files=1, rows=10)
+    p.finish()
+    text = out.getvalue()
+    assert text.count("\n") == 1 and text.count("\r") == 3
+    assert "2/2 files, 20/20 rows" in text
+
+
+def test_a_flat_source_is_one_partition_per_file(tmp_path):
+    source = tmp_path / "preds"
+    source.mkdir()
+    for i in range(3):
+        write_day(tmp_path / "tmp", "binary", i, 100).joinpath("part-0.parquet").rename(
+            source / f"file-{i}.parquet"
+        )
+    job = tmp_path / "job.toml"
+    job.write_text(
+        f'[source]\npaths = ["{source}/*.parquet"]\n[task]\nlabel = "label"\nscore = "score"\n'
+        'precision = "exact"\n[store]\npath = "store"\n[[outputs]]\npath = "out"\n'
+    )
+    assert run_job(job, quiet=True).processed == 3
+    got = pl.read_parquet(tmp_path / "out" / "part-0.parquet")
+    want = se.evaluate(str(source), label="label", score="score", precision="exact")
+    assert got["window"].to_list() == ["all"] and got["roc_auc"].item() == want["roc_auc"].item()
+    (source / "file-1.parquet").unlink()
+    assert run_job(job, quiet=True).dropped == ["preds/file-1.parquet"]
