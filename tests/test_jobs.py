@@ -17,6 +17,20 @@ import streameval as se
 from streameval.jobs import run_job
 
 
+@pytest.fixture
+def main(capsys):
+    """The command line in this process: (status, stdout, stderr)."""
+    from streameval.cli import main as cli_main
+
+    def call(*args: str) -> subprocess.CompletedProcess[str]:
+        capsys.readouterr()
+        status = cli_main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, status, out, err)
+
+    return call
+
+
 def fresh_run(tmp: Path, source: Path, task: str = "binary") -> dict[str, bytes]:
     """The outputs of a run on an empty store: what an incremental run must equal."""
     job = write_job(tmp, source, task)
@@ -89,9 +103,9 @@ def test_a_deleted_day_drops_its_state_and_outputs(setup):
     assert tree(job.parent / "out") == fresh_run(tmp / "fresh", source)
 
 
-def test_dry_run_lists_the_work_and_writes_nothing(setup):
+def test_dry_run_lists_the_work_and_writes_nothing(setup, main):
     tmp, source, job = setup
-    result = cli("run", str(job), "--dry-run")
+    result = main("run", str(job), "--dry-run")
     assert result.returncode == 0, result.stderr
     assert "would process 10 of 10 partition(s) (10 new, 0 changed)" in result.stdout
     assert "new      day=2026-09-25  1 file(s)  200 rows" in result.stdout
@@ -99,7 +113,7 @@ def test_dry_run_lists_the_work_and_writes_nothing(setup):
     run_job(job, quiet=True)
     write_day(source, "binary", 2, 50, seed=3)
     shutil.rmtree(source / "day=2026-10-04")
-    result = cli("run", str(job), "--dry-run")
+    result = main("run", str(job), "--dry-run")
     assert "would process 1 of 9 partition(s) (0 new, 1 changed)" in result.stdout
     assert "dropped  day=2026-10-04" in result.stdout
     assert run_job(job, quiet=True).processed == 1  # the dry run changed nothing
@@ -165,15 +179,15 @@ def test_rollups_equal_evaluate_over_the_same_days(tmp_path, task, columns):
             assert got[column].equals(expected[column]), column
 
 
-def test_a_changed_task_is_refused_and_full_refresh_rebuilds(setup):
+def test_a_changed_task_is_refused_and_full_refresh_rebuilds(setup, main):
     tmp, source, job = setup
     run_job(job, quiet=True)
     job.write_text(job.read_text().replace('precision = "exact"', "precision = 8"))
-    result = cli("run", str(job))
+    result = main("run", str(job))
     assert result.returncode == 2
     assert "accumulate.precision: 52 → 8" in result.stderr
     assert "--full-refresh" in result.stderr and "Traceback" not in result.stderr
-    assert cli("run", str(job), "--full-refresh", "--quiet").returncode == 0
+    assert main("run", str(job), "--full-refresh", "--quiet").returncode == 0
     # a metric-only change needs no refresh: outputs are rebuilt from the stored states
     job.write_text(job.read_text().replace("by = [", 'metrics = ["roc_auc"]\nby = ['))
     report = run_job(job, quiet=True)
@@ -181,7 +195,7 @@ def test_a_changed_task_is_refused_and_full_refresh_rebuilds(setup):
     assert pl.read_csv(job.parent / "out" / "metrics.csv").columns[3:5] == ["n", "roc_auc"]
 
 
-def test_a_held_lock_is_refused_and_a_stale_one_taken_over(setup):
+def test_a_held_lock_is_refused_and_a_stale_one_taken_over(setup, main):
     tmp, source, job = setup
     store = job.parent / "store"
     store.mkdir()
@@ -192,27 +206,27 @@ def test_a_held_lock_is_refused_and_a_stale_one_taken_over(setup):
 
         info = {"pid": holder.pid, "host": socket.gethostname(), "started": 0}
         lock.write_text(json.dumps(info | {"started_at": "2026-10-01T00:00:00+00:00"}))
-        result = cli("run", str(job))
+        result = main("run", str(job))
         assert result.returncode == 2
         assert f"another run holds the store's lock {lock}" in result.stderr
         assert f"pid {holder.pid}" in result.stderr and f"rm {lock}" in result.stderr
     finally:
         holder.kill()
         holder.wait()
-    result = cli("run", str(job))  # the holder is gone: its lock is stale
+    result = main("run", str(job))  # the holder is gone: its lock is stale
     assert result.returncode == 0, result.stderr
     assert f"took over a stale lock left by pid {holder.pid}" in result.stderr
     assert not lock.exists()
 
 
-def test_a_store_of_another_version_is_refused_never_misread(setup):
+def test_a_store_of_another_version_is_refused_never_misread(setup, main):
     tmp, source, job = setup
     run_job(job, quiet=True)
     store = job.parent / "store"
     manifest = json.loads((store / "manifest.json").read_text())
     for key, value in [("state_schema_version", 2), ("store_format", 9)]:
         (store / "manifest.json").write_text(json.dumps({**manifest, key: value}))
-        result = cli("run", str(job))
+        result = main("run", str(job))
         assert result.returncode == 2 and "Traceback" not in result.stderr
         assert f"has version {value}" in result.stderr and "--full-refresh" in result.stderr
     (store / "manifest.json").write_text(json.dumps(manifest))
@@ -224,7 +238,7 @@ def test_a_store_of_another_version_is_refused_never_misread(setup):
     table = pq.read_table(path)
     meta = {**table.schema.metadata, b"streameval.schema_version": b"2"}
     pq.write_table(table.replace_schema_metadata(meta), path)
-    result = cli("state", "metrics", str(store))
+    result = main("state", "metrics", str(store))
     assert result.returncode == 2
     assert "expected state schema version 1" in result.stderr and "version 2" in result.stderr
     write_day(source, "binary", 3, 100, seed=5)  # day 3's 3d window reads day 2's state
@@ -233,21 +247,21 @@ def test_a_store_of_another_version_is_refused_never_misread(setup):
     assert run_job(job, quiet=True, full_refresh=True).processed == 10
 
 
-def test_state_subcommands(setup):
+def test_state_subcommands(setup, main):
     tmp, source, job = setup
     run_job(job, quiet=True)
     store = job.parent / "store"
-    result = cli("state", "inspect", str(store), "--files")
+    result = main("state", "inspect", str(store), "--files")
     assert result.returncode == 0, result.stderr
     assert "10 partition(s), 2,000 source rows" in result.stdout
     assert "state schema version 1" in result.stdout
     assert "day=2026-09-25  1 file(s)  200 rows  state " in result.stdout
     assert "preds/day=2026-09-25/part-0.parquet" in result.stdout
     first = sorted((store / "states").iterdir())[0]
-    result = cli("state", "inspect", str(first))
+    result = main("state", "inspect", str(first))
     assert "binary state, schema version 1" in result.stdout
     merged = tmp / "merged.parquet"
-    result = cli("state", "merge", str(store), "--output", str(merged))
+    result = main("state", "merge", str(store), "--output", str(merged))
     assert result.returncode == 0, result.stderr
     out = pl.read_parquet(job.parent / "out" / "metrics", hive_partitioning=True)
     last = out.filter(pl.col("window") == "all", pl.col("day") == out["day"].max())
@@ -255,24 +269,24 @@ def test_state_subcommands(setup):
     assert both["roc_auc"].to_list() == last.sort("segment", "threshold")["roc_auc"].to_list()
     table = tmp / "windows.csv"
     args = ["state", "metrics", str(store), "--by-window", "3d", "--threshold", "0.5"]
-    result = cli(*args, "--end", "2026-10-01", "--output", str(table))
+    result = main(*args, "--end", "2026-10-01", "--output", str(table))
     assert result.returncode == 0, result.stderr
     got = pl.read_csv(table, try_parse_dates=True)
     want = out.filter(pl.col("window") == "3d", pl.col("day") == START + timedelta(days=6))
     want = want.filter(pl.col("threshold") == 0.5).sort("segment")
     assert got.sort("segment")["f1"].to_list() == want["f1"].to_list()
-    assert cli("state", "inspect", str(tmp)).returncode == 2
+    assert main("state", "inspect", str(tmp)).returncode == 2
 
 
-def test_progress_is_plain_lines_without_a_terminal_and_silent_when_quiet(setup):
+def test_progress_is_plain_lines_without_a_terminal_and_silent_when_quiet(setup, main):
     tmp, source, job = setup
-    result = cli("run", str(job))
+    result = main("run", str(job))
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 11
     assert lines[0].startswith("streameval run: day=2026-09-25: 1 file(s), 200 rows [1/10 files")
     assert "rows/s, ETA" in lines[0]
     write_day(source, "binary", 10, 200)
-    assert cli("run", str(job), "--quiet").stderr == ""
+    assert main("run", str(job), "--quiet").stderr == ""
 
 
 def test_progress_on_a_terminal_is_one_updating_line():

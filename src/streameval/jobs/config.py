@@ -256,7 +256,9 @@ def _check(table: _Table, path: str, value: Any, kind: str) -> Any:
         "tables": (None, "table"),
     }.get(kind, (None, "scalar"))
     if single is not None and not isinstance(value, list):
-        return [_check(table, path, value, single)]
+        if not checks[single](value):
+            raise table.error(path, f"expected {_KINDS[kind]}, got {_type(value)} {value!r}")
+        return [value]
     if not isinstance(value, list):
         raise table.error(path, f"expected {_KINDS[kind]}, got {_type(value)} {value!r}")
     return [_check(table, f"{path}[{i}]", v, items) for i, v in enumerate(value)]
@@ -346,6 +348,7 @@ def _task(file: str, data: Any) -> TaskConfig:
     label = t.take("label", "str")
     for name in ("score", "prediction", "weight"):
         o[name] = t.take(name, "str", None)
+    o["scores"] = None
     if t.has("scores"):
         raw = t.data["scores"]
         o["scores"] = t.take("scores", "table" if isinstance(raw, dict) else "strs")
