@@ -23,7 +23,10 @@ def day_frame(task: str, day: int, rows: int, seed: int = 0) -> pl.DataFrame:
     frame = {"segment": seg, "weight": rng.choice([0.5, 1.0, 2.0], rows)}
     if task == "binary":
         y = rng.random(rows) < 0.4
-        frame |= {"label": y.astype(np.int8), "score": np.round(rng.random(rows) * 0.6 + 0.4 * y, 3)}
+        frame |= {
+            "label": y.astype(np.int8),
+            "score": np.round(rng.random(rows) * 0.6 + 0.4 * y, 3),
+        }
     elif task == "multiclass":
         y = rng.integers(0, 3, rows)
         p = rng.dirichlet([1, 1, 1], rows) + np.eye(3)[y]

@@ -46,7 +46,7 @@ def setup(tmp_path):
 
 
 def test_first_run_then_a_second_run_scans_nothing_and_writes_nothing(setup):
-    tmp, source, job = setup
+    _tmp, _source, job = setup
     first = cli("run", str(job))
     assert first.returncode == 0, first.stderr
     assert "10 processed (10 new, 0 changed)" in first.stderr
@@ -104,7 +104,7 @@ def test_a_deleted_day_drops_its_state_and_outputs(setup):
 
 
 def test_dry_run_lists_the_work_and_writes_nothing(setup, main):
-    tmp, source, job = setup
+    _tmp, source, job = setup
     result = main("run", str(job), "--dry-run")
     assert result.returncode == 0, result.stderr
     assert "would process 10 of 10 partition(s) (10 new, 0 changed)" in result.stdout
@@ -120,7 +120,7 @@ def test_dry_run_lists_the_work_and_writes_nothing(setup, main):
 
 
 def test_full_refresh_recomputes_everything_to_the_same_bytes(setup):
-    tmp, source, job = setup
+    _tmp, _source, job = setup
     run_job(job, quiet=True)
     before = tree(job.parent / "out")
     report = run_job(job, quiet=True, full_refresh=True)
@@ -180,7 +180,7 @@ def test_rollups_equal_evaluate_over_the_same_days(tmp_path, task, columns):
 
 
 def test_a_changed_task_is_refused_and_full_refresh_rebuilds(setup, main):
-    tmp, source, job = setup
+    _tmp, _source, job = setup
     run_job(job, quiet=True)
     job.write_text(job.read_text().replace('precision = "exact"', "precision = 8"))
     result = main("run", str(job))
@@ -196,7 +196,7 @@ def test_a_changed_task_is_refused_and_full_refresh_rebuilds(setup, main):
 
 
 def test_a_held_lock_is_refused_and_a_stale_one_taken_over(setup, main):
-    tmp, source, job = setup
+    _tmp, _source, job = setup
     store = job.parent / "store"
     store.mkdir()
     lock = store / "LOCK"
@@ -220,7 +220,7 @@ def test_a_held_lock_is_refused_and_a_stale_one_taken_over(setup, main):
 
 
 def test_a_store_of_another_version_is_refused_never_misread(setup, main):
-    tmp, source, job = setup
+    _tmp, source, job = setup
     run_job(job, quiet=True)
     store = job.parent / "store"
     manifest = json.loads((store / "manifest.json").read_text())
@@ -248,7 +248,7 @@ def test_a_store_of_another_version_is_refused_never_misread(setup, main):
 
 
 def test_state_subcommands(setup, main):
-    tmp, source, job = setup
+    tmp, _source, job = setup
     run_job(job, quiet=True)
     store = job.parent / "store"
     result = main("state", "inspect", str(store), "--files")
@@ -279,7 +279,7 @@ def test_state_subcommands(setup, main):
 
 
 def test_progress_is_plain_lines_without_a_terminal_and_silent_when_quiet(setup, main):
-    tmp, source, job = setup
+    _tmp, source, job = setup
     result = main("run", str(job))
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 11

@@ -24,7 +24,6 @@ from jobs_support import ENV, tree, write_day, write_job
 from streameval.jobs import run_job
 
 
-
 def stage(store: Path, days: int) -> str:
     """Where a killed run stopped, read from what it left in its store."""
     try:

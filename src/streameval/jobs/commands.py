@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,8 +105,11 @@ def _metrics(args: argparse.Namespace) -> int:
         table = load_states([args.path]).metrics(**options)
     if args.output:
         suffix = Path(args.output).suffix.lower()
-        writers = {".parquet": table.write_parquet, ".csv": table.write_csv}
-        writers[".json"] = table.write_json
+        writers: dict[str, Callable[[str], Any]] = {
+            ".parquet": table.write_parquet,
+            ".csv": table.write_csv,
+            ".json": table.write_json,
+        }
         if suffix not in writers:
             raise StreamevalError(
                 f"expected --output to end in .parquet, .csv or .json, got {args.output!r}"

@@ -94,8 +94,10 @@ def publish(
         if output.format == "parquet":
             expected = {n: day_file(output, key, n) for n in names}
             for n, path in expected.items():
-                if same_settings and record.get("days", {}).get(n) == days[n] and os.path.exists(
-                    path
+                if (
+                    same_settings
+                    and record.get("days", {}).get(n) == days[n]
+                    and os.path.exists(path)
                 ):
                     done.unchanged += 1
                     continue

@@ -18,6 +18,7 @@ recomputed.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -129,7 +130,7 @@ def discover_files(paths: Sequence[str], key: str | None, *, base: str) -> list[
                 fingerprint=sorted(rows),
                 rows=sum(r[3] for r in rows),
                 files=len(rows),
-                open=lambda members=members: list(members),
+                open=functools.partial(list, members),
             )
         )
     return sorted(partitions, key=lambda p: (p.day or date.min, p.value))

@@ -1,11 +1,13 @@
-"""Progress of a run on stderr: one updating line on a terminal, plain log lines otherwise.
+r"""Progress of a run on stderr: one updating line on a terminal, plain log lines otherwise.
 
 >>> import io
 >>> out = io.StringIO()
 >>> p = Progress(files=3, rows=300, stream=out, clock=iter([0.0, 1.0, 2.0, 3.0]).__next__)
 >>> p.done("day=2026-10-01", files=1, rows=100)
->>> print(out.getvalue().strip())
-streameval run: day=2026-10-01: 1 file(s), 100 rows [1/3 files, 100/300 rows, 100 rows/s, ETA 0:00:02]
+>>> print(out.getvalue().replace(" [", "\n["))
+streameval run: day=2026-10-01: 1 file(s), 100 rows
+[1/3 files, 100/300 rows, 100 rows/s, ETA 0:00:02]
+<BLANKLINE>
 """
 
 from __future__ import annotations

@@ -162,7 +162,9 @@ class Rollups:
                     if w.running:
                         st = folds[w.name]
                     else:
-                        members = [state(j) for j in range(i - len(_members(entries, i, w)) + 1, i + 1)]
+                        members = [
+                            state(j) for j in range(i - len(_members(entries, i, w)) + 1, i + 1)
+                        ]
                         st = merge(members)
                     tables.append(self._tag(st.table, w.name, entries[i].day))
                 batch.append((i, tables))
@@ -182,7 +184,11 @@ class Rollups:
         return len(stale)
 
     def _resume(
-        self, entries: Sequence[Entry], first: int, chains: list[dict[str, str]], running: list[Window]
+        self,
+        entries: Sequence[Entry],
+        first: int,
+        chains: list[dict[str, str]],
+        running: list[Window],
     ) -> tuple[dict[str, State], int]:
         """Folds to start from (the stored ones at an earlier day, when still valid)."""
         if not running:
@@ -193,7 +199,9 @@ class Rollups:
         usable = (
             index is not None
             and index < first
-            and all(saved.get("chains", {}).get(w.name) == chains[index].get(w.name) for w in running)
+            and all(
+                saved.get("chains", {}).get(w.name) == chains[index].get(w.name) for w in running
+            )
             and all(os.path.exists(self.store.path(files.get(w.name, ""))) for w in running)
         )
         if not usable:
@@ -235,7 +243,9 @@ class Rollups:
         for w in caught:
             self.warn(str(w.message))
         out = self._order(out)
-        parts = out.partition_by(self.key, as_dict=True) if self.key else {(None,): out}
+        parts: dict[Any, pl.DataFrame] = (
+            out.partition_by(self.key, as_dict=True) if self.key else {(None,): out}
+        )
         cached = self.manifest["rollups"]
         for i, _ in batch:
             e = entries[i]

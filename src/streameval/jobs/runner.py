@@ -29,8 +29,12 @@ moment is completed by the next one, with the same result as an uninterrupted ru
 >>> report = run_job(f"{root}/job.toml", quiet=True)
 >>> report.processed, run_job(f"{root}/job.toml", quiet=True).processed
 (2, 0)
->>> pl.read_csv(f"{root}/metrics.csv").select("window", "day", "n", "roc_auc").rows()
-[('1d', '2026-10-01', 3, 1.0), ('all', '2026-10-01', 3, 1.0), ('1d', '2026-10-02', 3, 1.0), ('all', '2026-10-02', 6, 1.0)]
+>>> for row in pl.read_csv(f"{root}/metrics.csv").select("window", "day", "n", "roc_auc").rows():
+...     print(row)
+('1d', '2026-10-01', 3, 1.0)
+('all', '2026-10-01', 3, 1.0)
+('1d', '2026-10-02', 3, 1.0)
+('all', '2026-10-02', 6, 1.0)
 """
 
 from __future__ import annotations
@@ -150,7 +154,11 @@ def run_job(
             job.task.metric_kwargs(), job.task.by, warn,
         )  # fmt: skip
         stored = entries(job, manifest)
-        report.rollup_days = rollups.run(stored, lambda: store.save(manifest))
+
+        def save() -> None:
+            store.save(manifest)
+
+        report.rollup_days = rollups.run(stored, save)
         names = list(dict.fromkeys(rollups.name(e) for e in stored))
         published = publish(job, store, manifest, names)
         report.written, report.unchanged = published.written, published.unchanged

@@ -74,7 +74,11 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` atomically."""
-    atomic_write(path, lambda tmp: Path(tmp).write_bytes(data))
+
+    def write(tmp: str) -> None:
+        Path(tmp).write_bytes(data)
+
+    atomic_write(path, write)
 
 
 def canonical(state: State) -> State:

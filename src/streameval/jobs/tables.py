@@ -170,7 +170,11 @@ def _iceberg(source: Any) -> list[Partition]:
         f = task.file
         deletes = sorted(d.file_path for d in task.delete_files)
         value = f.partition[index] if index is not None else None
-        if isinstance(value, int) and key and "date" in str(table.schema().find_field(key).field_type):
+        if (
+            isinstance(value, int)
+            and key
+            and "date" in str(table.schema().find_field(key).field_type)
+        ):
             value = date(1970, 1, 1) + timedelta(days=value)
         row = [f.file_path, f.file_size_in_bytes, deletes, f.record_count]
         rows.append((None if value is None else _text(value), row))

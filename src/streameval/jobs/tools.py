@@ -65,7 +65,7 @@ def inspect_text(path: str, *, files: bool = False) -> str:
             f"{state.table.height:,} rows, {os.path.getsize(path):,} bytes\n"
             f"spec: {spec.to_json()}\ncolumns: {', '.join(state.table.columns)}"
         )
-    store, m = _manifest(path)
+    m = _manifest(path)[1]
     parts = m.get("partitions", {})
     lines = [
         f"store {path}: store format {m.get('store_format')}, state schema version "
@@ -149,4 +149,3 @@ def window_metrics(
     out = state.metrics(**options)
     head = [*spec.keys, "window", key]
     return out.select(*head, *[c for c in out.columns if c not in head])
-

@@ -1,0 +1,145 @@
+"""The ``[task]`` table of a job file: the evaluation, with :func:`streameval.evaluate`'s names.
+
+Keys that do not apply to the task's kind are refused (``power`` for a binary task), and a
+multiclass job must declare its classes, since each partition is accumulated on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+from ..spec import parse_precision
+from .tomlkeys import Table, choice, type_name
+
+KINDS = ("binary", "multiclass", "regression", "paired")
+# Which [task] keys apply to which task kind (the names of se.evaluate's keywords).
+_COMMON = ("kind", "label", "weight", "precision", "metrics", "by", "drop_nulls")
+_INTERVALS = ("ci", "level", "auc_method")
+TASK_KEYS = {
+    "binary": (*_COMMON, "score", "positive", "threshold", *_INTERVALS),
+    "multiclass": (*_COMMON, "prediction", "scores", "classes", "top_k", *_INTERVALS),
+    "regression": (*_COMMON, "prediction", "power", "alpha"),
+    "paired": (*_COMMON, "scores", "positive", "level"),
+}
+ALL_TASK_KEYS = sorted({k for keys in TASK_KEYS.values() for k in keys})
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """The evaluation, with the keyword names of :func:`streameval.evaluate`."""
+
+    kind: str
+    label: str
+    options: dict[str, Any]
+
+    def accumulate_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`streameval.accumulate` for one source partition."""
+        o = self.options
+        kwargs: dict[str, Any] = {"task": self.kind, "label": self.label, "by": list(o["by"])}
+        for name in ("score", "prediction", "weight", "positive", "precision", "top_k", "power"):
+            if o.get(name) is not None:
+                kwargs[name] = o[name]
+        if o.get("scores") is not None:
+            kwargs["scores"] = o["scores"]
+        if o.get("classes") is not None:
+            kwargs["classes"] = list(o["classes"])
+        if self.kind in ("binary", "paired") and o.get("threshold") is not None:
+            kwargs["thresholds"] = list(o["threshold"])
+        kwargs["drop_nulls"] = bool(o.get("drop_nulls", False))
+        return kwargs
+
+    def metric_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :meth:`streameval.State.metrics`."""
+        o = self.options
+        kwargs: dict[str, Any] = {}
+        if self.kind == "binary":
+            thresholds = list(o.get("threshold") or [0.5])
+            kwargs["threshold"] = thresholds if len(thresholds) > 1 else thresholds[0]
+        if self.kind == "regression" and o.get("alpha") is not None:
+            kwargs["alpha"] = o["alpha"]
+        if self.kind != "paired" and o.get("metrics") is not None:
+            kwargs["metrics"] = list(o["metrics"])
+        for name in _INTERVALS:
+            if self.kind != "paired" and o.get(name) is not None:
+                kwargs[name] = o[name]
+        return kwargs
+
+    @property
+    def by(self) -> list[str]:
+        """Group keys (besides the window and its end day)."""
+        return list(self.options["by"])
+
+
+def read_task(file: str, data: Any) -> TaskConfig:
+    """Validate the ``[task]`` table of the job file ``file``."""
+    probe = data.get("kind", "binary") if isinstance(data, dict) else "binary"
+    kinds = TASK_KEYS.get(probe, ALL_TASK_KEYS) if isinstance(probe, str) else ALL_TASK_KEYS
+    t = Table(file, "task", data, ALL_TASK_KEYS)
+    kind = choice(t, "kind", t.take("kind", "str", "binary"), KINDS)
+    for key in list(t.data):
+        if key in ALL_TASK_KEYS and key not in kinds:
+            users = [k for k, keys in TASK_KEYS.items() if key in keys]
+            raise t.error(
+                t.path(key),
+                f"does not apply to kind {kind!r} (it applies to {', '.join(users)}); "
+                "hint: remove it, or set kind",
+            )
+    o: dict[str, Any] = {}
+    label = t.take("label", "str")
+    for name in ("score", "prediction", "weight"):
+        o[name] = t.take(name, "str", None)
+    o["scores"] = None
+    if t.has("scores"):
+        raw = t.data["scores"]
+        o["scores"] = t.take("scores", "table" if isinstance(raw, dict) else "strs")
+        if isinstance(o["scores"], dict):
+            for cls, column in o["scores"].items():
+                if not isinstance(column, str):
+                    raise t.error(
+                        f"task.scores.{cls}", f"expected a column name, got {type_name(column)}"
+                    )
+    o["classes"] = t.take("classes", "scalars", None)
+    o["positive"] = t.take("positive", "scalar", None)
+    precision = t.take("precision", "scalar", None)
+    if precision is not None:
+        try:
+            parse_precision(precision)
+        except InputError as exc:
+            raise t.error(t.path("precision"), str(exc)) from None
+    o["precision"] = precision
+    o["threshold"] = t.take("threshold", "nums", None)
+    o["metrics"] = t.take("metrics", "strs", None)
+    o["by"] = t.take("by", "str|strs", [])
+    o["top_k"] = t.take("top_k", "int", None)
+    o["power"] = t.take("power", "num", None)
+    o["alpha"] = t.take("alpha", "num", None)
+    ci = t.take("ci", "str", None)
+    o["ci"] = None if ci is None else choice(t, "ci", ci, ("wilson", "clopper-pearson"))
+    o["level"] = t.take("level", "num", None)
+    if o["level"] is not None and not 0 < o["level"] < 1:
+        raise t.error(t.path("level"), f"expected a level between 0 and 1, got {o['level']!r}")
+    method = t.take("auc_method", "str", None)
+    o["auc_method"] = None if method is None else choice(
+        t, "auc_method", method, ("delong", "hanley-mcneil")
+    )  # fmt: skip
+    o["drop_nulls"] = t.take("drop_nulls", "bool", False)
+    t.done()
+    needs = {"binary": "score", "regression": "prediction", "paired": "scores"}
+    if kind in needs and o[needs[kind]] is None:
+        raise t.error(f"task.{needs[kind]}", f"missing; a {kind} task needs it")
+    if kind == "multiclass":
+        if o["prediction"] is None and o["scores"] is None:
+            raise t.error(
+                "task.prediction", "missing; a multiclass task needs prediction or scores"
+            )
+        if o["classes"] is None and not isinstance(o["scores"], dict):
+            raise t.error(
+                "task.classes",
+                "missing; a job accumulates each partition on its own, so it must declare every "
+                "class (classes = [...], or scores as a table class = column) for states to merge",
+            )
+    if len(set(o["by"])) < len(o["by"]):
+        raise t.error("task.by", f"expected distinct group keys, got {o['by']!r}")
+    return TaskConfig(kind, label, o)
