@@ -35,8 +35,8 @@ def day_frame(task: str, day: int, rows: int, seed: int = 0) -> pl.DataFrame:
         frame |= {f"p_{k}": p[:, i] for i, k in enumerate(["cat", "dog", "bird"])}
         frame |= {"guess": np.array(["cat", "dog", "bird"])[p.argmax(axis=1)]}
     else:
-        y = rng.normal(10, 3, rows)
-        frame |= {"y": y, "y_hat": y + rng.normal(0, 1, rows)}
+        y = rng.lognormal(2, 0.3, rows)
+        frame |= {"y": y, "y_hat": y * rng.lognormal(0, 0.1, rows)}
     return pl.DataFrame(frame)
 
 

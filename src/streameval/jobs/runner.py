@@ -1,10 +1,10 @@
 """``streameval run``: bring a job's store and outputs up to date with its source.
 
 A run lists the source partitions, computes and stores the state of each new or changed one
-(the manifest is rewritten after each, so a killed run resumes where it stopped), drops the
-states of partitions that disappeared, recomputes the rollups of the days whose windows
-changed, writes the outputs whose bytes changed, and finally deletes the files the manifest
-no longer names. Every step only depends on what the manifest records, so a run killed at any
+(the manifest is rewritten as they complete, at most every half second, so a killed run
+resumes about where it stopped), drops the states of partitions that disappeared,
+recomputes the rollups of the days whose windows changed, writes the outputs whose bytes
+changed, and finally deletes the files the manifest no longer names. Every step only depends on what the manifest records, so a run killed at any
 moment is completed by the next one, with the same result as an uninterrupted run.
 
 >>> import tempfile, os, polars as pl
@@ -56,6 +56,8 @@ from .partitions import Partition, discover, safe_name
 from .progress import Progress
 from .rollup import Entry, Rollups
 from .store import Store
+
+SAVE_EVERY = 0.5  # seconds between manifest writes while partitions are computed
 
 
 @dataclass
@@ -144,10 +146,15 @@ def run_job(
         for value in report.dropped:
             del manifest["partitions"][value]
         store.save(manifest)
+        saved = time.monotonic()
         for p in todo:
             _compute(job, store, manifest, p, progress, warn)
             report.processed += 1
             report.rows += p.rows
+            if time.monotonic() - saved >= SAVE_EVERY:  # a killed run resumes from here
+                store.save(manifest)
+                saved = time.monotonic()
+        store.save(manifest)
         progress.finish()
         rollups = Rollups(
             store, manifest, job.windows, job.source.partition_key,
@@ -210,7 +217,6 @@ def _compute(
         "state_bytes": size,
         "seconds": round(time.monotonic() - tick, 3),
     }
-    store.save(manifest)
     progress.done(label, files=p.files, rows=p.rows)
 
 
