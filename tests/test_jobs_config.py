@@ -98,3 +98,16 @@ def test_the_command_line_prints_one_line_and_exits_2(tmp_path, capsys):
     assert main(["run", str(job)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "task.scroe: unknown key; did you mean 'score'" in err
+
+
+def test_the_readme_job_file_is_valid(tmp_path):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("## Nightly job") :]
+    text = section[
+        section.index("```toml") + 7 : section.index("```", section.index("```toml") + 7)
+    ]
+    job = load(tmp_path, text)
+    assert [w.name for w in job.windows] == ["1d", "7d", "28d", "mtd", "all"]
+    assert job.task.metric_kwargs()["threshold"] == [0.3, 0.5]
