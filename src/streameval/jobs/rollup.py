@@ -133,13 +133,20 @@ class Rollups:
             self.manifest["rollups"], self.manifest["running"] = {}, {}
             return 0
         stale, digests, chains = self.stale(entries)
-        if not stale:
+        running = [w for w in self.windows if w.running]
+        saved = self.manifest.get("running") or {}
+        kept = (
+            saved.get("value") == entries[-1].value
+            and saved.get("chains") == chains[-1]
+            and all(os.path.exists(self.store.path(f)) for f in saved.get("files", {}).values())
+        )
+        if not stale and (kept or not running):
             return 0
         assert self.spec is not None
-        running = [w for w in self.windows if w.running]
         trailing = [w.days for w in self.windows if not w.running]
         span = timedelta(days=max(trailing, default=1) - 1)
-        folds, begin = self._resume(entries, stale[0], chains, running)
+        first = stale[0] if stale else len(entries) - 1
+        folds, begin = self._resume(entries, first, chains, running)
         last = len(entries) - 1 if running else stale[-1]
         states: dict[int, State] = {}
 

@@ -4,8 +4,9 @@ A run lists the source partitions, computes and stores the state of each new or 
 (the manifest is rewritten as they complete, at most every half second, so a killed run
 resumes about where it stopped), drops the states of partitions that disappeared,
 recomputes the rollups of the days whose windows changed, writes the outputs whose bytes
-changed, and finally deletes the files the manifest no longer names. Every step only depends on what the manifest records, so a run killed at any
-moment is completed by the next one, with the same result as an uninterrupted run.
+changed, and finally deletes the files the manifest no longer names. Every step only depends
+on what the manifest records, so a run killed at any moment is completed by the next one,
+with the same result as an uninterrupted run.
 
 >>> import tempfile, os, polars as pl
 >>> root = tempfile.mkdtemp()
