@@ -129,7 +129,7 @@ class Rollups:
 
     def run(self, entries: Sequence[Entry], save: Callable[[], None]) -> int:
         """Recompute the stale days; return how many days were computed."""
-        if not entries:
+        if not entries or not self.windows:  # nothing stored, or a job without outputs
             self.manifest["rollups"], self.manifest["running"] = {}, {}
             return 0
         stale, digests, chains = self.stale(entries)

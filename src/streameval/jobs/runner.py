@@ -167,7 +167,7 @@ def run_job(
             store.save(manifest)
 
         report.rollup_days = rollups.run(stored, save)
-        names = list(dict.fromkeys(rollups.name(e) for e in stored))
+        names = list(dict.fromkeys(rollups.name(e) for e in stored)) if job.outputs else []
         published = publish(job, store, manifest, names)
         report.written, report.unchanged = published.written, published.unchanged
         report.removed = published.removed
