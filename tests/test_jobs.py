@@ -15,6 +15,7 @@ from jobs_support import START, cli, mtimes, tree, write_day, write_job, write_l
 
 import streameval as se
 from streameval.jobs import run_job
+from streameval.spec import SCHEMA_VERSION
 
 
 @pytest.fixture
@@ -224,7 +225,7 @@ def test_a_store_of_another_version_is_refused_never_misread(setup, main):
     run_job(job, quiet=True)
     store = job.parent / "store"
     manifest = json.loads((store / "manifest.json").read_text())
-    for key, value in [("state_schema_version", 2), ("store_format", 9)]:
+    for key, value in [("state_schema_version", SCHEMA_VERSION + 1), ("store_format", 9)]:
         (store / "manifest.json").write_text(json.dumps({**manifest, key: value}))
         result = main("run", str(job))
         assert result.returncode == 2 and "Traceback" not in result.stderr
@@ -236,13 +237,14 @@ def test_a_store_of_another_version_is_refused_never_misread(setup, main):
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
-    meta = {**table.schema.metadata, b"streameval.schema_version": b"2"}
+    meta = {**table.schema.metadata, b"streameval.schema_version": b"%d" % (SCHEMA_VERSION + 1)}
     pq.write_table(table.replace_schema_metadata(meta), path)
     result = main("state", "metrics", str(store))
     assert result.returncode == 2
-    assert "expected state schema version 1" in result.stderr and "version 2" in result.stderr
+    assert f"expected state schema version {SCHEMA_VERSION}" in result.stderr
+    assert f"version {SCHEMA_VERSION + 1}" in result.stderr
     write_day(source, "binary", 3, 100, seed=5)  # day 3's 3d window reads day 2's state
-    with pytest.raises(se.StateFileError, match="expected state schema version 1"):
+    with pytest.raises(se.StateFileError, match=f"expected state schema version {SCHEMA_VERSION}"):
         run_job(job, quiet=True)
     assert run_job(job, quiet=True, full_refresh=True).processed == 10
 
@@ -254,12 +256,12 @@ def test_state_subcommands(setup, main):
     result = main("state", "inspect", str(store), "--files")
     assert result.returncode == 0, result.stderr
     assert "10 partition(s), 2,000 source rows" in result.stdout
-    assert "state schema version 1" in result.stdout
+    assert f"state schema version {SCHEMA_VERSION}" in result.stdout
     assert "day=2026-09-25  1 file(s)  200 rows  state " in result.stdout
     assert "preds/day=2026-09-25/part-0.parquet" in result.stdout
     first = sorted((store / "states").iterdir())[0]
     result = main("state", "inspect", str(first))
-    assert "binary state, schema version 1" in result.stdout
+    assert f"binary state, schema version {SCHEMA_VERSION}" in result.stdout
     merged = tmp / "merged.parquet"
     result = main("state", "merge", str(store), "--output", str(merged))
     assert result.returncode == 0, result.stderr

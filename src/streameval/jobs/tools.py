@@ -8,7 +8,7 @@
 >>> load_states([f"{folder}/a.parquet", f"{folder}/b.parquet"]).metrics()["roc_auc"].item()
 0.75
 >>> print(inspect_text(f"{folder}/a.parquet").splitlines()[0])
-state file .../a.parquet: binary state, schema version 1, 2 rows, ... bytes
+state file .../a.parquet: binary state, schema version ..., 2 rows, ... bytes
 """
 
 from __future__ import annotations
