@@ -81,11 +81,15 @@ def test_roc_test_errors():
         regression.roc_test("day", "d1")
 
 
-def test_unpaired_days_and_paired_models_from_files(tmp_path):
+def _hive(folder):
+    """DF written as one Parquet file per day (``day=…/part-0.parquet``)."""
     for day, part in DF.partition_by("day", as_dict=True).items():
-        folder = tmp_path / f"day={day[0]}"
-        folder.mkdir()
-        part.drop("day").write_parquet(folder / "part-0.parquet")
+        (folder / f"day={day[0]}").mkdir()
+        part.drop("day").write_parquet(folder / f"day={day[0]}" / "part-0.parquet")
+
+
+def test_unpaired_days_and_paired_models_from_files(tmp_path):
+    _hive(tmp_path)
     state = se.accumulate(tmp_path, label="y", score="a", by="day", precision="exact")
     test = state.roc_test("day", "d1").row(0, named=True)
     assert test["day"] == "d2" and test["baseline"] == "d1"
@@ -99,10 +103,7 @@ def test_unpaired_days_and_paired_models_from_files(tmp_path):
 
 
 def test_evaluate_with_ci_on_hive_units_equals_the_state(tmp_path):
-    for day, part in DF.partition_by("day", as_dict=True).items():
-        folder = tmp_path / f"day={day[0]}"
-        folder.mkdir()
-        part.drop("day").write_parquet(folder / "part-0.parquet")
+    _hive(tmp_path)
     table = se.evaluate(tmp_path, label="y", score="a", by="day", ci="clopper-pearson")
     state = se.accumulate(DF, label="y", score="a", by="day")
     assert table.equals(state.metrics(ci="clopper-pearson"))
