@@ -206,8 +206,9 @@ def prepare(
     if inputs.weight is not None:
         roles.append((inputs.weight, "weight"))
     used = [column for column, _ in roles]
+    # A regression may compare a column with itself; the other tasks read each column once.
     twice = sorted({c for c in used if used.count(c) > 1})
-    if twice:
+    if twice and inputs.task != "regression":
         named = ", ".join(
             f"{c!r} as {' and '.join(r for col, r in roles if col == c)}" for c in twice
         )
