@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from . import kernels
+from . import kernels, resample_draw, resample_plan
 from .errors import InputError, close_matches
 from .kernels.buckets import bucketed_state
 from .kernels.runs import Collected, Runs, runs_state
@@ -82,6 +82,9 @@ def accumulate(
     power: float = 1.5,
     drop_nulls: bool = False,
     engine: Engine = "streaming",
+    bootstrap: int | None = None,
+    row_id: str | Sequence[str] | None = None,
+    seed: int = 0,
 ) -> State:
     """Compute the mergeable state of a model's predictions in one streaming pass.
 
@@ -124,6 +127,23 @@ def accumulate(
         raising.
     engine : {"streaming", "in-memory"}
         Polars engine; streaming keeps memory bounded.
+    bootstrap : int, optional
+        Number R of Poisson bootstrap replicates. The state then has one more key,
+        ``replicate``: 0 is the data itself, 1..R are replicates in which each row's weight
+        is multiplied by a Poisson(1) count drawn from a hash of the row (rows drawn 0 times
+        are left out, so ``n`` counts the rows drawn). Draws depend only on the row, so the
+        states of any partitions merge. The pass does R + 1 times the work and the state has
+        up to R + 1 times the rows: a coarse ``precision`` keeps it small.
+        :func:`streameval.resample.bootstrap_intervals` turns it into intervals.
+    row_id : str or list of str, optional
+        With ``bootstrap``: columns identifying a row, hashed for its draws; rows sharing an
+        id are drawn together (a user id: a cluster bootstrap by user). Default: every column
+        read (label, scores, prediction, weight, keys); as equal rows are then drawn
+        together, more than 5% of rows repeating others is an error asking for an id.
+        Integer, float, boolean and temporal columns hash the same on every machine and
+        version; strings hash the same within one Polars version.
+    seed : int
+        With ``bootstrap``: the seed of the draws (0 to 2**64 − 1).
 
     Returns
     -------
@@ -160,6 +180,9 @@ def accumulate(
         thresholds=tuple(as_thresholds(thresholds)),
         top_k=top_k,
         power=power,
+        bootstrap=bootstrap,
+        row_id=row_id,
+        seed=seed,
     )
     return combine(prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine))
 
@@ -176,6 +199,7 @@ class Plan:
     task: TaskPlan
     units: list[Unit] | None
     in_memory: bool = False
+    replication: resample_draw.Replication | None = None
 
     @property
     def spec(self) -> Spec:
@@ -198,6 +222,7 @@ def prepare(
     of a hive partition key (from the file list).
     """
     module = task_module(inputs.task)
+    boot = resample_plan.bootstrap_options(inputs)
     keys = _as_list(by)
     files = source_files(source) if not isinstance(source, pl.LazyFrame | pl.DataFrame) else None
     lf = to_lazyframe(source)
@@ -217,7 +242,8 @@ def prepare(
             "the labels are different columns (copy one in a LazyFrame to compare a column "
             "with itself)"
         )
-    wanted = [*used, *keys]
+    ids = list(boot.row_id) if boot else []
+    wanted = [*used, *keys, *ids]
     if files and len(files) > 1 and any(c not in schema for c in wanted):
         hint = diagnose_files(files, wanted)
         if hint:
@@ -225,8 +251,10 @@ def prepare(
     for column, role in roles:
         require_columns(schema, [column], role=role)
     require_columns(schema, keys, role="group key")
+    require_columns(schema, ids, role="row id")
+    reserved = {resample_draw.REPLICATE} if boot else set()
     for name in keys:
-        if name in module.RESERVED or name.startswith("_") or name in used:
+        if name in module.RESERVED | reserved or name.startswith("_") or name in used:
             raise InputError(
                 f"expected group keys other than the columns read ({', '.join(used)}), names "
                 f"starting with '_', and the state's and metric table's own columns, got "
@@ -245,13 +273,18 @@ def prepare(
         if dropped:
             warnings.warn(f"dropped {dropped} rows with a null in {', '.join(used)}", stacklevel=3)
         lf = lf.filter(valid)
-    task = module.plan(Opened(lf, schema, files, engine, keys), inputs)
+    opened = Opened(lf, schema, files, engine, keys)
+    replication = None
+    if boot is None:
+        task = module.plan(opened, inputs)
+    else:
+        task, replication = resample_plan.plan_replicated(module, opened, inputs, boot, used)
     units = hive_units(lf, source, files, keys) if files else None
     in_memory = isinstance(source, pl.DataFrame) or (
         type(source).__module__.startswith("pyarrow")
         and type(source).__name__ in ("Table", "RecordBatch")
     )
-    return Plan(lf, schema, files, engine, wanted, task, units, in_memory)
+    return Plan(lf, schema, files, engine, wanted, task, units, in_memory, replication)
 
 
 def unit_rows(plan: Plan, unit: Unit | None = None) -> Collected | None:
@@ -291,6 +324,13 @@ def state_table(plan: Plan, unit: Unit | None, runs: Runs | None) -> pl.DataFram
         table = bucketed_state(runs, plan.spec, plan.schema, constants)
         if table is not None:
             return table
+    if plan.replication is None:
+        return _query_table(plan, lf, constants)
+    return plan.replication.state_table(lf, constants, lambda q, c: _query_table(plan, q, c))
+
+
+def _query_table(plan: Plan, lf: pl.LazyFrame, constants: Mapping[str, Any]) -> pl.DataFrame:
+    """The state table of ``lf`` by the task's Polars query; bad rows raise their error."""
     query, finish = plan.task.build(lf, constants)
     table = finish(collect(query, plan.engine, plan.files, plan.wanted))
     if plan.task.invalid(table):

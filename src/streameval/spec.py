@@ -41,6 +41,14 @@ class Spec:
         ``k`` of a multiclass task's ``top_k_accuracy``.
     power : float
         Tweedie power of a regression task's ``mean_tweedie_deviance``.
+    replicates : int
+        Bootstrap replicates R (0: none). With R > 0 the last key is ``replicate``
+        (0 the sample itself, 1..R Poisson bootstrap replicates; see
+        :mod:`streameval.resample_draw`) and the state is weighted.
+    seed : int
+        Seed of the bootstrap draws.
+    row_id : tuple of str
+        Columns the bootstrap draws were hashed from; empty: every column the task reads.
 
     """
 
@@ -58,6 +66,9 @@ class Spec:
     scores: tuple[str, ...] = ()
     top_k: int = 2
     power: float = 1.5
+    replicates: int = 0
+    seed: int = 0
+    row_id: tuple[str, ...] = ()
     schema_version: int = field(default=SCHEMA_VERSION)
 
     @property
@@ -74,7 +85,7 @@ class Spec:
         """Inverse of :meth:`to_json`."""
         data = json.loads(text)
         data["keys"] = tuple(data["keys"])
-        for name in ("splits", "classes", "scores"):
+        for name in ("splits", "classes", "scores", "row_id"):
             data[name] = tuple(data.get(name, ()))
         return cls(**data)
 
@@ -90,8 +101,8 @@ class Spec:
         raise SpecMismatchError(
             "expected states computed the same way, but their specs differ ("
             + "; ".join(diffs)
-            + "); hint: accumulate every part with the same columns, keys, precision and "
-            "thresholds"
+            + "); hint: accumulate every part with the same columns, keys, precision, "
+            "thresholds and bootstrap settings (replicates, seed, row_id)"
         )
 
 

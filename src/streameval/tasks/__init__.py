@@ -39,6 +39,9 @@ class Inputs:
     thresholds: tuple[float, ...] = (0.5,)
     top_k: int = 2
     power: float = 1.5
+    bootstrap: int | None = None
+    row_id: str | Sequence[str] | None = None
+    seed: int = 0
 
 
 @dataclass

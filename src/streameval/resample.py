@@ -1,0 +1,312 @@
+"""Confidence intervals for any metric from mergeable states.
+
+- :func:`bootstrap_intervals`: percentile intervals over the Poisson bootstrap replicates of a
+  state accumulated with ``bootstrap=R`` (see :mod:`streameval.resample_draw`);
+- :func:`jackknife_intervals`: the delete-a-group jackknife over the values of a key column
+  (partitions, days) of any state: cheap, as it needs no extra pass over the data.
+
+Both take ``table_fn``, the function from a state to its metric table (such as
+``lambda s: s.metrics(threshold=[0.3, 0.5])``), and compute it for every replicate or every
+left-out value in one finalize, with the replicate or the left-out value as one more key.
+
+Which columns get an interval: every float column of the metric table except the group
+keys, the row identifiers ``threshold``, ``class``, ``actual`` and ``predicted``, and the
+precision bounds (``<metric>_error`` next to a column ``<metric>``, such as ``roc_auc_error``,
+and ``residual_quantile_error``); integer columns (``n``, unweighted counts) get none.
+``columns=`` names them explicitly instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from .errors import InputError
+from .resample_draw import REPLICATE
+from .state import State
+from .states import kind_module
+
+TableFn = Callable[[State], pl.DataFrame]
+IDENTIFIERS = ("threshold", "class", "actual", "predicted")
+BOUNDS = ("residual_quantile_error",)
+
+
+def interval_columns(table: pl.DataFrame, ids: Sequence[str]) -> list[str]:
+    """The columns of a metric table that get intervals (see the module docstring).
+
+    >>> t = pl.DataFrame({"g": [1.0], "n": [3], "roc_auc": [0.5], "roc_auc_error": [0.0],
+    ...                   "max_error": [2.0], "threshold": [0.5]})
+    >>> interval_columns(t, ["g"])
+    ['roc_auc', 'max_error']
+    """
+    names = set(table.columns)
+    skip = set(ids) | set(IDENTIFIERS) | set(BOUNDS)
+    return [
+        c
+        for c, dtype in table.schema.items()
+        if dtype.is_float() and c not in skip and not (c.endswith("_error") and c[:-6] in names)
+    ]
+
+
+def _level(level: float) -> float:
+    if isinstance(level, bool) or not isinstance(level, int | float) or not 0 < level < 1:
+        raise InputError(f"expected a confidence level between 0 and 1, got {level!r}; hint: 0.95")
+    return float(level)
+
+
+def _columns(table: pl.DataFrame, ids: list[str], columns: Sequence[str] | None) -> list[str]:
+    if columns is None:
+        return interval_columns(table, ids)
+    for c in columns:
+        if c not in table.columns or not table.schema[c].is_numeric() or c in ids:
+            raise InputError(
+                f"expected columns= to name numeric metric columns of the table, got {c!r}; "
+                f"hint: the table's columns are {table.columns}"
+            )
+    return list(columns)
+
+
+def _identifiers(keys: Sequence[str], table: pl.DataFrame) -> list[str]:
+    return [*keys, *(c for c in IDENTIFIERS if c in table.columns)]
+
+
+def _join(left: pl.DataFrame, right: pl.DataFrame, ids: list[str]) -> pl.DataFrame:
+    if not ids:
+        return left.join(right, how="cross")
+    return left.join(right, on=ids, how="left", nulls_equal=True, maintain_order="left")
+
+
+def _interleave(table: pl.DataFrame, names: list[str], suffixes: Sequence[str]) -> pl.DataFrame:
+    order: list[str] = []
+    for c in table.columns:
+        if not any(c == f"{m}{s}" for m in names for s in suffixes):
+            order += [c, *(f"{c}{s}" for s in suffixes if c in names)]
+    return table.select(order)
+
+
+def bootstrap_intervals(
+    state: State,
+    table_fn: TableFn,
+    level: float = 0.95,
+    *,
+    columns: Sequence[str] | None = None,
+) -> pl.DataFrame:
+    """Percentile bootstrap intervals of every metric of a replicated state.
+
+    Parameters
+    ----------
+    state : State
+        Accumulated with ``bootstrap=R``: its last key is ``replicate``.
+    table_fn : callable
+        State → metric table (keys first, ``replicate`` among them), computed once for all
+        replicates; one row per group and identifier (``threshold``, ``class``, …).
+    level : float
+        Confidence level: the interval runs from the (1 − level)/2 to the (1 + level)/2
+        quantile of replicates 1..R.
+    columns : list of str, optional
+        The metric columns to give intervals; default: every float metric (module docstring).
+
+    Returns
+    -------
+    polars.DataFrame
+        Replicate 0's table (the estimate on the data itself) without ``replicate``, and after
+        each metric ``<metric>_lo`` and ``<metric>_hi``.
+
+    Notes
+    -----
+    Quantiles are Hyndman and Fan's type 7 (linear interpolation between order statistics,
+    NumPy's default). A replicate in which a metric is null or NaN (say, an AUC of a
+    replicate without positives) or that lacks the row is left out, and the interval is null
+    when more than a share (1 − level)/2 of the R replicates are left out: the interval would
+    then depend on where the undefined replicates lie.
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [0, 1] * 50, "p": [i / 100 for i in range(100)]})
+    >>> st = se.accumulate(df, label="y", score="p", bootstrap=50, seed=1)
+    >>> out = bootstrap_intervals(st, lambda s: s.metrics(), columns=["roc_auc"])
+    >>> out.select(pl.col("roc_auc", "roc_auc_lo", "roc_auc_hi").round(3))
+    shape: (1, 3)
+    ┌─────────┬────────────┬────────────┐
+    │ roc_auc ┆ roc_auc_lo ┆ roc_auc_hi │
+    │ ---     ┆ ---        ┆ ---        │
+    │ f64     ┆ f64        ┆ f64        │
+    ╞═════════╪════════════╪════════════╡
+    │ 0.51    ┆ 0.384      ┆ 0.61       │
+    └─────────┴────────────┴────────────┘
+
+    """
+    level = _level(level)
+    spec = state.spec
+    if spec.replicates < 1 or not spec.keys or spec.keys[-1] != REPLICATE:
+        raise InputError(
+            "expected a state with bootstrap replicates, got one without; hint: accumulate "
+            "with bootstrap=200"
+        )
+    table = table_fn(state)
+    if REPLICATE not in table.columns:
+        raise InputError(
+            f"expected table_fn to return the key {REPLICATE!r} of the replicated state, got "
+            f"columns {table.columns}; hint: table_fn=lambda s: s.metrics()"
+        )
+    ids = _identifiers(spec.keys[:-1], table)
+    names = _columns(table, [*ids, REPLICATE], columns)
+    point = table.filter(pl.col(REPLICATE) == 0).drop(REPLICATE)
+    replicates = table.filter(pl.col(REPLICATE) > 0)
+    allowed = int(spec.replicates * (1 - level) / 2)
+    aggs = []
+    for c in names:
+        x = pl.col(c).cast(pl.Float64).fill_nan(None)
+        enough = x.count() >= spec.replicates - allowed
+        for suffix, q in (("_lo", (1 - level) / 2), ("_hi", (1 + level) / 2)):
+            aggs.append(pl.when(enough).then(x.quantile(q, "linear")).alias(c + suffix))
+    spread = replicates.group_by(ids).agg(aggs) if ids else replicates.select(aggs)
+    return _interleave(_join(point, spread, ids), names, ("_lo", "_hi"))
+
+
+def leave_one_out(state: State, column: str) -> State:
+    """The states of the data without each value d of the key ``column``, in one table.
+
+    Within each group of the other keys, the state without d has d in ``column``. Each is
+    re-aggregated from the other values' rows by the kind's merge ops (sums, and the largest
+    of the other values for ``max`` columns), so it equals, up to the order of float
+    additions, the state accumulated without d. Nothing is subtracted: a bucket that
+    only d held is absent, not a rounding residue. The table has about (g − 1) times the
+    rows of the state, g being the number of values.
+
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"day": [1, 1, 2, 3], "y": [0, 1, 1, 0], "p": [0.2, 0.7, 0.4, 0.9]})
+    >>> st = se.accumulate(df, label="y", score="p", by="day", precision="exact")
+    >>> leave_one_out(st, "day").metrics().select("day", "n", "roc_auc")
+    shape: (3, 3)
+    ┌─────┬─────┬─────────┐
+    │ day ┆ n   ┆ roc_auc │
+    │ --- ┆ --- ┆ ---     │
+    │ i64 ┆ i64 ┆ f64     │
+    ╞═════╪═════╪═════════╡
+    │ 1   ┆ 2   ┆ 0.0     │
+    │ 2   ┆ 3   ┆ 0.5     │
+    │ 3   ┆ 3   ┆ 1.0     │
+    └─────┴─────┴─────────┘
+    """
+    spec = state.spec
+    kind = kind_module(spec)
+    others = [k for k in spec.keys if k != column]
+    rows = [*others, "_se_out", *kind.group_columns(spec)]
+    table = state.table
+    values = table.select(*others, pl.col(column).alias("_se_out")).unique()
+    if others:
+        pairs = table.lazy().join(values.lazy(), on=others, nulls_equal=True)
+    else:
+        pairs = table.lazy().join(values.lazy(), how="cross")
+    kept = pairs.filter(pl.col(column).ne_missing(pl.col("_se_out")))
+    ops = [getattr(pl.col(c), op)() for c, op in kind.merge_ops(spec).items()]
+    out = kept.group_by(rows).agg(ops).rename({"_se_out": column})
+    return State(spec, out.select(table.columns).collect())
+
+
+def jackknife_intervals(
+    state: State,
+    column: str,
+    table_fn: TableFn,
+    level: float = 0.95,
+    *,
+    columns: Sequence[str] | None = None,
+) -> pl.DataFrame:
+    """Delete-a-group jackknife intervals over the values of a key column (partitions, days).
+
+    With θ̂ a metric of a group's whole data and θ_(d) its value without the data of value
+    d of ``column`` (one of the g values the group has), SE = √((g − 1)/g · Σ_d (θ_(d) − θ̄)²)
+    with θ̄ the mean of the θ_(d), and the interval is θ̂ ± t·SE with t the (1 + level)/2
+    quantile of Student's t with g − 1 degrees of freedom (not clipped to the metric's
+    range). It treats the values as independent draws of units (days, partitions): with few
+    of them it is wide, and it needs no pass over the data.
+
+    Parameters
+    ----------
+    state : State
+        Any state with ``column`` among its keys.
+    column : str
+        The key whose values are left out one at a time; merged away in the output.
+    table_fn : callable
+        State → metric table, as for :func:`bootstrap_intervals`.
+    level : float
+        Confidence level.
+    columns : list of str, optional
+        The metric columns to give intervals; default: every float metric.
+
+    Returns
+    -------
+    polars.DataFrame
+        The table of the state merged over ``column`` (θ̂), and after each metric
+        ``<metric>_lo``, ``<metric>_hi`` and ``<metric>_se``. They are null where g < 2 or
+        where the metric is null without some value (every θ_(d) is needed).
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"day": [d for d in range(1, 6) for _ in range(8)],
+    ...                    "y": [0, 1, 1, 0, 1, 0, 0, 1] * 5,
+    ...                    "p": [(7 * i % 40) / 40 for i in range(40)]})
+    >>> st = se.accumulate(df, label="y", score="p", by="day", precision="exact")
+    >>> out = jackknife_intervals(st, "day", lambda s: s.metrics(), columns=["roc_auc"])
+    >>> out.select(pl.col("roc_auc", "roc_auc_lo", "roc_auc_hi", "roc_auc_se").round(3))
+    shape: (1, 4)
+    ┌─────────┬────────────┬────────────┬────────────┐
+    │ roc_auc ┆ roc_auc_lo ┆ roc_auc_hi ┆ roc_auc_se │
+    │ ---     ┆ ---        ┆ ---        ┆ ---        │
+    │ f64     ┆ f64        ┆ f64        ┆ f64        │
+    ╞═════════╪════════════╪════════════╪════════════╡
+    │ 0.55    ┆ 0.29       ┆ 0.81       ┆ 0.094      │
+    └─────────┴────────────┴────────────┴────────────┘
+
+    """
+    level = _level(level)
+    spec = state.spec
+    if column not in spec.keys or (column == REPLICATE and spec.replicates):
+        raise InputError(
+            f"expected a group key of the state to leave out, got {column!r}; hint: the keys "
+            f"are {list(spec.keys)} (accumulate with by=[..., {column!r}])"
+        )
+    kind = kind_module(spec)
+    others = [k for k in spec.keys if k != column]
+    rows = [*others, *kind.group_columns(spec)]
+    ops = [getattr(pl.col(c), op)() for c, op in kind.merge_ops(spec).items()]
+    whole = (
+        state.table.group_by(rows).agg(ops).select(c for c in state.table.columns if c != column)
+    )
+    estimate = table_fn(State(replace(spec, keys=tuple(others)), whole))
+    left_out = table_fn(leave_one_out(state, column))
+    ids = _identifiers(others, estimate)
+    names = _columns(estimate, ids, columns)
+    values = state.table.select(*others, column).unique()
+    size = pl.len().alias("_se_g")
+    g = values.group_by(others).agg(size) if others else values.select(size)
+    dof = np.maximum(g["_se_g"].to_numpy() - 1, 1)
+    g = g.with_columns(pl.Series("_se_t", stats.t.ppf((1 + level) / 2, dof)))
+    aggs = []
+    for c in names:
+        x = pl.col(c).cast(pl.Float64).fill_nan(None)
+        aggs += [((x - x.mean()) ** 2).sum().alias(f"_ss_{c}"), x.count().alias(f"_k_{c}")]
+    spread = left_out.group_by(ids).agg(aggs) if ids else left_out.select(aggs)
+    out = _join(_join(estimate, spread, ids), g, others)
+    gg = pl.col("_se_g").cast(pl.Float64)
+    results = []
+    for c in names:
+        x = pl.col(c).cast(pl.Float64)
+        ok = (pl.col(f"_k_{c}") == pl.col("_se_g")) & (gg >= 2) & x.is_not_nan()
+        se = pl.when(ok).then(((gg - 1) / gg * pl.col(f"_ss_{c}")).sqrt())
+        results += [
+            (x - pl.col("_se_t") * se).alias(f"{c}_lo"),
+            (x + pl.col("_se_t") * se).alias(f"{c}_hi"),
+            se.alias(f"{c}_se"),
+        ]
+    out = out.with_columns(results).select(
+        *estimate.columns, *(f"{c}{s}" for c in names for s in ("_lo", "_hi", "_se"))
+    )
+    return _interleave(out, names, ("_lo", "_hi", "_se"))
