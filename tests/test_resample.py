@@ -32,6 +32,7 @@ from reference import (
 )
 from reference_multiclass import TOP_K, multiclass_frames, multiclass_reference
 from reference_regression import ALPHA, POWER, regression_frames, regression_reference
+from streameval import resample
 from streameval import resample_draw as rd
 from streameval.resample import bootstrap_intervals, jackknife_intervals, leave_one_out
 
@@ -320,7 +321,7 @@ def test_bootstrap_spread_of_accuracy_is_the_binomial_one():
 # --- intervals ---------------------------------------------------------------------------------
 
 
-def test_bootstrap_intervals_are_percentiles_of_the_replicates():
+def test_bootstrap_intervals_are_percentiles_of_the_replicates(monkeypatch):
     rng = np.random.default_rng(2)
     n = 600
     g, y = rng.integers(0, 3, n), rng.integers(0, 2, n)
@@ -332,6 +333,10 @@ def test_bootstrap_intervals_are_percentiles_of_the_replicates():
     table = state.metrics(threshold=[0.3, 0.5])
     out = bootstrap_intervals(state, lambda s: s.metrics(threshold=[0.3, 0.5]), level=0.9)
     plain = se.accumulate(df, precision=8, **kw).metrics([0.3, 0.5])
+    monkeypatch.setattr(resample, "FINALIZE_ROWS", 5_000)  # finalized in blocks of replicates
+    assert_frame_equal(
+        bootstrap_intervals(state, lambda s: s.metrics(threshold=[0.3, 0.5]), level=0.9), out
+    )
     assert out.height == plain.height == 6
     assert out.columns[:5] == ["g", "n", "positives", "positives_lo", "positives_hi"]
     for name in ["roc_auc_error_lo", "n_lo", "threshold_lo", "replicate"]:

@@ -33,6 +33,7 @@ from .states import kind_module
 TableFn = Callable[[State], pl.DataFrame]
 IDENTIFIERS = ("threshold", "class", "actual", "predicted")
 BOUNDS = ("residual_quantile_error",)
+FINALIZE_ROWS = 1 << 22  # state rows finalized at once by bootstrap_intervals
 
 
 def interval_columns(table: pl.DataFrame, ids: Sequence[str]) -> list[str]:
@@ -86,6 +87,26 @@ def _interleave(table: pl.DataFrame, names: list[str], suffixes: Sequence[str]) 
         if not any(c == f"{m}{s}" for m in names for s in suffixes):
             order += [c, *(f"{c}{s}" for s in suffixes if c in names)]
     return table.select(order)
+
+
+def _per_replicate(state: State, table_fn: TableFn) -> pl.DataFrame:
+    """``table_fn`` of a replicated state, over blocks of replicates of bounded state rows.
+
+    Each block is one finalize over all its groups and replicates; blocks bound the memory of
+    finalizing a large state (R + 1 times the rows of the data's state).
+    """
+    table = state.table
+    if table.height <= FINALIZE_ROWS:
+        return table_fn(state)
+    sizes = table.group_by(REPLICATE).len().sort(REPLICATE)
+    block = (sizes["len"].cum_sum() - sizes["len"]) // FINALIZE_ROWS
+    parts = sizes.select(REPLICATE).with_columns(block.alias("_se_block"))
+    blocks = parts.group_by("_se_block", maintain_order=True).agg(pl.col(REPLICATE))
+    tables = []
+    for members in blocks[REPLICATE]:
+        rows = table.filter(pl.col(REPLICATE).is_in(members.implode()))
+        tables.append(table_fn(State(state.spec, rows)))
+    return pl.concat(tables, how="vertical_relaxed")
 
 
 def bootstrap_intervals(
@@ -148,7 +169,7 @@ def bootstrap_intervals(
             "expected a state with bootstrap replicates, got one without; hint: accumulate "
             "with bootstrap=200"
         )
-    table = table_fn(state)
+    table = _per_replicate(state, table_fn)
     if REPLICATE not in table.columns:
         raise InputError(
             f"expected table_fn to return the key {REPLICATE!r} of the replicated state, got "
