@@ -201,10 +201,12 @@ class Replication:
         if hi > lo:
             schema = lf.collect_schema()
             keyed = with_row_key(lf, self.hashed, schema, self.boot.seed, "_se_key")
-            reps = pl.int_ranges(lo, hi, dtype=REPLICATE_TYPE).alias(REPLICATE)
-            counted = with_counts(
-                keyed.with_columns(reps).explode(REPLICATE), "_se_key", REPLICATE, "_se_count"
-            )
+            if hi - lo == 1:
+                repeated = keyed.with_columns(pl.lit(lo, REPLICATE_TYPE).alias(REPLICATE))
+            else:
+                reps = pl.int_ranges(lo, hi, dtype=REPLICATE_TYPE).alias(REPLICATE)
+                repeated = keyed.with_columns(reps).explode(REPLICATE)
+            counted = with_counts(repeated, "_se_key", REPLICATE, "_se_count")
             drawn = counted.filter(pl.col("_se_count") > 0)
             weights = (base * pl.col("_se_count")).alias(self.weight)
             parts.append(drawn.with_columns(weights).drop("_se_key", "_se_count"))
