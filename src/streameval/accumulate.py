@@ -132,9 +132,11 @@ def accumulate(
         ``replicate``: 0 is the data itself, 1..R are replicates in which each row's weight
         is multiplied by a Poisson(1) count drawn from a hash of the row (rows drawn 0 times
         are left out, so ``n`` counts the rows drawn). Draws depend only on the row, so the
-        states of any partitions merge. The pass does R + 1 times the work and the state has
-        up to R + 1 times the rows: a coarse ``precision`` keeps it small.
-        :func:`streameval.resample.bootstrap_intervals` turns it into intervals.
+        states of any partitions merge. Replicates are computed in passes over the source
+        (one per pass unless the state is small): R + 1 times the work of a plain pass (the
+        sort kernel does not apply), and a state of up to R + 1 times the rows, which a
+        coarse ``precision`` keeps small. :func:`streameval.resample.bootstrap_intervals`
+        turns it into intervals.
     row_id : str or list of str, optional
         With ``bootstrap``: columns identifying a row, hashed for its draws; rows sharing an
         id are drawn together (a user id: a cluster bootstrap by user). Default: every column

@@ -32,7 +32,12 @@ WEIGHT = "_se_bootstrap_weight"  # the weight column of an unweighted source's r
 
 
 def bootstrap_options(inputs: Inputs) -> Bootstrap | None:
-    """The bootstrap options of ``inputs`` checked, or None without ``bootstrap=``."""
+    """The bootstrap options of ``inputs`` checked, or None without ``bootstrap=``.
+
+    >>> from streameval.tasks import Inputs
+    >>> bootstrap_options(Inputs(label="y", bootstrap=200, row_id="id"))
+    Bootstrap(replicates=200, seed=0, row_id=('id',))
+    """
     replicates, seed, row_id = inputs.bootstrap, inputs.seed, inputs.row_id
     if replicates is None:
         if row_id is not None:
