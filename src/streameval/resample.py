@@ -33,7 +33,7 @@ from .states import kind_module
 TableFn = Callable[[State], pl.DataFrame]
 IDENTIFIERS = ("threshold", "class", "actual", "predicted")
 BOUNDS = ("residual_quantile_error",)
-FINALIZE_ROWS = 1 << 22  # state rows finalized at once by bootstrap_intervals
+FINALIZE_ROWS = 1 << 20  # state rows finalized at once by bootstrap_intervals
 
 
 def interval_columns(table: pl.DataFrame, ids: Sequence[str]) -> list[str]:
