@@ -104,7 +104,7 @@ def _per_replicate(state: State, table_fn: TableFn) -> pl.DataFrame:
     blocks = parts.group_by("_se_block", maintain_order=True).agg(pl.col(REPLICATE))
     tables = []
     for members in blocks[REPLICATE]:
-        rows = table.filter(pl.col(REPLICATE).is_in(members.implode()))
+        rows = table.filter(pl.col(REPLICATE).is_in(members.implode())).rechunk()
         tables.append(table_fn(State(state.spec, rows)))
     return pl.concat(tables, how="vertical_relaxed")
 

@@ -261,4 +261,4 @@ class Replication:
         for rows, fixed, chunk in self.passes(lf, constants, tables[0].height):
             with pl.Config(streaming_chunk_size=chunk):
                 tables.append(compute(rows, fixed))
-        return pl.concat(tables, how="vertical_relaxed")
+        return pl.concat(tables, how="vertical_relaxed", rechunk=True)
