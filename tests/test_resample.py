@@ -42,7 +42,7 @@ pytestmark = pytest.mark.filterwarnings(
 
 # The constants are written out, not imported: a change to the draws must fail here.
 M1, M2, GAMMA = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0x9E3779B97F4A7C15
-SALT, NULL_BITS = 0x5EED5EED5EED5EED, 0x6E756C6C6E756C6C
+NULL_VALUE, BOOTSTRAP_STREAM = 0x6A09E667F3BCC908, 3
 U64 = np.uint64
 
 
@@ -50,15 +50,16 @@ U64 = np.uint64
 
 
 def np_mix(z: np.ndarray) -> np.ndarray:
-    z = z.astype(U64)
+    """splitmix64: add γ, then the finalizer."""
     with np.errstate(over="ignore"):
+        z = z.astype(U64) + U64(GAMMA)
         z = (z ^ (z >> U64(30))) * U64(M1)
         z = (z ^ (z >> U64(27))) * U64(M2)
     return z ^ (z >> U64(31))
 
 
 def np_bits(values: pl.Series) -> np.ndarray:
-    """A numeric column's bits, as the module docstring of resample_draw defines them."""
+    """A numeric column's values as 64 bits (streameval.split.keys' definition)."""
     if values.dtype.is_float():
         x = values.cast(pl.Float64).to_numpy()
         bits = np.where(x == 0.0, 0.0, x).view(U64)
@@ -66,11 +67,12 @@ def np_bits(values: pl.Series) -> np.ndarray:
         bits = values.to_physical().cast(pl.Int64).to_numpy().view(U64)
     else:
         bits = values.cast(pl.Int64).fill_null(0).to_numpy().view(U64)
-    return np.where(values.is_null().to_numpy(), U64(NULL_BITS), bits)
+    return np.where(values.is_null().to_numpy(), U64(NULL_VALUE), bits)
 
 
 def np_key(df: pl.DataFrame, columns: list[str], seed: int) -> np.ndarray:
-    key = np.full(df.height, np_mix(np.array([(seed ^ SALT) & (2**64 - 1)], dtype=U64))[0])
+    start = np_mix(np.array([seed], dtype=U64) ^ np_mix(np.array([BOOTSTRAP_STREAM], dtype=U64)))
+    key = np.full(df.height, start[0])
     for c in columns:
         key = np_mix(key ^ np_bits(df[c]))
     return key
@@ -78,32 +80,29 @@ def np_key(df: pl.DataFrame, columns: list[str], seed: int) -> np.ndarray:
 
 def np_counts(key: np.ndarray, replicate: int) -> np.ndarray:
     """Poisson(1) counts: #{k : F(k) ≤ U}, F from SciPy, U the top 53 bits of the draw."""
-    with np.errstate(over="ignore"):
-        u = np_mix(key + U64(replicate) * U64(GAMMA))
+    u = np_mix(key ^ np_mix(np.array([replicate], dtype=U64)))
     uniform = (u >> U64(11)).astype(np.float64) / 2.0**53
     cdf = stats.poisson.cdf(np.arange(40), 1)
     return (uniform[:, None] >= cdf[None, :]).sum(axis=1)
 
 
-def polars_counts(df: pl.DataFrame, columns: list[str], seed: int, replicate: int) -> np.ndarray:
-    rows = rd.with_row_key(df.lazy(), columns, df.schema, seed, "_key")
+def polars_counts(
+    df: pl.DataFrame, columns: list[str], seed: int, replicate: int, *, stable: bool = True
+) -> np.ndarray:
+    rows = rd.with_row_key(df.lazy(), columns, df.schema, seed, "_key", stable=stable)
     rows = rows.with_columns(pl.lit(replicate, pl.UInt16).alias("_r"))
     return rd.with_counts(rows, "_key", "_r", "_count").collect()["_count"].to_numpy()
 
 
-def test_mix_is_splitmix64():
+def test_the_mix_is_splitmix64():
     # SplitMix64 seeded with 0 (Vigna's splitmix64.c) outputs these first three numbers.
     expected = [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F]
-    assert [rd.mix_int(k * GAMMA) for k in (1, 2, 3)] == expected
-    lf = pl.LazyFrame({"z": [(k * GAMMA) % 2**64 for k in (1, 2, 3)]}, schema={"z": pl.UInt64})
-    assert rd.mix(lf, "z").collect()["z"].to_list() == expected
-    z = np.random.default_rng(0).integers(0, 2**64 - 1, 10_000, dtype=U64, endpoint=True)
-    got = rd.mix(pl.LazyFrame({"z": z}), "z").collect()["z"].to_numpy()
-    np.testing.assert_array_equal(got, np_mix(z))
+    state = np.array([0, GAMMA, (2 * GAMMA) % 2**64], dtype=U64)
+    assert np_mix(state).tolist() == expected
 
 
-def test_poisson_cuts_match_scipy():
-    cuts = np.array(rd.poisson_cuts(), dtype=np.float64)
+def test_count_cuts_match_scipy():
+    cuts = np.array(rd.count_cuts(), dtype=np.float64)
     cdf = stats.poisson.cdf(np.arange(len(cuts) + 1), 1)
     assert np.all(np.abs(cuts - cdf[:-1] * 2.0**53) <= 1)
     assert cdf[len(cuts)] * 2.0**53 >= 2.0**53 - 1  # the next point is 1 in double precision
@@ -127,6 +126,8 @@ def test_row_keys_and_counts_match_numpy_for_every_numeric_type():
     for seed, replicate in [(0, 1), (7, 2), (2**64 - 1, 200)]:
         want = np_counts(np_key(df, columns, seed), replicate)
         np.testing.assert_array_equal(polars_counts(df, columns, seed, replicate), want)
+        fast = polars_counts(df, columns, seed, replicate, stable=False)
+        np.testing.assert_array_equal(fast, want)  # no text column: the same hash
     # The same value in another integer type draws the same (hive keys read as Int64 …).
     narrow = df.select(pl.col("i16").cast(pl.Int64))
     assert (polars_counts(narrow, ["i16"], 3, 5) == polars_counts(df, ["i16"], 3, 5)).all()
@@ -142,9 +143,21 @@ def test_draws_are_pinned():
 
 
 PINNED = [
-    [2, 1, 1, 3, 0, 1, 0, 4, 1, 2, 0, 0, 2, 3, 3, 1, 1, 0, 0, 2, 1, 0, 0, 3],
-    [0, 2, 0, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 2, 1, 2, 1, 0, 0, 1],
+    [0, 1, 1, 1, 2, 1, 0, 1, 1, 0, 2, 1, 3, 2, 0, 0, 0, 2, 2, 2, 1, 0, 1, 2],
+    [1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1, 0, 0, 2, 2, 1, 0, 1, 0, 2, 2, 1],
 ]
+
+
+@pytest.mark.parametrize("ids", ["int", "string"])
+def test_replicates_have_the_in_bag_counts_of_split_bootstrap(ids):
+    df = pl.DataFrame({"id": range(300), "y": [0, 1, 1] * 100, "p": [i / 300 for i in range(300)]})
+    if ids == "string":
+        df = df.with_columns(pl.format("row-{}", "id").alias("id"))
+    state = se.accumulate(df, label="y", score="p", bootstrap=3, seed=8, row_id="id")
+    positives = state.metrics().filter(pl.col("replicate") > 0)["positives"].to_list()
+    bags = se.split.bootstrap(df, [1, 2, 3], seed=8, by="id")
+    in_bag = bags.group_by("replicate").agg((pl.col("in_bag") * pl.col("y")).sum())
+    assert in_bag.sort("replicate")["in_bag"].cast(pl.Float64).to_list() == positives
 
 
 def test_counts_are_poisson_with_mean_and_variance_one():
@@ -356,6 +369,54 @@ def test_bootstrap_intervals_are_percentiles_of_the_replicates(monkeypatch):
                 continue
             lo, hi = np.quantile(values, [0.05, 0.95], method="linear")
             assert math.isclose(row[f"{name}_lo"], lo) and math.isclose(row[f"{name}_hi"], hi)
+
+
+def test_paired_models_and_their_difference_get_intervals():
+    rng = np.random.default_rng(6)
+    n = 400
+    y = rng.integers(0, 2, n)
+    df = pl.DataFrame({"id": range(n), "y": y, "a": rng.random(n) + 0.3 * y, "b": rng.random(n)})
+    kw: dict[str, Any] = {"task": "paired", "label": "y", "scores": ["a", "b"]}
+    state = se.accumulate(df, **kw, bootstrap=100, row_id="id")
+    per_model = bootstrap_intervals(state, lambda s: s.metrics())
+    plain = se.accumulate(df, **kw).metrics()
+    assert per_model["model"].to_list() == ["a", "b"]
+    points = [c for c in plain.columns if not c.endswith(("_lo", "_hi"))]
+    assert_frame_equal(per_model.select(points), plain.select(points), check_dtypes=False)
+    a, b = per_model.rows_by_key("model", named=True, unique=True).values()
+    assert a["roc_auc_lo"] < a["roc_auc"] < a["roc_auc_hi"] and a["roc_auc_lo"] > b["roc_auc_hi"]
+    # The paired bootstrap of the AUC difference replaces DeLong's interval in roc_test.
+    test = bootstrap_intervals(state, lambda s: s.roc_test(), columns=["difference"])
+    assert test.columns == state.roc_test().drop("replicate").columns
+    delong = se.accumulate(df, **kw).roc_test()
+    assert math.isclose(test["difference"].item(), delong["difference"].item())
+    for side in ("lo", "hi"):  # about DeLong's, from 100 replicates
+        assert abs(test[f"difference_{side}"].item() - delong[f"difference_{side}"].item()) < 0.04
+
+
+def test_analytic_intervals_are_replaced_and_statistics_left_alone():
+    df = pl.DataFrame(
+        {"id": range(200), "y": [0, 1] * 100, "p": [(i * 7 % 200) / 200 for i in range(200)]}
+    )
+    state = se.accumulate(df, label="y", score="p", bootstrap=40, row_id="id")
+    plain = bootstrap_intervals(state, lambda s: s.metrics())
+    wilson = bootstrap_intervals(state, lambda s: s.metrics(ci="wilson"))
+    assert not [c for c in wilson.columns if c.endswith("_right")]
+    for name in ["accuracy_lo", "roc_auc_hi", "prevalence_lo"]:
+        assert wilson[name].equals(plain[name])
+    assert "accuracy_pvalue_lo" not in wilson.columns and "roc_auc_se_lo" not in wilson.columns
+
+
+def test_identifiers_must_identify_rows_in_every_replicate():
+    df = pl.DataFrame(
+        {"id": range(300), "y": [0, 1, 1] * 100, "p": [(i * 7 % 300) / 300 for i in range(300)]}
+    )
+    state = se.accumulate(df, label="y", score="p", bootstrap=20, row_id="id", precision="exact")
+    with pytest.raises(se.InputError, match="identifiers=.*criterion"):
+        bootstrap_intervals(state, lambda s: s.operating_point())
+    out = bootstrap_intervals(state, lambda s: s.operating_point(), identifiers=["criterion"])
+    assert out.height == state.operating_point().filter(pl.col("replicate") == 0).height
+    assert out["threshold_lo"].null_count() == 0
 
 
 def test_bootstrap_intervals_need_a_replicated_state():

@@ -128,22 +128,13 @@ def accumulate(
     engine : {"streaming", "in-memory"}
         Polars engine; streaming keeps memory bounded.
     bootstrap : int, optional
-        Number R of Poisson bootstrap replicates. The state then has one more key,
-        ``replicate``: 0 is the data itself, 1..R are replicates in which each row's weight
-        is multiplied by a Poisson(1) count drawn from a hash of the row (rows drawn 0 times
-        are left out, so ``n`` counts the rows drawn). Draws depend only on the row, so the
-        states of any partitions merge. Replicates are computed in passes over the source
-        (one per pass unless the state is small): R + 1 times the work of a plain pass (the
-        sort kernel does not apply), and a state of up to R + 1 times the rows, which a
-        coarse ``precision`` keeps small. :func:`streameval.resample.bootstrap_intervals`
-        turns it into intervals.
+        R Poisson bootstrap replicates: the state gets the last key ``replicate`` (0 the data
+        itself, 1..R replicates; see :mod:`streameval.resample_draw`), for the work of R + 1
+        passes; :func:`streameval.resample.bootstrap_intervals` turns it into intervals.
     row_id : str or list of str, optional
-        With ``bootstrap``: columns identifying a row, hashed for its draws; rows sharing an
-        id are drawn together (a user id: a cluster bootstrap by user). Default: every column
-        read (label, scores, prediction, weight, keys); as equal rows are then drawn
-        together, more than 5% of rows repeating others is an error asking for an id.
-        Integer, float, boolean and temporal columns hash the same on every machine and
-        version; strings hash the same within one Polars version.
+        With ``bootstrap``: the columns identifying a row (or a cluster of rows drawn
+        together), hashed for its draws. Default: the columns read, which must then differ
+        from row to row (more than 5% of rows repeating others is an error).
     seed : int
         With ``bootstrap``: the seed of the draws (0 to 2**64 − 1).
 

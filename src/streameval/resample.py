@@ -9,11 +9,7 @@ Both take ``table_fn``, the function from a state to its metric table (such as
 ``lambda s: s.metrics(threshold=[0.3, 0.5])``), and compute it for every replicate or every
 left-out value in one finalize, with the replicate or the left-out value as one more key.
 
-Which columns get an interval: every float column of the metric table except the group
-keys, the row identifiers ``threshold``, ``class``, ``actual`` and ``predicted``, and the
-precision bounds (``<metric>_error`` next to a column ``<metric>``, such as ``roc_auc_error``,
-and ``residual_quantile_error``); integer columns (``n``, unweighted counts) get none.
-``columns=`` names them explicitly instead.
+Which rows and columns get intervals: see :mod:`streameval.resample_tables`.
 """
 
 from __future__ import annotations
@@ -27,66 +23,19 @@ from scipy import stats
 
 from .errors import InputError
 from .resample_draw import REPLICATE
+from .resample_tables import (
+    attach,
+    check_identifiers,
+    identifier_columns,
+    join_on,
+    level_of,
+    metric_columns,
+)
 from .state import State
 from .states import kind_module
 
 TableFn = Callable[[State], pl.DataFrame]
-IDENTIFIERS = ("threshold", "class", "actual", "predicted")
-BOUNDS = ("residual_quantile_error",)
 FINALIZE_ROWS = 1 << 20  # state rows finalized at once by bootstrap_intervals
-
-
-def interval_columns(table: pl.DataFrame, ids: Sequence[str]) -> list[str]:
-    """The columns of a metric table that get intervals (see the module docstring).
-
-    >>> t = pl.DataFrame({"g": [1.0], "n": [3], "roc_auc": [0.5], "roc_auc_error": [0.0],
-    ...                   "max_error": [2.0], "threshold": [0.5]})
-    >>> interval_columns(t, ["g"])
-    ['roc_auc', 'max_error']
-    """
-    names = set(table.columns)
-    skip = set(ids) | set(IDENTIFIERS) | set(BOUNDS)
-    return [
-        c
-        for c, dtype in table.schema.items()
-        if dtype.is_float() and c not in skip and not (c.endswith("_error") and c[:-6] in names)
-    ]
-
-
-def _level(level: float) -> float:
-    if isinstance(level, bool) or not isinstance(level, int | float) or not 0 < level < 1:
-        raise InputError(f"expected a confidence level between 0 and 1, got {level!r}; hint: 0.95")
-    return float(level)
-
-
-def _columns(table: pl.DataFrame, ids: list[str], columns: Sequence[str] | None) -> list[str]:
-    if columns is None:
-        return interval_columns(table, ids)
-    for c in columns:
-        if c not in table.columns or not table.schema[c].is_numeric() or c in ids:
-            raise InputError(
-                f"expected columns= to name numeric metric columns of the table, got {c!r}; "
-                f"hint: the table's columns are {table.columns}"
-            )
-    return list(columns)
-
-
-def _identifiers(keys: Sequence[str], table: pl.DataFrame) -> list[str]:
-    return [*keys, *(c for c in IDENTIFIERS if c in table.columns)]
-
-
-def _join(left: pl.DataFrame, right: pl.DataFrame, ids: list[str]) -> pl.DataFrame:
-    if not ids:
-        return left.join(right, how="cross")
-    return left.join(right, on=ids, how="left", nulls_equal=True, maintain_order="left")
-
-
-def _interleave(table: pl.DataFrame, names: list[str], suffixes: Sequence[str]) -> pl.DataFrame:
-    order: list[str] = []
-    for c in table.columns:
-        if not any(c == f"{m}{s}" for m in names for s in suffixes):
-            order += [c, *(f"{c}{s}" for s in suffixes if c in names)]
-    return table.select(order)
 
 
 def _per_replicate(state: State, table_fn: TableFn) -> pl.DataFrame:
@@ -115,6 +64,7 @@ def bootstrap_intervals(
     level: float = 0.95,
     *,
     columns: Sequence[str] | None = None,
+    identifiers: Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """Percentile bootstrap intervals of every metric of a replicated state.
 
@@ -129,7 +79,11 @@ def bootstrap_intervals(
         Confidence level: the interval runs from the (1 − level)/2 to the (1 + level)/2
         quantile of replicates 1..R.
     columns : list of str, optional
-        The metric columns to give intervals; default: every float metric (module docstring).
+        The metric columns to give intervals; default: every float metric
+        (:mod:`streameval.resample_tables`).
+    identifiers : list of str, optional
+        The columns besides the keys that identify a row of the table; default: the known
+        identifiers present (``threshold``, ``class``, …) and the non-numeric columns.
 
     Returns
     -------
@@ -158,11 +112,11 @@ def bootstrap_intervals(
     │ ---     ┆ ---        ┆ ---        │
     │ f64     ┆ f64        ┆ f64        │
     ╞═════════╪════════════╪════════════╡
-    │ 0.51    ┆ 0.384      ┆ 0.61       │
+    │ 0.51    ┆ 0.423      ┆ 0.599      │
     └─────────┴────────────┴────────────┘
 
     """
-    level = _level(level)
+    level = level_of(level)
     spec = state.spec
     if spec.replicates < 1 or not spec.keys or spec.keys[-1] != REPLICATE:
         raise InputError(
@@ -175,10 +129,11 @@ def bootstrap_intervals(
             f"expected table_fn to return the key {REPLICATE!r} of the replicated state, got "
             f"columns {table.columns}; hint: table_fn=lambda s: s.metrics()"
         )
-    ids = _identifiers(spec.keys[:-1], table)
-    names = _columns(table, [*ids, REPLICATE], columns)
+    ids = identifier_columns(spec.keys[:-1], table.drop(REPLICATE), identifiers)
+    names = metric_columns(table, [*ids, REPLICATE], columns)
     point = table.filter(pl.col(REPLICATE) == 0).drop(REPLICATE)
     replicates = table.filter(pl.col(REPLICATE) > 0)
+    check_identifiers(point, replicates, ids)
     allowed = int(spec.replicates * (1 - level) / 2)
     aggs = []
     for c in names:
@@ -187,7 +142,7 @@ def bootstrap_intervals(
         for suffix, q in (("_lo", (1 - level) / 2), ("_hi", (1 + level) / 2)):
             aggs.append(pl.when(enough).then(x.quantile(q, "linear")).alias(c + suffix))
     spread = replicates.group_by(ids).agg(aggs) if ids else replicates.select(aggs)
-    return _interleave(_join(point, spread, ids), names, ("_lo", "_hi"))
+    return attach(point, spread, ids, names, ("_lo", "_hi"))
 
 
 def leave_one_out(state: State, column: str) -> State:
@@ -238,6 +193,7 @@ def jackknife_intervals(
     level: float = 0.95,
     *,
     columns: Sequence[str] | None = None,
+    identifiers: Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """Delete-a-group jackknife intervals over the values of a key column (partitions, days).
 
@@ -258,8 +214,8 @@ def jackknife_intervals(
         State → metric table, as for :func:`bootstrap_intervals`.
     level : float
         Confidence level.
-    columns : list of str, optional
-        The metric columns to give intervals; default: every float metric.
+    columns, identifiers : list of str, optional
+        As for :func:`bootstrap_intervals`.
 
     Returns
     -------
@@ -287,7 +243,7 @@ def jackknife_intervals(
     └─────────┴────────────┴────────────┴────────────┘
 
     """
-    level = _level(level)
+    level = level_of(level)
     spec = state.spec
     if column not in spec.keys or (column == REPLICATE and spec.replicates):
         raise InputError(
@@ -303,8 +259,9 @@ def jackknife_intervals(
     )
     estimate = table_fn(State(replace(spec, keys=tuple(others)), whole))
     left_out = table_fn(leave_one_out(state, column))
-    ids = _identifiers(others, estimate)
-    names = _columns(estimate, ids, columns)
+    ids = identifier_columns(others, estimate, identifiers)
+    names = metric_columns(estimate, ids, columns)
+    check_identifiers(estimate, left_out.drop(column), ids)
     values = state.table.select(*others, column).unique()
     size = pl.len().alias("_se_g")
     g = values.group_by(others).agg(size) if others else values.select(size)
@@ -315,7 +272,7 @@ def jackknife_intervals(
         x = pl.col(c).cast(pl.Float64).fill_nan(None)
         aggs += [((x - x.mean()) ** 2).sum().alias(f"_ss_{c}"), x.count().alias(f"_k_{c}")]
     spread = left_out.group_by(ids).agg(aggs) if ids else left_out.select(aggs)
-    out = _join(_join(estimate, spread, ids), g, others)
+    out = join_on(join_on(estimate.select(*ids, *names), spread, ids), g, others)
     gg = pl.col("_se_g").cast(pl.Float64)
     results = []
     for c in names:
@@ -327,7 +284,6 @@ def jackknife_intervals(
             (x + pl.col("_se_t") * se).alias(f"{c}_hi"),
             se.alias(f"{c}_se"),
         ]
-    out = out.with_columns(results).select(
-        *estimate.columns, *(f"{c}{s}" for c in names for s in ("_lo", "_hi", "_se"))
-    )
-    return _interleave(out, names, ("_lo", "_hi", "_se"))
+    suffixes = ("_lo", "_hi", "_se")
+    spread = out.with_columns(results).select(*ids, *(f"{c}{s}" for c in names for s in suffixes))
+    return attach(estimate, spread, ids, names, suffixes)

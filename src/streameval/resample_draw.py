@@ -7,25 +7,32 @@ depends on nothing but the row's own values, a replicate of any file, row group 
 the same wherever and in whatever order it is computed, and replicate states merge by sums
 like any other state (the Poisson bootstrap).
 
-The row key is built from the ``row_id`` columns, or without them from every column the task
-reads (label, score(s), prediction, weight, then the group keys):
+The draws are those of :func:`streameval.split.bootstrap`, whose hash
+(:mod:`streameval.split.keys`: splitmix64 written in Polars UInt64 arithmetic) is stable
+across machines, Polars versions and releases: with ``row_id=`` and a seed, replicate r ≥ 1
+here has the in-bag counts of replicate r of ``se.split.bootstrap(df, …, seed=seed,
+by=row_id)`` (whose out-of-bag rows are then the rows this replicate leaves out). Per row,
+``h = mix(mix(seed ^ mix(3)) ^ v₁ …)`` over the key columns' values vᵢ, for replicate r
+``h_r = mix(h ^ mix(r))``, U = the top 53 bits of h_r / 2⁵³, and the count is the number of
+points of the Poisson(1) CDF F(k) ≤ U, compared here as integers: the top 53 bits against
+⌈F(k)·2⁵³⌉, which is the same test.
 
-- integer, boolean, temporal and float columns contribute their value's 64 bits (integers as
-  Int64, floats as Float64 with −0.0 read as 0.0, temporal types as their physical integer),
-  mixed with SplitMix64's finalizer written in Polars UInt64 arithmetic: the draws are
-  stable across machines, Polars versions and releases of this library;
-- strings, categoricals (by their text) and other types contribute Polars' ``hash``, which
-  is stable within one Polars version only: states to be merged must then be computed with
-  the same Polars version.
+Without ``row_id=`` the key is every column the task reads (label, score(s), prediction,
+weight, then the group keys), hashed the same way except that strings, categoricals,
+decimals and binaries contribute Polars' ``Expr.hash`` (stable within one Polars version:
+states to merge must then come from the same Polars version) — the stable text hash costs
+about 3 µs a row, and the key is hashed again in every pass.
 
-Per column, ``key = mix(key XOR bits)``, starting from ``mix(seed XOR SALT)``; replicate r
-draws ``u = mix(key + r·γ)`` (the r-th output of a SplitMix64 generator seeded with the key)
-and the count is the number of Poisson(1) CDF points F(k) ≤ U, U being the top 53 bits of
-``u`` as a uniform in [0, 1). The CDF is computed once, exactly, in rational arithmetic.
+In a replicated state ``n`` counts the rows drawn, weights are (user weight ×) counts, and
+the state is weighted. Replicates are computed in passes over the source, replicate 0 first,
+then blocks of replicates of about :data:`BLOCK_STATE_ROWS` state rows (one replicate per
+pass for all but small states): R + 1 times the work of a plain pass, the sort kernel not
+applying, and a state of up to R + 1 times the rows, which a coarse ``precision`` keeps
+small.
 
 >>> import polars as pl
 >>> rows = pl.LazyFrame({"id": list(range(20_000)), "replicate": 3})
->>> rows = with_row_key(rows, ["id"], rows.collect_schema(), 7, "key")
+>>> rows = with_row_key(rows, ["id"], rows.collect_schema(), 7, "key", stable=True)
 >>> counts = with_counts(rows, "key", "replicate", "count").collect()["count"]
 >>> round(counts.mean(), 1), round(counts.var(), 1)
 (1.0, 1.0)
@@ -42,106 +49,81 @@ from typing import Any
 
 import polars as pl
 
+from .split.keys import (
+    NULL_VALUE,
+    STREAMS,
+    add_key_hash,
+    add_value_hash,
+    mix_column,
+    mix_int,
+    rehash,
+    seed_value,
+)
+from .split.resample import poisson_cuts
+
 MASK = (1 << 64) - 1
-GAMMA = 0x9E3779B97F4A7C15  # SplitMix64's increment: 2^64 / golden ratio, odd
-M1, M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB  # SplitMix64's finalizer multipliers
-SALT = 0x5EED5EED5EED5EED  # keeps seed 0 away from the all-zero state
-NULL_BITS = 0x6E756C6C6E756C6C  # what a null numeric value contributes
 UNIFORM_BITS = 53
 REPLICATE = "replicate"
 REPLICATE_TYPE = pl.UInt16
 MAX_REPLICATES = 65_535
 BLOCK_STATE_ROWS = 1 << 15  # state rows per pass over the source (measured: smaller is faster)
 CHUNK_ROWS = 1 << 18  # replicate rows per streaming chunk
-
+_VALUE = "_se_bits"
 _U64 = pl.UInt64
-_INTEGERS = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.Boolean)
 
 
 def _lit(value: int) -> pl.Expr:
     return pl.lit(value, _U64)
 
 
-def mix(lf: pl.LazyFrame, name: str) -> pl.LazyFrame:
-    """SplitMix64's finalizer applied to the UInt64 column ``name``.
-
-    Polars' UInt64 arithmetic wraps like C's, and ``//`` by a power of two is ``>>``. One
-    step per ``with_columns``: nested, each term would be computed twice per level.
-    """
-    for shift, factor in ((30, M1), (27, M2), (31, None)):
-        z = pl.col(name)
-        z = z ^ (z // _lit(1 << shift))
-        lf = lf.with_columns((z if factor is None else z * _lit(factor)).alias(name))
-    return lf
-
-
-def mix_int(z: int) -> int:
-    """:func:`mix` of a Python int, for constants.
-
-    >>> hex(mix_int(0))
-    '0x0'
-    >>> hex(mix_int(GAMMA))  # SplitMix64's first output for seed 0
-    '0xe220a8397b1dcdaf'
-    """
-    z &= MASK
-    z = ((z ^ (z >> 30)) * M1) & MASK
-    z = ((z ^ (z >> 27)) * M2) & MASK
-    return z ^ (z >> 31)
-
-
-def column_bits(name: str, dtype: pl.DataType) -> pl.Expr:
-    """A column's values as UInt64 bits (see the module docstring for each type)."""
-    col = pl.col(name)
-    if dtype == pl.UInt64:
-        bits = col
-    elif dtype in _INTEGERS or dtype == pl.Null:
-        bits = col.cast(pl.Int64).reinterpret(dtype=_U64)
-    elif dtype.is_float():
-        x = col.cast(pl.Float64)
-        bits = pl.when(x == 0.0).then(0.0).otherwise(x).reinterpret(dtype=_U64)
-    elif dtype.is_temporal():
-        bits = col.to_physical().cast(pl.Int64).reinterpret(dtype=_U64)
-    else:
-        text = isinstance(dtype, pl.Categorical | pl.Enum)
-        return (col.cast(pl.String) if text else col).hash(seed=0)
-    return bits.fill_null(_lit(NULL_BITS))
+def _text(dtype: pl.DataType) -> bool:
+    return isinstance(dtype, pl.String | pl.Categorical | pl.Enum | pl.Decimal | pl.Binary)
 
 
 def with_row_key(
-    lf: pl.LazyFrame, columns: Sequence[str], schema: pl.Schema, seed: int, name: str
+    lf: pl.LazyFrame,
+    columns: Sequence[str],
+    schema: pl.Schema,
+    seed: int,
+    name: str,
+    *,
+    stable: bool,
 ) -> pl.LazyFrame:
-    """``lf`` with column ``name``: each row's 64-bit key (UInt64) from ``columns`` and ``seed``."""
-    lf = lf.with_columns(_lit(mix_int(seed ^ SALT)).alias(name))
-    for column in columns:
-        lf = mix(
-            lf.with_columns((pl.col(name) ^ column_bits(column, schema[column])).alias(name)), name
+    """``lf`` with column ``name``: each row's 64-bit key (UInt64) from ``columns`` and ``seed``.
+
+    ``stable``: :func:`streameval.split.keys.add_key_hash` exactly; else text columns are
+    hashed by Polars (fast, stable within one Polars version).
+    """
+    if stable or not any(_text(schema[c]) for c in columns):
+        return add_key_hash(
+            lf, schema, columns, seed=seed, stream="bootstrap", role="row id", out=name
         )
+    start = mix_int(seed_value(seed) ^ mix_int(STREAMS["bootstrap"]))
+    lf = lf.with_columns(_lit(start).alias(name))
+    for column in columns:
+        if _text(schema[column]):
+            text = pl.col(column).cast(pl.String) if schema[column] != pl.Binary else pl.col(column)
+            lf = lf.with_columns(text.hash(seed=0).fill_null(_lit(NULL_VALUE)).alias(_VALUE))
+        else:
+            lf = add_value_hash(lf, column, schema[column], _VALUE)
+        lf = mix_column(lf.with_columns(pl.col(name).xor(pl.col(_VALUE))).drop(_VALUE), name)
     return lf
 
 
 @cache
-def poisson_cuts() -> tuple[int, ...]:
-    """Integer cut points c_k = ⌈F(k)·2^53⌉ of the Poisson(1) CDF, while below 2^53.
+def count_cuts() -> tuple[int, ...]:
+    """Integer cut points c_k = ⌈F(k)·2^53⌉ of the Poisson(1) CDF F.
 
-    A uniform U = v / 2^53 (v the top 53 bits of a draw) gives the count #{k : v ≥ c_k}, that
-    is #{k : F(k) ≤ U}: P(count ≤ k) = c_k / 2^53, F(k) to within 2^-53. F is summed in exact
-    rational arithmetic from e^-1 = Σ (−1)^j / j! (60 terms, error below 1e-80).
+    F is :func:`streameval.split.resample.poisson_cuts` (in double precision, while below
+    1 − 2⁻⁵³). With v the top 53 bits of a draw and U = v / 2^53, F(k) ≤ U exactly when
+    v ≥ c_k, so the count #{k : v ≥ c_k} is ``split.bootstrap``'s.
 
-    >>> cuts = poisson_cuts()
+    >>> cuts = count_cuts()
     >>> len(cuts), cuts[0] / 2**53  # up to 17 draws of one row; P(0) = 1/e
     (17, 0.36787944117144233)
     """
-    inv_e = sum((Fraction((-1) ** j, math.factorial(j)) for j in range(60)), Fraction(0))
     scale = 1 << UNIFORM_BITS
-    cuts: list[int] = []
-    cdf = Fraction(0)
-    for k in range(60):
-        cdf += inv_e / math.factorial(k)
-        cut = math.ceil(cdf * scale)
-        if cut >= scale:
-            break
-        cuts.append(cut)
-    return tuple(cuts)
+    return tuple(math.ceil(Fraction(f) * scale) for f in poisson_cuts())
 
 
 def with_counts(lf: pl.LazyFrame, key: str, replicate: str, name: str) -> pl.LazyFrame:
@@ -151,12 +133,11 @@ def with_counts(lf: pl.LazyFrame, key: str, replicate: str, name: str) -> pl.Laz
     is not drawn). The draw's 64 bits are compared with the cut points shifted up by 11
     bits, which equals comparing their top 53 bits with the cut points.
     """
-    draw = pl.col(key) + pl.col(replicate).cast(_U64) * _lit(GAMMA)
-    lf = mix(lf.with_columns(draw.alias(name)), name)
+    lf = rehash(lf.with_columns(pl.col(key).alias(name)), name, replicate)
     u = pl.col(name)
     shift = 1 << (64 - UNIFORM_BITS)
     count = pl.lit(0, pl.UInt8)
-    for cut in poisson_cuts():
+    for cut in count_cuts():
         count = count + (u >= _lit(cut * shift)).cast(pl.UInt8)
     return lf.with_columns(count.alias(name))
 
@@ -200,7 +181,8 @@ class Replication:
             lo = 1
         if hi > lo:
             schema = lf.collect_schema()
-            keyed = with_row_key(lf, self.hashed, schema, self.boot.seed, "_se_key")
+            stable = bool(self.boot.row_id)
+            keyed = with_row_key(lf, self.hashed, schema, self.boot.seed, "_se_key", stable=stable)
             if hi - lo == 1:
                 repeated = keyed.with_columns(pl.lit(lo, REPLICATE_TYPE).alias(REPLICATE))
             else:

@@ -120,7 +120,8 @@ def check_distinct(opened: Opened, hashed: Sequence[str]) -> None:
     up to 20% off for a few rows, so below :data:`EXACT_DISTINCT` rows a second pass counts
     them exactly); above :data:`DUPLICATE_SHARE` the hint asks for a row id.
     """
-    keys = with_row_key(opened.lf, hashed, opened.schema, 0, "_se_key").select("_se_key")
+    keyed = with_row_key(opened.lf, hashed, opened.schema, 0, "_se_key", stable=False)
+    keys = keyed.select("_se_key")
     approx = pl.col("_se_key").approx_n_unique()
     rows, distinct = collect(keys.select(pl.len(), approx), opened.engine, opened.files).row(0)
     if 0 < rows <= EXACT_DISTINCT:
