@@ -412,7 +412,7 @@ def test_identifiers_must_identify_rows_in_every_replicate():
         {"id": range(300), "y": [0, 1, 1] * 100, "p": [(i * 7 % 300) / 300 for i in range(300)]}
     )
     state = se.accumulate(df, label="y", score="p", bootstrap=20, row_id="id", precision="exact")
-    with pytest.raises(se.InputError, match="identifiers=.*criterion"):
+    with pytest.raises(se.InputError, match=r"identifiers=.*criterion"):
         bootstrap_intervals(state, lambda s: s.operating_point())
     out = bootstrap_intervals(state, lambda s: s.operating_point(), identifiers=["criterion"])
     assert out.height == state.operating_point().filter(pl.col("replicate") == 0).height
