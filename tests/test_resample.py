@@ -293,6 +293,9 @@ def test_multiclass_replicates_match_sklearn_with_counts_as_weights(data):
     table = state.metrics()
     for r in (1, 2):
         want = multiclass_reference(counted(df, r, seed=9), classes)
+        for row in want:  # sklearn's MCC is NaN, not 0, when rounding makes a variance < 0
+            if isinstance(row.get("mcc"), float) and math.isnan(row["mcc"]):
+                row["mcc"] = 0.0
         assert_tables_match(replicate_table(table, r), want)
 
 
