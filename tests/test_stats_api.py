@@ -7,6 +7,7 @@ import sys
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 import streameval as se
 from streameval.errors import InputError
@@ -126,3 +127,36 @@ def test_cli_summary_and_tests(tmp_path):
     assert pl.read_csv(out).columns[:3] == ["day", "model_a", "model_b"]
     bad = subprocess.run([*run, "--score", "a", "--table", "tests"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--task paired" in bad.stderr
+
+
+def test_bootstrap_and_jackknife_through_evaluate_and_the_cli(tmp_path):
+    from streameval.resample import bootstrap_intervals, jackknife_intervals
+
+    df = pl.concat([DF.with_columns(pl.lit(i).alias("copy")) for i in range(20)]).with_row_index(
+        "id"
+    )
+    table = se.evaluate(df, label="y", score="a", by="day", ci="bootstrap", bootstrap=25,
+                        row_id="id", seed=3)  # fmt: skip
+    state = se.accumulate(df, label="y", score="a", by="day", bootstrap=25, row_id="id", seed=3)
+    # Weighted sums are float sums in no fixed order: equal to rounding.
+    assert_frame_equal(table, bootstrap_intervals(state, lambda s: s.metrics()), rel_tol=1e-9)
+    assert (table["roc_auc_lo"] <= table["roc_auc"]).all()
+    plain = se.accumulate(df, label="y", score="a", by=["day", "copy"])
+    jack = se.evaluate(df, label="y", score="a", by=["day", "copy"], ci="jackknife",
+                       jackknife="copy")  # fmt: skip
+    assert_frame_equal(
+        jack, jackknife_intervals(plain, "copy", lambda s: s.metrics()), rel_tol=1e-9
+    )
+    with pytest.raises(InputError, match="bootstrap=R"):
+        plain.metrics(ci="bootstrap")
+    path = tmp_path / "preds.parquet"
+    df.write_parquet(path)
+    out = tmp_path / "boot.csv"
+    run = subprocess.run(
+        [sys.executable, "-m", "streameval", "evaluate", str(path), "--label", "y", "--score",
+         "a", "--by", "day", "--ci", "bootstrap", "--replicates", "25", "--row-id", "id",
+         "--seed", "3", "--output", str(out)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert pl.read_csv(out)["roc_auc_hi"].to_list() == pytest.approx(table["roc_auc_hi"].to_list())

@@ -91,9 +91,14 @@ def _build() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--ci",
-        choices=["wilson", "clopper-pearson"],
-        help="add <metric>_lo/_hi intervals, the AUC's (DeLong) and caret's statistics",
+        choices=["wilson", "clopper-pearson", "bootstrap", "jackknife"],
+        help="add <metric>_lo/_hi intervals: proportions (with the AUC's by DeLong and "
+        "caret's statistics), or every metric by bootstrap or jackknife",
     )
+    ev.add_argument("--replicates", type=int, default=200, help="bootstrap replicates (200)")
+    ev.add_argument("--row-id", action="append", help="bootstrap: row id column(s)")
+    ev.add_argument("--seed", type=int, default=0, help="bootstrap: seed of the draws")
+    ev.add_argument("--jackknife-by", help="jackknife: the key whose values are left out")
     ev.add_argument("--level", type=float, default=0.95, help="confidence level (0.95)")
     ev.add_argument(
         "--auc-method", choices=["delong", "hanley-mcneil"], default="delong", help="AUC variance"
@@ -216,6 +221,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     source = args.source if len(args.source) > 1 else args.source[0]
     columns = _columns(args)
     intervals = {"ci": args.ci, "level": args.level, "auc_method": args.auc_method}
+    resampling = {"bootstrap": args.replicates, "row_id": args.row_id, "seed": args.seed,
+                  "jackknife": args.jackknife_by}  # fmt: skip
     if args.summary:
         if args.task not in ("binary", "multiclass"):
             raise StreamevalError(
@@ -247,6 +254,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             folds=args.folds,
             repeats=args.repeats,
             **intervals,
+            **(resampling if args.ci in ("bootstrap", "jackknife") else {}),
             **columns,  # type: ignore[arg-type]
         )
         names = SUMMARY[args.task] if not args.metric else table.columns

@@ -43,6 +43,10 @@ def evaluate(
     ci: str | None = None,
     level: float = 0.95,
     auc_method: str = "delong",
+    bootstrap: int = 200,
+    row_id: str | Sequence[str] | None = None,
+    seed: int = 0,
+    jackknife: str | None = None,
     drop_nulls: bool = False,
     engine: Engine = "streaming",
 ) -> pl.DataFrame:
@@ -53,7 +57,10 @@ def evaluate(
     mode), ``alpha`` (regression: the quantile of ``mean_pinball_loss``) and ``metrics``
     (only these metric columns; one asked for by name whose domain the data violates raises
     instead of being null with a warning), and ``ci``, ``level``, ``auc_method`` (intervals
-    and statistics, as :meth:`streameval.State.metrics`).
+    and statistics, as :meth:`streameval.State.metrics`). ``ci="bootstrap"`` accumulates
+    ``bootstrap`` Poisson replicates (drawn from ``row_id`` and ``seed``, see
+    :func:`streameval.accumulate`) and gives percentile intervals of every metric;
+    ``ci="jackknife"`` leaves out each value of the group key ``jackknife`` in turn.
 
     ``folds`` (and ``repeats``) name the fold (and repeat) column of out-of-fold predictions:
     the table then has per-fold rows plus the mean, standard deviation and pooled metric per
@@ -87,6 +94,20 @@ def evaluate(
             inference={"ci": ci, "level": level, "auc_method": auc_method},
             prediction=prediction, scores=scores, classes=classes, positive=positive,
             precision=precision, top_k=top_k, power=power, drop_nulls=drop_nulls, engine=engine,
+        )  # fmt: skip
+    if ci in ("bootstrap", "jackknife"):
+        from .accumulate import accumulate
+
+        state = accumulate(
+            source, label=label, score=score, by=by, weight=weight, task=task,
+            prediction=prediction, scores=scores, classes=classes, positive=positive,
+            precision=precision, thresholds=threshold, top_k=top_k, power=power,
+            bootstrap=bootstrap if ci == "bootstrap" else None, row_id=row_id, seed=seed,
+            drop_nulls=drop_nulls, engine=engine,
+        )  # fmt: skip
+        return state.metrics(
+            threshold if task == "binary" else None, alpha=alpha, metrics=metrics, ci=ci,
+            level=level, jackknife=jackknife,
         )  # fmt: skip
     thresholds = as_thresholds(threshold)
     inputs = Inputs(

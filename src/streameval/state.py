@@ -54,6 +54,7 @@ class State:
         ci: str | None = None,
         level: float = 0.95,
         auc_method: str = "delong",
+        jackknife: str | None = None,
     ) -> pl.DataFrame:
         """Metric table, one row per group (binary: and per threshold when a list is given).
 
@@ -76,6 +77,12 @@ class State:
             Confidence level of the intervals.
         auc_method : {"delong", "hanley-mcneil"}
             Variance of the AUC (binary). Bucketed intervals are widened by ``roc_auc_error``.
+            ``ci="bootstrap"`` (a state accumulated with ``bootstrap=R``) gives percentile
+            intervals of every metric over the replicates, ``ci="jackknife"`` leave-one-out
+            intervals over the values of the key ``jackknife`` (a partition, a day), for
+            every task (:mod:`streameval.resample`).
+        jackknife : str, optional
+            With ``ci="jackknife"``: the group key whose values are left out one at a time.
 
         Examples
         --------
@@ -89,6 +96,10 @@ class State:
         from .stats.tables import check_ci, ordered
 
         check_ci(ci, level, auc_method)
+        if ci in ("bootstrap", "jackknife"):
+            from .resample_wiring import resampled_metrics
+
+            return resampled_metrics(self, ci, level, jackknife, threshold, alpha, metrics)
         kind = self.spec.kind
         if kind != "binary" and threshold is not None:
             raise InputError(

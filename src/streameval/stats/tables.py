@@ -34,14 +34,15 @@ PROPORTIONS = {
     "fnr": (fn, fn + tp),
 }
 AUC_COLUMNS = ["roc_auc_se", "roc_auc_lo", "roc_auc_hi"]
+RESAMPLING = ("bootstrap", "jackknife")
 
 
 def check_ci(ci: str | None, level: float, auc_method: str) -> None:
     """Raise an InputError for an unknown interval method or level."""
-    if ci is not None and ci not in METHODS:
+    if ci is not None and ci not in (*METHODS, *RESAMPLING):
         raise InputError(
-            f"expected ci among {[None, *METHODS]}, got {ci!r}; hint: ci='wilson' adds "
-            "<metric>_lo and <metric>_hi columns"
+            f"expected ci among {[None, *METHODS, *RESAMPLING]}, got {ci!r}; hint: "
+            "ci='wilson' adds <metric>_lo and <metric>_hi columns"
         )
     check_level(level)
     check_method(auc_method)
