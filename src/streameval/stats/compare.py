@@ -28,7 +28,7 @@ import polars as pl
 from scipy import stats
 
 from ..errors import InputError
-from .delong import delong, normal_interval, placements, z_quantile
+from .delong import delong, placements, z_quantile
 
 if TYPE_CHECKING:
     from ..state import State
@@ -80,13 +80,16 @@ def model_table(state: State, level: float) -> pl.DataFrame:
     """Per group and model: n, positives, negatives, roc_auc with its DeLong interval."""
     from ..metrics.binary import ALL
     from ..metrics.ranking import ranking
+    from .tables import auc_intervals
 
     hist, keys = model_histograms(state)
     groups = [*keys, "model"]
     ranked = ranking(hist, groups, exact=state.spec.exact)
-    var = delong(hist, groups).select(*groups, "_var")
-    se = pl.col("_var").clip(0.0).sqrt()
-    lo, hi = normal_interval(pl.col("roc_auc"), se, level, pl.col("roc_auc_error"))
+    auc = ranked.select(
+        *groups, "roc_auc", "roc_auc_error", pl.col("_P").alias("positives"),
+        pl.col("_N").alias("negatives"),
+    )  # fmt: skip
+    intervals = auc_intervals(hist, groups, auc, level, "delong")
     n = _row_counts(state, keys)
     names = pl.LazyFrame(
         {"model": range(len(state.spec.scores)), "_name": list(state.spec.scores)},
@@ -94,7 +97,7 @@ def model_table(state: State, level: float) -> pl.DataFrame:
     )
     count = pl.Int64 if not state.spec.weighted else pl.Float64
     out = (
-        ranked.join(var, on=groups, how="left", nulls_equal=True)
+        ranked.join(intervals, on=groups, how="left", nulls_equal=True)
         .join(n, on=keys, how="left", nulls_equal=True)
         .join(names, on="model")
         .sort([*keys, "model"], nulls_last=False)
@@ -105,9 +108,9 @@ def model_table(state: State, level: float) -> pl.DataFrame:
             pl.col("_P").cast(count).alias("positives"),
             pl.col("_N").cast(count).alias("negatives"),
             "roc_auc",
-            pl.when(pl.col("roc_auc").is_not_null()).then(lo).alias("roc_auc_lo"),
-            pl.when(pl.col("roc_auc").is_not_null()).then(hi).alias("roc_auc_hi"),
-            se.alias("roc_auc_se"),
+            "roc_auc_lo",
+            "roc_auc_hi",
+            "roc_auc_se",
             "roc_auc_error",
             "average_precision",
         )

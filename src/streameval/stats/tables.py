@@ -33,7 +33,6 @@ PROPORTIONS = {
     "fpr": (fp, fp + tn),
     "fnr": (fn, fn + tp),
 }
-AUC_COLUMNS = ["roc_auc_se", "roc_auc_lo", "roc_auc_hi"]
 RESAMPLING = ("bootstrap", "jackknife")
 
 
