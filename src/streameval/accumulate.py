@@ -22,6 +22,7 @@ from .source import (
     collect,
     diagnose_files,
     hive_units,
+    is_spark_frame,
     require_columns,
     schema_of,
     source_files,
@@ -92,6 +93,7 @@ def accumulate(
     ----------
     source : path, glob, directory, list of paths, LazyFrame, DataFrame or pyarrow data
         The predictions. Hive partition columns (``day=2026-10-01/``) can be used in ``by``.
+        A Spark DataFrame is accumulated on its executors (:func:`streameval.spark.accumulate`).
     label : str
         Label column. Binary: 0/1, booleans, or two values with ``positive=``. Multiclass:
         any type. Regression: numeric.
@@ -160,6 +162,15 @@ def accumulate(
     └─────┴─────┴─────┘
 
     """
+    if is_spark_frame(source):
+        from .spark import accumulate as on_spark
+
+        return on_spark(
+            source, label=label, score=score, by=by, weight=weight, task=task,
+            prediction=prediction, scores=scores, classes=classes, positive=positive,
+            precision=precision, thresholds=thresholds, top_k=top_k, power=power,
+            drop_nulls=drop_nulls, bootstrap=bootstrap, row_id=row_id, seed=seed,
+        )  # fmt: skip
     inputs = Inputs(
         label=label,
         score=score,

@@ -220,6 +220,33 @@ def _estimate(kind: str) -> pl.Expr:
     return pl.lit(kind, ESTIMATES).alias("estimate")
 
 
+def fold_cells(folds: str | None, repeats: str | None, keys: Sequence[str]) -> list[str]:
+    """The fold (and repeat) columns added to the group keys ``keys``, checked.
+
+    >>> fold_cells("fold", "repeat", ["segment"])
+    ['repeat', 'fold']
+    >>> fold_cells(None, None, ["segment"])
+    []
+    """
+    if folds is None and repeats is None:
+        return []
+    if folds is None:
+        raise InputError(
+            f"expected folds= (the fold column) with repeats={repeats!r}; hint: "
+            "folds='fold', repeats='repeat'"
+        )
+    if repeats == folds:
+        raise InputError(f"expected different fold and repeat columns, got {folds!r} twice")
+    cells = [folds] if repeats is None else [repeats, folds]
+    clash = [c for c in cells if c in keys]
+    if clash:
+        raise InputError(
+            f"expected the fold and repeat columns outside by=, got {clash!r} in by={keys!r}; "
+            "hint: folds= adds the fold column to the group keys itself"
+        )
+    return cells
+
+
 def evaluate_folds(
     source: Source,
     *,
@@ -236,21 +263,9 @@ def evaluate_folds(
     """``evaluate(..., folds=, repeats=)``: accumulate once, the cells as keys; fold_metrics."""
     from .accumulate import accumulate
 
-    if folds is None:
-        raise InputError(
-            f"expected folds= (the fold column) with repeats={repeats!r}; hint: "
-            "folds='fold', repeats='repeat'"
-        )
-    if repeats == folds:
-        raise InputError(f"expected different fold and repeat columns, got {folds!r} twice")
     keys = [] if by is None else [by] if isinstance(by, str) else list(by)
-    cells = [folds] if repeats is None else [repeats, folds]
-    clash = [c for c in cells if c in keys]
-    if clash:
-        raise InputError(
-            f"expected the fold and repeat columns outside by=, got {clash!r} in by={keys!r}; "
-            "hint: folds= adds the fold column to the group keys itself"
-        )
+    cells = fold_cells(folds, repeats, keys)
+    assert folds is not None  # fold_cells raised otherwise
     binary = task == "binary"
     accumulated: Mapping[str, Any] = {"thresholds": threshold} if binary else {}
     state = accumulate(source, by=[*keys, *cells], task=task, **accumulated, **options)

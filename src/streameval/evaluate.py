@@ -14,7 +14,7 @@ from .accumulate import combine, prepare, state_table, unit_runs, units_with_run
 from .errors import DomainWarning
 from .kernels.metrics import runs_metrics
 from .metrics.binary import as_thresholds
-from .source import Engine, Source
+from .source import Engine, Source, is_spark_frame
 from .spec import parse_precision
 from .state import State
 from .tasks import Inputs
@@ -85,6 +85,17 @@ def evaluate(
     0.5
 
     """
+    if is_spark_frame(source):
+        from .spark import evaluate as on_spark
+
+        return on_spark(
+            source, label=label, score=score, by=by, folds=folds, repeats=repeats,
+            weight=weight, task=task, prediction=prediction, scores=scores, classes=classes,
+            positive=positive, threshold=threshold, precision=precision, top_k=top_k,
+            power=power, alpha=alpha, metrics=metrics, ci=ci, level=level,
+            auc_method=auc_method, bootstrap=bootstrap, row_id=row_id, seed=seed,
+            jackknife=jackknife, drop_nulls=drop_nulls,
+        )  # fmt: skip
     if folds is not None or repeats is not None:
         from .crossval import evaluate_folds
 

@@ -67,6 +67,16 @@ def _expand(path: PathLike) -> list[str]:
     )
 
 
+def is_spark_frame(source: Any) -> bool:
+    """Whether ``source`` is a Spark DataFrame (classic or Connect), without importing pyspark.
+
+    >>> is_spark_frame(pl.DataFrame())
+    False
+    """
+    kind = type(source)
+    return kind.__name__ == "DataFrame" and kind.__module__.startswith("pyspark.sql")
+
+
 def source_files(source: Source) -> list[str] | None:
     """The Parquet files behind a path-like source, or None for in-memory sources."""
     if isinstance(source, str | os.PathLike):
@@ -106,8 +116,9 @@ def to_lazyframe(source: Source) -> pl.LazyFrame:
             assert isinstance(frame, pl.DataFrame)
             return frame.lazy()
     raise InputError(
-        "expected a path, glob, directory, list of paths, polars LazyFrame/DataFrame or pyarrow "
-        f"Table/Dataset as the source, got {type(source).__name__}"
+        "expected a path, glob, directory, list of paths, polars LazyFrame/DataFrame, pyarrow "
+        f"Table/Dataset or Spark DataFrame as the source, got {type(source).__module__}."
+        f"{type(source).__name__}; hint: convert it to one of these (pandas: pl.from_pandas)"
     )
 
 

@@ -45,6 +45,7 @@ from .windows import Window, parse_window
 __all__ = ["JobConfig", "JobConfigError", "OutputConfig", "SourceConfig", "load_job"]
 
 FORMATS = ("parquet", "delta", "iceberg")
+ENGINES = ("polars", "spark")
 OUTPUT_FORMATS = ("parquet", "csv", "json")
 RESERVED = ("window",)
 
@@ -58,6 +59,8 @@ class SourceConfig:
     format: str = "parquet"
     table: str | None = None
     catalog: dict[str, str] = field(default_factory=dict)
+    engine: str = "polars"
+    spark: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,7 @@ def load_job(path: str | os.PathLike[str]) -> JobConfig:
     return job
 
 
-_SOURCE_KEYS = ["paths", "partition_key", "format", "table", "catalog"]
+_SOURCE_KEYS = ["paths", "partition_key", "format", "table", "catalog", "engine", "spark"]
 
 
 def _resolve(base: str, path: str) -> str:
@@ -147,27 +150,35 @@ def _resolve(base: str, path: str) -> str:
 
 
 def _source(t: Table, base: str) -> SourceConfig:
-    fmt = choice(t, "format", t.take("format", "str", "parquet"), FORMATS)
+    engine = choice(t, "engine", t.take("engine", "str", "polars"), ENGINES)
+    on_spark = engine == "spark"
+    fmt = t.take("format", "str", "parquet")
+    if not on_spark:  # Spark reads any of its data sources (orc, delta, iceberg, ...)
+        fmt = choice(t, "format", fmt, FORMATS)
     key = t.take("partition_key", "str", None)
-    if fmt != "iceberg":
-        for name in ("table", "catalog"):
-            if t.has(name):
-                raise t.error(t.path(name), "applies to format = 'iceberg' only")
+    if fmt != "iceberg" and not on_spark and t.has("table"):
+        raise t.error(t.path("table"), "applies to format = 'iceberg' or engine = 'spark' only")
+    if (fmt != "iceberg" or on_spark) and t.has("catalog"):
+        raise t.error(t.path("catalog"), "applies to format = 'iceberg' with engine = 'polars'")
+    if not on_spark and t.has("spark"):
+        raise t.error(t.path("spark"), "applies to engine = 'spark' only")
     table = t.take("table", "str", None)
     catalog = t.take("catalog", "table", {})
+    spark = t.take("spark", "table", {})
     paths = t.take("paths", "str|strs", [] if table else MISSING)
     if not paths and not table:
         raise t.error(t.path("paths"), "expected at least one path, got an empty list")
     if table and paths:
         raise t.error(t.path("table"), "expected either paths or a catalog table, got both")
-    for name, value in catalog.items():
-        if not isinstance(value, str):
-            raise t.error(
-                f"{t.path('catalog')}.{name}", f"expected a string, got {type_name(value)}"
-            )
+    for section, values in (("catalog", catalog), ("spark", spark)):
+        for name, value in values.items():
+            if not isinstance(value, str):
+                raise t.error(
+                    f"{t.path(section)}.{name}", f"expected a string, got {type_name(value)}"
+                )
     t.done()
     resolved = tuple(_resolve(base, p) for p in paths)
-    return SourceConfig(resolved, key, fmt, table, dict(catalog))
+    return SourceConfig(resolved, key, fmt, table, dict(catalog), engine, dict(spark))
 
 
 def _output(t: Table, base: str, source: SourceConfig) -> OutputConfig:
@@ -207,7 +218,8 @@ def _cross_checks(top: Table, job: JobConfig) -> None:
                 f"expected group keys other than {name!r}: the output adds the partition key "
                 "(the window's end day) and 'window' itself",
             )
-    if job.source.format != "parquet" and key is None and job.outputs:
+    tables = job.source.format != "parquet" or job.source.engine == "spark"
+    if tables and key is None and job.outputs:
         for output in job.outputs:
             if any(w.kind != "all" for w in output.windows):
                 raise top.error("source.partition_key", "missing; windows need dated partitions")

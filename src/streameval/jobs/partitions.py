@@ -137,7 +137,11 @@ def discover_files(paths: Sequence[str], key: str | None, *, base: str) -> list[
 
 
 def discover(source: Any, base: str) -> list[Partition]:
-    """The partitions of a job's source (Parquet files, or a Delta or Iceberg table)."""
+    """The partitions of a job's source (Parquet files, a Delta or Iceberg table, or Spark)."""
+    if source.engine == "spark":
+        from .sparksource import discover_spark
+
+        return discover_spark(source)
     if source.format == "parquet":
         return discover_files(source.paths, source.partition_key, base=base)
     from .tables import discover_table

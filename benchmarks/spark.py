@@ -1,0 +1,217 @@
+"""Benchmark the Spark path (local[2]) against Polars streaming on the same Parquet log.
+
+Data: ``generate.py``'s binary prediction log (default 5e7 rows, 100 segments × 30 days),
+generated when missing. Contenders, each in a fresh child process; the Spark session is
+started before the clock starts (its start-up time is reported apart):
+
+polars_floor
+    Polars streaming scan, ``group_by(segment, day)`` with ``len`` and sums of label, score.
+polars
+    ``se.evaluate(path, by=["segment", "day"])`` at the default precision.
+spark_floor
+    Spark's bare scan: ``groupBy(segment, day).agg(count, sum(label), sum(score))``.
+spark
+    ``streameval.spark.evaluate(spark.read.parquet(path), by=["segment", "day"])``.
+
+Peak memory is the largest sum of the resident sets of the child and its descendants (the
+JVM and Spark's Python workers), sampled every 50 ms. The metric tables of ``polars`` and
+``spark`` are compared. Usage::
+
+    python benchmarks/spark.py --data /tmp/se_bench/spark50m --readme README.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from run import update_readme  # noqa: E402
+
+CONTENDERS = ("polars_floor", "polars", "spark_floor", "spark")
+KEYS = ["segment", "day"]
+
+
+def _tree_rss(root: int) -> int:
+    """Resident bytes of a process and all its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, parent = int(entry), int(fields[1])
+        children.setdefault(parent, []).append(pid)
+        rss[pid] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, []))
+    return total
+
+
+class PeakTree:
+    """Samples the process tree's resident memory in a thread; ``peak`` is the largest."""
+
+    def __init__(self, every: float = 0.05) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(every,), daemon=True)
+
+    def _run(self, every: float) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, _tree_rss(os.getpid()))
+            time.sleep(every)
+
+    def __enter__(self) -> PeakTree:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _session() -> Any:
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "4g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def work(name: str, data: str, spark: Any) -> Any:
+    """One contender's work; returns its table (None for the floors)."""
+    import polars as pl
+
+    import streameval as se
+
+    if name == "polars_floor":
+        lf = pl.scan_parquet(data, hive_partitioning=True)
+        sums = [pl.len(), pl.col("label").sum(), pl.col("score").sum()]
+        lf.group_by(KEYS).agg(sums).collect(engine="streaming")
+        return None
+    if name == "polars":
+        return se.evaluate(data, label="label", score="score", by=KEYS)
+    from pyspark.sql import functions as F
+
+    df = spark.read.parquet(data)
+    if name == "spark_floor":
+        df.groupBy(*KEYS).agg(F.count("*"), F.sum("label"), F.sum("score")).collect()
+        return None
+    import streameval.spark as ses
+
+    return ses.evaluate(df, label="label", score="score", by=KEYS)
+
+
+def child(name: str, data: str, scratch: Path) -> None:
+    """Run one contender in this process and write its measurements."""
+    with PeakTree() as peak:
+        t0 = time.perf_counter()
+        spark = _session() if name.startswith("spark") else None
+        started = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        result = work(name, data, spark)
+        wall = time.perf_counter() - t1
+    if result is not None:
+        result.write_parquet(scratch / f"spark-bench-{name}.parquet")
+    out = {"wall_s": wall, "startup_s": started, "peak_mb": peak.peak / 2**20}
+    (scratch / f"spark-bench-{name}.json").write_text(json.dumps(out))
+    if spark is not None:
+        spark.stop()
+
+
+def measure(name: str, data: str, scratch: Path) -> dict[str, Any]:
+    """Run a contender in a fresh process."""
+    code = subprocess.call([sys.executable, __file__, "--child", name, data, str(scratch)])
+    if code != 0:
+        return {"name": name, "error": f"exit status {code}"}
+    return {"name": name, **json.loads((scratch / f"spark-bench-{name}.json").read_text())}
+
+
+def cross_check(scratch: Path) -> str:
+    """Largest relative difference between the Polars and Spark metric tables."""
+    import polars as pl
+
+    paths = [scratch / f"spark-bench-{n}.parquet" for n in ("polars", "spark")]
+    if not all(p.exists() for p in paths):
+        return ""
+    a, b = (pl.read_parquet(p).sort(KEYS) for p in paths)
+    gap = max(
+        float(((a[c] - b[c]).abs() / b[c].abs().clip(1e-300)).max() or 0.0)
+        for c in ("roc_auc", "average_precision", "log_loss", "accuracy", "f1")
+    )
+    checked = "roc_auc, average_precision, log_loss, accuracy, f1"
+    return f"largest relative difference of {checked} (Spark vs Polars): {gap:.1e}"
+
+
+def table(rows: int, results: list[dict[str, Any]], check: str) -> str:
+    """The Markdown table of the results."""
+    floor = next(
+        (r["wall_s"] for r in results if r["name"] == "polars_floor" and "wall_s" in r), None
+    )
+    lines = [
+        "| contender | wall s | vs Polars floor | peak RSS MB (process tree) | session start s |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['name']} | {r['error']} | | | |")
+            continue
+        ratio = f"{r['wall_s'] / floor:.1f}×" if floor else "—"
+        start = f"{r['startup_s']:.1f}" if r["name"].startswith("spark") else "—"
+        lines.append(
+            f"| {r['name']} | {r['wall_s']:.2f} | {ratio} | {r['peak_mb']:,.0f} | {start} |"
+        )
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return "\n".join([*lines, "", f"{rows:,} rows, 3,000 segment-days; {check}; measured {stamp}."])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default="/tmp/se_bench/spark50m")
+    parser.add_argument("--rows", type=int, default=50_000_000)
+    parser.add_argument("--only", default=",".join(CONTENDERS))
+    parser.add_argument("--readme", type=Path)
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        name, data, scratch = args.child
+        child(name, data, Path(scratch))
+        return 0
+    if not Path(args.data).exists():
+        cmd = [sys.executable, str(HERE / "generate.py"), "--rows", str(args.rows)]
+        cmd += ["--segments", "100", "--days", "30", "--out", args.data, "--seed", "0"]
+        subprocess.check_call(cmd)
+    scratch = Path(args.data).parent / "spark-scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    results = [measure(n, args.data, scratch) for n in args.only.split(",")]
+    text = table(args.rows, results, cross_check(scratch))
+    print(text)
+    if args.readme:
+        update_readme(args.readme, text, "spark")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
