@@ -140,6 +140,10 @@ def test_errors_found_on_the_driver_name_the_column(spark, data: str) -> None:
         ses.accumulate(df, label="y", score="prob")
     with pytest.raises(InputError, match="the positive value 'Spam' never occurs"):
         ses.accumulate(df, label="lab", score="p", positive="Spam")
+    with pytest.raises(InputError, match="got 'scor'; hint: did you mean 'score'"):
+        ses.accumulate(df, label="y", scor="p")
+    with pytest.raises(InputError, match="got 'engine'"):
+        ses.evaluate(df, label="y", score="p", engine="streaming")
     with pytest.raises(InputError, match=r"expected a pyspark\.sql\.DataFrame"):
         ses.accumulate(pl.DataFrame({"y": [1]}), label="y", score="p")
 

@@ -22,8 +22,10 @@ created: the DataFrame's own session runs everything. Executors need streameval 
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -32,7 +34,7 @@ import pyarrow as pa
 
 from ..accumulate import _as_list, prepare, task_module
 from ..accumulate import accumulate as local_accumulate
-from ..errors import InputError
+from ..errors import InputError, close_matches
 from ..metrics.binary import as_thresholds
 from ..source import is_spark_frame
 from ..spec import parse_precision
@@ -120,63 +122,59 @@ def _settled(inputs: Inputs, spec: Any) -> Inputs:
     return inputs
 
 
+def _bind(function: Any, df: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` as ``function`` (``se.accumulate`` / ``se.evaluate``) binds them, defaults in.
+
+    The Spark functions take the keywords of the local ones, so that both read alike and one
+    signature stays the reference; ``engine`` (Polars') does not apply.
+    """
+    names = [n for n in inspect.signature(function).parameters if n not in ("source", "engine")]
+    unknown = [k for k in options if k not in names]
+    if unknown:
+        raise InputError(
+            f"expected keywords of {function.__module__.split('.')[0]}.{function.__name__} "
+            f"(engine aside), got {unknown[0]!r}; hint: " + close_matches(unknown[0], names)
+        )
+    bound = inspect.signature(function).bind_partial(df, **options)
+    bound.apply_defaults()
+    arguments = dict(bound.arguments)
+    for name in ("source", "engine"):
+        arguments.pop(name, None)
+    if "label" not in options:
+        raise InputError("expected label= (the label column); hint: label='label'")
+    return arguments
+
+
+def _inputs(arguments: Mapping[str, Any]) -> Inputs:
+    """The task inputs of ``se.accumulate``'s bound keywords."""
+    fields = {f.name for f in dataclasses.fields(Inputs)}
+    given = {k: v for k, v in arguments.items() if k in fields}
+    given["precision"] = parse_precision(given.get("precision"))
+    given["thresholds"] = tuple(as_thresholds(given.get("thresholds", (0.5,))))
+    return Inputs(**given)
+
+
 def _options(inputs: Inputs, keys: list[str]) -> dict[str, Any]:
     """Keyword arguments of :func:`streameval.accumulate` for ``inputs``."""
-    return {
-        "label": inputs.label,
-        "score": inputs.score,
-        "by": keys,
-        "weight": inputs.weight,
-        "task": inputs.task,
-        "prediction": inputs.prediction,
-        "scores": inputs.scores,
-        "classes": inputs.classes,
-        "positive": inputs.positive,
-        "precision": inputs.precision,
-        "thresholds": list(inputs.thresholds),
-        "top_k": inputs.top_k,
-        "power": inputs.power,
-        "bootstrap": inputs.bootstrap,
-        "row_id": inputs.row_id,
-        "seed": inputs.seed,
-    }
+    options = dataclasses.asdict(inputs)
+    options["thresholds"] = list(inputs.thresholds)
+    return {"by": keys, **options}
 
 
-def accumulate(
-    df: Any,
-    *,
-    label: str,
-    score: str | None = None,
-    by: str | Sequence[str] | None = None,
-    weight: str | None = None,
-    task: str = "binary",
-    prediction: str | None = None,
-    scores: Sequence[str] | Mapping[Any, str] | None = None,
-    classes: Sequence[Any] | None = None,
-    positive: Any = None,
-    precision: int | str | None = None,
-    thresholds: float | Sequence[float] = (0.5,),
-    top_k: int = 2,
-    power: float = 1.5,
-    drop_nulls: bool = False,
-    bootstrap: int | None = None,
-    row_id: str | Sequence[str] | None = None,
-    seed: int = 0,
-    block_rows: int = 1_000_000,
-) -> State:
+def accumulate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> State:
     """The state of a Spark DataFrame's predictions, computed on its executors.
 
     Parameters
     ----------
     df : pyspark.sql.DataFrame
         The predictions (classic or Spark Connect).
-    label, score, by, weight, task, prediction, scores, classes, positive, precision
-        As :func:`streameval.accumulate`.
-    thresholds, top_k, power, drop_nulls, bootstrap, row_id, seed
-        As :func:`streameval.accumulate`.
     block_rows : int
         Rows an executor buffers per Polars call (Spark hands out batches of
         ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows, 10,000 by default).
+    **options
+        The keywords of :func:`streameval.accumulate` (``label``, ``score``, ``by``,
+        ``task``, ``weight``, ``precision``, ``bootstrap``, ``drop_nulls``, ...), ``engine``
+        aside.
 
     Returns
     -------
@@ -199,27 +197,23 @@ def accumulate(
         )
     if not isinstance(block_rows, int) or block_rows < 1:
         raise InputError(f"expected block_rows to be a positive integer, got {block_rows!r}")
-    keys = _as_list(by)
-    task_module(task)
-    inputs = Inputs(
-        label=label, score=score, task=task, prediction=prediction, scores=scores,
-        classes=classes, weight=weight, positive=positive,
-        precision=parse_precision(precision), thresholds=tuple(as_thresholds(thresholds)),
-        top_k=top_k, power=power, bootstrap=bootstrap, row_id=row_id, seed=seed,
-    )  # fmt: skip
+    arguments = _bind(local_accumulate, df, options)
+    keys = _as_list(arguments["by"])
+    inputs = _inputs(arguments)
+    task_module(inputs.task)
     empty = empty_frame(df.schema)
     plan = prepare(_probe(df, empty, inputs), inputs, by=keys)
-    options = _options(_settled(inputs, plan.spec), keys)
-    target = local_accumulate(empty, **options)
+    settled = _options(_settled(inputs, plan.spec), keys)
+    target = local_accumulate(empty, **settled)
     struct, arrow = spark_schema(target.table.schema)
     rows = df.select(*plan.wanted)
-    if drop_nulls:
+    if arguments["drop_nulls"]:
         used = [c for c in plan.wanted if c not in keys]
         nulls = _spark_action(lambda: rows.where(_any_null(rows, used)).count())
         if nulls:
             warnings.warn(f"dropped {nulls} rows with a null in {', '.join(used)}", stacklevel=2)
         rows = rows.dropna(subset=used)
-    states = rows.mapInArrow(mapper(Task(options, arrow, block_rows)), struct)
+    states = rows.mapInArrow(mapper(Task(settled, arrow, block_rows)), struct)
     kind = kind_module(target.spec)
     group = [*target.spec.keys, *kind.group_columns(target.spec)]
     F = _functions(df)
@@ -262,40 +256,24 @@ def _any_null(df: Any, columns: list[str]) -> Any:
     return test
 
 
-def evaluate(
-    df: Any,
-    *,
-    label: str,
-    score: str | None = None,
-    by: str | Sequence[str] | None = None,
-    folds: str | None = None,
-    repeats: str | None = None,
-    weight: str | None = None,
-    task: str = "binary",
-    prediction: str | None = None,
-    scores: Sequence[str] | Mapping[Any, str] | None = None,
-    classes: Sequence[Any] | None = None,
-    positive: Any = None,
-    threshold: float | Sequence[float] = 0.5,
-    precision: int | str | None = None,
-    top_k: int = 2,
-    power: float = 1.5,
-    alpha: float = 0.5,
-    metrics: Sequence[str] | None = None,
-    ci: str | None = None,
-    level: float = 0.95,
-    auc_method: str = "delong",
-    bootstrap: int = 200,
-    row_id: str | Sequence[str] | None = None,
-    seed: int = 0,
-    jackknife: str | None = None,
-    drop_nulls: bool = False,
-    block_rows: int = 1_000_000,
-) -> pl.DataFrame:
+def evaluate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> pl.DataFrame:
     """The metric table of a Spark DataFrame's predictions: one row per group (and threshold).
 
-    Parameters are those of :func:`streameval.evaluate` (``engine`` aside) and ``block_rows``
-    (:func:`accumulate`). The state is computed on the executors, the metrics on the driver.
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        The predictions (classic or Spark Connect).
+    block_rows : int
+        Rows an executor buffers per Polars call (:func:`accumulate`).
+    **options
+        The keywords of :func:`streameval.evaluate` (``engine`` aside): the state is
+        computed on the executors, the metrics (``threshold``, ``metrics``, ``ci``, ``folds``,
+        ...) on the driver.
+
+    Returns
+    -------
+    DataFrame
+        :func:`streameval.evaluate`'s table for the same rows.
 
     Examples
     --------
@@ -304,26 +282,28 @@ def evaluate(
 
     """
     from ..crossval import fold_cells, fold_metrics
+    from ..evaluate import evaluate as local_evaluate
     from ..stats.tables import check_ci
 
+    a = _bind(local_evaluate, df, options)
+    ci, folds, repeats, binary = a["ci"], a["folds"], a["repeats"], a["task"] == "binary"
     if ci is not None and ci not in ("bootstrap", "jackknife"):
-        check_ci(ci, level, auc_method)
-    keys = _as_list(by)
-    cells = fold_cells(folds, repeats, keys)
-    binary = task == "binary"
+        check_ci(ci, a["level"], a["auc_method"])
+    keys = _as_list(a["by"])
+    fields = {f.name for f in dataclasses.fields(Inputs)} | {"drop_nulls"}
+    passed = {k: v for k, v in a.items() if k in fields}
+    passed["bootstrap"] = a["bootstrap"] if ci == "bootstrap" else None
+    passed["thresholds"] = a["threshold"] if binary else (0.5,)
     state = accumulate(
-        df, label=label, score=score, by=[*keys, *cells], weight=weight, task=task,
-        prediction=prediction, scores=scores, classes=classes, positive=positive,
-        precision=precision, thresholds=threshold if binary else (0.5,), top_k=top_k,
-        power=power, drop_nulls=drop_nulls, bootstrap=bootstrap if ci == "bootstrap" else None,
-        row_id=row_id, seed=seed, block_rows=block_rows,
-    )  # fmt: skip
+        df, by=[*keys, *fold_cells(folds, repeats, keys)], block_rows=block_rows, **passed
+    )
+    threshold = a["threshold"] if binary else None
+    inference = {"ci": ci, "level": a["level"], "auc_method": a["auc_method"]}
     if folds is not None:
         return fold_metrics(
-            state, folds, repeats, threshold=threshold if binary else None, alpha=alpha,
-            metrics=metrics, ci=ci, level=level, auc_method=auc_method,
+            state, folds, repeats, threshold=threshold, alpha=a["alpha"], metrics=a["metrics"],
+            **inference,
         )  # fmt: skip
     return state.metrics(
-        threshold if binary else None, alpha=alpha, metrics=metrics, jackknife=jackknife,
-        ci=ci, level=level, auc_method=auc_method,
-    )  # fmt: skip
+        threshold, alpha=a["alpha"], metrics=a["metrics"], jackknife=a["jackknife"], **inference
+    )
