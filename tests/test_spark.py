@@ -21,6 +21,7 @@ from polars.testing import assert_frame_equal
 import streameval as se
 from streameval.errors import InputError
 from streameval.spark import worker
+from streameval.states import kind_module
 
 pytest.importorskip("pyspark")
 import streameval.spark as ses
@@ -72,7 +73,7 @@ def same_state(spark_state: se.State, local: se.State) -> None:
     assert spark_state.spec == local.spec
     a, b = spark_state.table, local.table
     assert a.schema == b.schema
-    order = [c for c, t in a.schema.items() if not t.is_float()]
+    order = [*local.spec.keys, *kind_module(local.spec).group_columns(local.spec)]
     assert_frame_equal(a.sort(order), b.sort(order), rel_tol=1e-12, abs_tol=1e-12)
 
 
@@ -252,3 +253,26 @@ def test_collecting_through_arrow_ipc_as_on_spark_35(spark, data: str) -> None:
     direct = pl.from_arrow(_collect(df, schema)).sort("seg")
     assert_frame_equal(ipc, direct)
     assert ipc["count"].sum() == N
+
+
+def test_group_keys_of_every_spark_type(spark) -> None:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from streameval.spark import _collect
+
+    df = spark.range(3000).selectExpr(
+        "cast(id % 2 as int) as y",
+        "round(rand(3), 2) as p",
+        "timestamp'2026-01-01 10:00:00' + make_interval(0, 0, 0, 0, cast(id % 3 as int)) as ts",
+        "timestamp_ntz'2026-01-01 00:00:00' as ntz",
+        "id % 4 = 0 as flag",
+        "cast(id % 5 as decimal(10, 2)) as dec",
+        "cast(id % 3 as short) as sh",
+        "cast(id % 2 as tinyint) as tiny",
+        "cast(id % 7 as float) as f",
+        "case when id % 6 = 0 then null else concat('s', id % 2) end as s",
+    )
+    keys = ["ts", "ntz", "flag", "dec", "sh", "tiny", "f", "s"]
+    local = pl.from_arrow(_collect(df, to_arrow_schema(df.schema)))
+    options = dict(label="y", score="p", by=keys)
+    same_state(ses.accumulate(df, **options), se.accumulate(local, **options))
