@@ -7,8 +7,9 @@ the metric table. How:
 
 1. On the driver, the inputs are validated against the DataFrame's schema by the local code
    (missing columns, types, roles), on a Polars frame of no rows. Where the label values
-   decide the spec (string labels, a multiclass task's classes), their distinct values are
-   read first by a small Spark query, so every executor works with the same spec.
+   matter (string labels must hold two classes, one of them ``positive``; a multiclass
+   task's classes come from the data), their distinct values are read first by a small
+   Spark query, so every executor works with the same spec.
 2. On the executors, ``mapInArrow`` runs :func:`streameval.accumulate` on blocks of about
    ``block_rows`` rows (:mod:`.worker`) and merges each partition's states.
 3. Spark merges the partitions' states with ``groupBy(keys, state columns).sum`` (``max``
@@ -114,11 +115,12 @@ def _probe(df: Any, empty: pl.DataFrame, inputs: Inputs) -> pl.DataFrame:
 
 
 def _settled(inputs: Inputs, spec: Any) -> Inputs:
-    """The inputs with what the driver settled from the data: classes, positive value."""
+    """The inputs with what the driver settled from the data: a multiclass task's classes.
+
+    (A binary task's positive value never comes from the data: it is given, or 1 / True.)
+    """
     if inputs.task == "multiclass":
         return replace(inputs, classes=list(spec.classes))
-    if inputs.task in ("binary", "paired"):
-        return replace(inputs, positive=spec.positive)
     return inputs
 
 
