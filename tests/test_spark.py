@@ -21,6 +21,7 @@ from polars.testing import assert_frame_equal
 import streameval as se
 from streameval.errors import InputError
 from streameval.spark import worker
+from streameval.spark.types import empty_frame
 from streameval.states import kind_module
 
 pytest.importorskip("pyspark")
@@ -256,10 +257,6 @@ def test_collecting_through_arrow_ipc_as_on_spark_35(spark, data: str) -> None:
 
 
 def test_group_keys_of_every_spark_type(spark) -> None:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from streameval.spark import _collect
-
     df = spark.range(3000).selectExpr(
         "cast(id % 2 as int) as y",
         "round(rand(3), 2) as p",
@@ -273,6 +270,7 @@ def test_group_keys_of_every_spark_type(spark) -> None:
         "case when id % 6 = 0 then null else concat('s', id % 2) end as s",
     )
     keys = ["ts", "ntz", "flag", "dec", "sh", "tiny", "f", "s"]
-    local = pl.from_arrow(_collect(df, to_arrow_schema(df.schema)))
+    rows = [row.asDict() for row in df.collect()]
+    local = pl.DataFrame(rows, schema=empty_frame(df.schema).schema)
     options = dict(label="y", score="p", by=keys)
     same_state(ses.accumulate(df, **options), se.accumulate(local, **options))

@@ -69,10 +69,36 @@ def spark_schema(schema: pl.Schema) -> tuple[Any, pa.Schema]:
     return types.StructType(fields), pa.schema(arrow)
 
 
+_FROM_SPARK: dict[str, pl.DataType] = {
+    "BooleanType": pl.Boolean(),
+    "ByteType": pl.Int8(),
+    "ShortType": pl.Int16(),
+    "IntegerType": pl.Int32(),
+    "LongType": pl.Int64(),
+    "FloatType": pl.Float32(),
+    "DoubleType": pl.Float64(),
+    "StringType": pl.String(),
+    "CharType": pl.String(),
+    "VarcharType": pl.String(),
+    "BinaryType": pl.Binary(),
+    "DateType": pl.Date(),
+    "TimestampType": pl.Datetime("us", "UTC"),
+    "TimestampNTZType": pl.Datetime("us"),
+}
+
+
+def polars_type(spark_type: Any) -> pl.DataType:
+    """The Polars type executors see for a Spark column type (Null where none applies).
+
+    Timestamps are instants: executors see them in the session's time zone, the state
+    carries them in UTC (:func:`carrier`).
+    """
+    name = type(spark_type).__name__
+    if name == "DecimalType":
+        return pl.Decimal(spark_type.precision, spark_type.scale)
+    return _FROM_SPARK.get(name, pl.Null())
+
+
 def empty_frame(spark_schema: Any) -> pl.DataFrame:
     """A Polars DataFrame of no rows with the types executors see for a Spark schema."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    frame = pl.from_arrow(to_arrow_schema(spark_schema).empty_table())
-    assert isinstance(frame, pl.DataFrame)
-    return frame
+    return pl.DataFrame(schema={f.name: polars_type(f.dataType) for f in spark_schema.fields})
