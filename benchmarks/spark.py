@@ -205,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.check_call(cmd)
     scratch = Path(args.data).parent / "spark-scratch"
     scratch.mkdir(parents=True, exist_ok=True)
+    for stale in scratch.glob("spark-bench-*"):
+        stale.unlink()
     results = [measure(n, args.data, scratch) for n in args.only.split(",")]
     text = table(args.rows, results, cross_check(scratch))
     print(text)

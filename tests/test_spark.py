@@ -12,7 +12,6 @@ import warnings
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -187,6 +186,9 @@ def test_empty_dataframe_gives_the_empty_state(spark_classic, data: str) -> None
     state = ses.accumulate(df, label="y", score="p", by="seg")
     assert state.table.height == 0
     assert state.table.schema == se.accumulate(data, label="y", score="p", by="seg").table.schema
+    table = ses.evaluate(df, label="y", score="p", by="seg")
+    assert table.height == 0
+    assert table.schema == se.evaluate(data, label="y", score="p", by="seg").schema
 
 
 # The executor side without Spark: blocks of batches, merged partition states.
@@ -215,7 +217,7 @@ def test_partition_state_equals_accumulate_of_all_rows(sizes, block, seed) -> No
     for size in sizes:
         batches.extend(arrow.slice(start, size).to_batches())
         start += size
-    task = worker.Task(options, expected.table.to_arrow().schema, block)
+    task = worker.Task(options, block)
     state = worker.partition_state(task, iter(batches))
     if n == 0:
         assert state is None
@@ -233,29 +235,6 @@ def test_executor_errors_round_trip() -> None:
     assert worker.decode_error("java.lang.OutOfMemoryError") is None
 
 
-class _WithoutToArrow:
-    """A Spark DataFrame as Spark 3.5 shows it: everything but ``toArrow``."""
-
-    def __init__(self, df) -> None:
-        self._df = df
-
-    def __getattr__(self, name: str):
-        if name == "toArrow":
-            raise AttributeError(name)
-        return getattr(self._df, name)
-
-
-def test_collecting_through_arrow_ipc_as_on_spark_35(spark, data: str) -> None:
-    from streameval.spark import _collect
-
-    df = read(spark, data).groupBy("seg").count()
-    schema = pa.schema([("seg", pa.string()), ("count", pa.int64())])
-    ipc = pl.from_arrow(_collect(_WithoutToArrow(df), schema)).sort("seg")
-    direct = pl.from_arrow(_collect(df, schema)).sort("seg")
-    assert_frame_equal(ipc, direct)
-    assert ipc["count"].sum() == N
-
-
 def test_group_keys_of_every_spark_type(spark) -> None:
     df = spark.range(3000).selectExpr(
         "cast(id % 2 as int) as y",
@@ -271,6 +250,29 @@ def test_group_keys_of_every_spark_type(spark) -> None:
     )
     keys = ["ts", "ntz", "flag", "dec", "sh", "tiny", "f", "s"]
     rows = [row.asDict() for row in df.collect()]
-    local = pl.DataFrame(rows, schema=empty_frame(df.schema).schema)
+    zone = spark.conf.get("spark.sql.session.timeZone")  # executors see timestamps in it
+    local = pl.DataFrame(rows, schema=empty_frame(df.schema, zone).schema)
     options = dict(label="y", score="p", by=keys)
     same_state(ses.accumulate(df, **options), se.accumulate(local, **options))
+
+
+def _warned(function, *args, **kwargs):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = function(*args, **kwargs)
+    ours = [w for w in caught if not issubclass(w.category, ResourceWarning)]  # pyspark's sockets
+    return table, sorted(str(w.message) for w in ours)
+
+
+def test_evaluate_warnings_jackknife_and_multiclass_equal_local(spark_classic, data: str) -> None:
+    df = spark_classic.read.parquet(data).repartition(3)
+    for options in (
+        dict(label="y", score="logit", by=["seg", "day"]),  # log loss needs probabilities
+        dict(task="regression", label="logit", prediction="p", by="seg"),  # msle's domain
+        dict(label="y", score="p", by=["seg", "day"], ci="jackknife", jackknife="day"),
+        dict(task="multiclass", label="truth", scores=["pa", "pb", "pc"], by="day"),
+    ):
+        got, got_warnings = _warned(ses.evaluate, df, **options)
+        want, want_warnings = _warned(se.evaluate, data, **options)
+        same_table(got, want)
+        assert got_warnings == want_warnings

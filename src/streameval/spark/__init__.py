@@ -12,9 +12,11 @@ the metric table. How:
    Spark query, so every executor works with the same spec.
 2. On the executors, ``mapInArrow`` runs :func:`streameval.accumulate` on blocks of about
    ``block_rows`` rows (:mod:`.worker`) and merges each partition's states.
-3. Spark merges the partitions' states with ``groupBy(keys, state columns).sum`` (``max``
-   where a state column merges by maximum), and the small merged state comes back through
-   Arrow.
+3. The partition states leave the executors as Arrow IPC blobs, split by a hash of the group
+   keys; Spark repartitions the blobs on that hash, so each group's rows meet in one
+   partition, where they are re-aggregated (sums, and maxima where a state column merges by
+   maximum). ``accumulate`` collects the merged states; ``evaluate`` also finalizes there and
+   collects only metric rows.
 
 pyspark is imported only here, when these functions are called, and a session is never
 created: the DataFrame's own session runs everything. Executors need streameval installed
@@ -25,13 +27,13 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import warnings
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
 
 from ..accumulate import _as_list, prepare, task_module
 from ..accumulate import accumulate as local_accumulate
@@ -40,11 +42,22 @@ from ..metrics.binary import as_thresholds
 from ..source import is_spark_frame
 from ..spec import parse_precision
 from ..state import State
-from ..states import kind_module
 from ..tasks import Inputs
 from ..tasks.multiclass import MAX_CLASSES
-from .types import empty_frame, spark_schema
-from .worker import Task, decode_error, deserialize, mapper, serialize
+from .types import empty_frame
+from .worker import (
+    BLOBS,
+    FINALIZED,
+    Finish,
+    Task,
+    conform,
+    decode_error,
+    decode_table,
+    finalizer,
+    mapper,
+    merger,
+    reissue,
+)
 
 __all__ = ["accumulate", "evaluate", "is_spark_frame"]
 
@@ -191,6 +204,43 @@ def accumulate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> State
     >>> state.metrics()  # doctest: +SKIP
 
     """
+    arguments = _bind(local_accumulate, df, options)
+    partial = _partial_states(df, block_rows, arguments, _as_list(arguments["by"]))
+    shuffled = partial.states.repartition(partial.parts, "part")
+    rows = _spark_action(lambda: shuffled.mapInArrow(merger(partial.target), BLOBS).collect())
+    target = partial.target
+    tables = [decode_table(bytes(row["ipc"])) for row in rows]
+    if not tables:
+        return target
+    frame = conform(pl.concat(tables, how="vertical_relaxed"), target.table.schema)
+    return State(target.spec, frame)
+
+
+@dataclasses.dataclass
+class _Partial:
+    """Partition states not yet merged, as blobs (:mod:`.worker`), and the state of no rows."""
+
+    states: Any  # a Spark DataFrame of BLOBS rows
+    target: State  # spec, columns and Polars types
+    parts: int  # how many parts the group keys hash to
+
+
+def _parts(df: Any) -> int:
+    """Parts to hash groups to: the session's ``spark.sql.shuffle.partitions`` (or 200)."""
+    try:
+        value = df.sparkSession.conf.get("spark.sql.shuffle.partitions")
+        return max(1, min(int(value), 4096))
+    except Exception:  # "auto" on some platforms, or no such setting
+        return 200
+
+
+def _partial_states(
+    df: Any, block_rows: int, arguments: Mapping[str, Any], route: list[str]
+) -> _Partial:
+    """Validate on the driver and plan the executors' states (``arguments``: bound keywords).
+
+    ``route``: the group keys whose rows must meet in one partition.
+    """
     _require_pyspark()
     if not is_spark_frame(df):
         raise InputError(
@@ -199,45 +249,31 @@ def accumulate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> State
         )
     if not isinstance(block_rows, int) or block_rows < 1:
         raise InputError(f"expected block_rows to be a positive integer, got {block_rows!r}")
-    arguments = _bind(local_accumulate, df, options)
     keys = _as_list(arguments["by"])
     inputs = _inputs(arguments)
     task_module(inputs.task)
-    empty = empty_frame(df.schema)
+    empty = empty_frame(df.schema, _time_zone(df))
     plan = prepare(_probe(df, empty, inputs), inputs, by=keys)
     settled = _options(_settled(inputs, plan.spec), keys)
     target = local_accumulate(empty, **settled)
-    struct, arrow = spark_schema(target.table.schema)
     rows = df.select(*plan.wanted)
     if arguments["drop_nulls"]:
         used = [c for c in plan.wanted if c not in keys]
         nulls = _spark_action(lambda: rows.where(_any_null(rows, used)).count())
         if nulls:
-            warnings.warn(f"dropped {nulls} rows with a null in {', '.join(used)}", stacklevel=2)
+            warnings.warn(f"dropped {nulls} rows with a null in {', '.join(used)}", stacklevel=4)
         rows = rows.dropna(subset=used)
-    states = rows.mapInArrow(mapper(Task(settled, arrow, block_rows)), struct)
-    kind = kind_module(target.spec)
-    group = [*target.spec.keys, *kind.group_columns(target.spec)]
-    F = _functions(df)
-    sums = [getattr(F, op)(c).alias(c) for c, op in kind.merge_ops(target.spec).items()]
-    merged = states.groupBy(*group).agg(*sums)
-    frame = pl.from_arrow(_collect(merged, arrow))
-    assert isinstance(frame, pl.DataFrame)
-    frame = frame.select(target.table.columns).cast(target.table.schema)
-    return State(target.spec, frame)
+    parts = _parts(df) if route else 1
+    states = rows.mapInArrow(mapper(Task(settled, block_rows), route, parts), BLOBS)
+    return _Partial(states, target, parts)
 
 
-def _collect(df: Any, schema: pa.Schema) -> pa.Table:
-    """A (small) Spark DataFrame on the driver as an Arrow table of ``schema``.
-
-    Spark 4 has ``DataFrame.toArrow``; Spark 3.5 sends Arrow IPC bytes from the executors.
-    """
-    to_arrow = getattr(df, "toArrow", None)
-    if to_arrow is not None:
-        table: pa.Table = _spark_action(to_arrow)
-        return table.select(schema.names).cast(schema)
-    payloads = _spark_action(lambda: df.mapInArrow(serialize, "ipc binary").collect())
-    return deserialize([bytes(row[0]) for row in payloads], schema)
+def _time_zone(df: Any) -> str:
+    """The session's time zone, in which executors see timestamps."""
+    try:
+        return str(df.sparkSession.conf.get("spark.sql.session.timeZone"))
+    except Exception:
+        return "UTC"
 
 
 def _functions(df: Any) -> Any:
@@ -283,7 +319,7 @@ def evaluate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> pl.Data
     >>> ses.evaluate(spark_df, label="y", score="p", by=["segment", "day"])  # doctest: +SKIP
 
     """
-    from ..crossval import fold_cells, fold_metrics
+    from ..crossval import fold_cells
     from ..evaluate import evaluate as local_evaluate
     from ..stats.tables import check_ci
 
@@ -296,16 +332,25 @@ def evaluate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> pl.Data
     passed = {k: v for k, v in a.items() if k in fields}
     passed["bootstrap"] = a["bootstrap"] if ci == "bootstrap" else None
     passed["thresholds"] = a["threshold"] if binary else (0.5,)
-    state = accumulate(
-        df, by=[*keys, *fold_cells(folds, repeats, keys)], block_rows=block_rows, **passed
-    )
-    threshold = a["threshold"] if binary else None
-    inference = {"ci": ci, "level": a["level"], "auc_method": a["auc_method"]}
-    if folds is not None:
-        return fold_metrics(
-            state, folds, repeats, threshold=threshold, alpha=a["alpha"], metrics=a["metrics"],
-            **inference,
-        )  # fmt: skip
-    return state.metrics(
-        threshold, alpha=a["alpha"], metrics=a["metrics"], jackknife=a["jackknife"], **inference
-    )
+    passed["by"] = [*keys, *fold_cells(folds, repeats, keys)]
+    arguments = _bind(local_accumulate, df, passed)
+    # Each group's state rows meet in one partition, where they are merged and finalized:
+    # only metric rows come back (a jackknife's key spans its group's partition).
+    whole = [k for k in keys if k != a["jackknife"]]
+    partial = _partial_states(df, block_rows, arguments, whole)
+    finish = Finish(
+        folds=folds, repeats=repeats, threshold=a["threshold"] if binary else None,
+        alpha=a["alpha"], metrics=a["metrics"], jackknife=a["jackknife"], ci=ci,
+        level=a["level"], auc_method=a["auc_method"],
+    )  # fmt: skip
+    empty = finish(partial.target)  # option errors raise here, before any Spark job
+    shuffled = partial.states.repartition(partial.parts, "part")
+    finalize = finalizer(partial.target, finish)
+    rows = _spark_action(lambda: shuffled.mapInArrow(finalize, FINALIZED).collect())
+    tables = [decode_table(bytes(row["ipc"])) for row in rows]
+    reissue([w for row in rows for w in json.loads(row["warnings"])])
+    if not tables:
+        return empty
+    out = pl.concat(tables, how="vertical_relaxed")
+    order = [k for k in keys if k in out.columns]  # a jackknife's key is left out
+    return out.sort(order, nulls_last=False, maintain_order=True) if order else out

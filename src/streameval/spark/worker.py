@@ -1,19 +1,30 @@
-"""What runs on Spark's executors: Arrow batches in, a merged state table out (no pyspark).
+"""What runs on Spark's executors: Arrow batches in, states and metric tables out (no pyspark).
 
 Spark hands a ``mapInArrow`` function one partition as an iterator of Arrow record batches
 (10,000 rows each by default). Calling Polars per batch would pay its fixed costs a hundred
 times per million rows, so batches are buffered into blocks of about ``block_rows`` rows; each
 block is accumulated by :func:`streameval.accumulate` on an in-memory DataFrame, the very code
-of the local path, and the partition's block states are merged before anything leaves the
-executor. Errors that streameval raises on bad input are passed to the driver in a form it
-turns back into the same exception (:func:`encode_error` / :func:`decode_error`).
+of the local path, and the partition's block states are merged before anything leaves it.
+
+A partition's state leaves as *blobs*: its rows split by a hash of the group keys into
+``parts`` slices, each slice one row ``(part, Arrow IPC bytes)``. Spark repartitions the blobs
+on ``part``, so every state row of a group meets in one partition, where :func:`merger`
+re-aggregates them (for :func:`streameval.spark.accumulate`) or :func:`finalizer` also
+computes the metric table (for :func:`streameval.spark.evaluate`). Spark thus moves a few
+thousand byte strings instead of millions of state rows, each of which would cross between
+Arrow and Spark's row format twice.
+
+Errors that streameval raises on bad input are passed to the driver in a form it turns back
+into the same exception (:func:`encode_error` / :func:`decode_error`).
 """
 
 from __future__ import annotations
 
+import builtins
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +34,8 @@ import pyarrow as pa
 from .. import errors
 from ..accumulate import accumulate
 from ..state import State, merge
+
+FINALIZED = "ipc binary, warnings string"
 
 _MARK = "@@streameval-error@@"
 _ERROR = re.compile(re.escape(_MARK) + r"(.*?)" + re.escape(_MARK), re.DOTALL)
@@ -58,21 +71,18 @@ def decode_error(text: str) -> errors.StreamevalError | None:
 
 @dataclass(frozen=True)
 class Task:
-    """One accumulation shipped to the executors: keyword arguments and the output schema.
+    """One accumulation shipped to the executors: keyword arguments and block size.
 
     Attributes
     ----------
     options : dict
         Keyword arguments of :func:`streameval.accumulate` (source excluded).
-    schema : pyarrow.Schema
-        The Arrow schema the executors' state tables are cast to (types Spark accepts).
     block_rows : int
         Rows buffered per Polars call.
 
     """
 
     options: Mapping[str, Any]
-    schema: pa.Schema
     block_rows: int = 1_000_000
 
     def state(self, table: pa.Table) -> State:
@@ -117,14 +127,64 @@ def partition_state(task: Task, batches: Iterator[pa.RecordBatch]) -> State | No
     return merge(states) if states else None
 
 
-def state_batches(task: Task, state: State) -> Iterator[pa.RecordBatch]:
-    """A state table as Arrow batches of ``task.schema`` (what Spark was told to expect)."""
-    table = state.table.select(task.schema.names).to_arrow()
-    yield from table.cast(task.schema).to_batches(max_chunksize=1_000_000)
+BLOBS = "part int, ipc binary"
+_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
 
 
-def mapper(task: Task) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The function given to ``DataFrame.mapInArrow``: a partition's batches → its state."""
+def encode_table(table: pl.DataFrame) -> bytes:
+    """A table as (LZ4-compressed) Arrow IPC bytes.
+
+    >>> decode_table(encode_table(pl.DataFrame({"x": [1, 2]})))["x"].to_list()
+    [1, 2]
+    """
+    sink = pa.BufferOutputStream()
+    arrow = table.to_arrow()
+    with pa.ipc.new_stream(sink, arrow.schema, options=_IPC) as writer:
+        writer.write_table(arrow)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def decode_table(payload: bytes) -> pl.DataFrame:
+    """The table of :func:`encode_table`'s bytes."""
+    frame = pl.from_arrow(pa.ipc.open_stream(pa.py_buffer(payload)).read_all())
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
+def split(
+    table: pl.DataFrame, route: Sequence[str], parts: int
+) -> Iterator[tuple[int, pl.DataFrame]]:
+    """``(part, rows)`` slices of a state table: a hash of the ``route`` keys modulo ``parts``.
+
+    Rows with equal route keys land in the same part (Polars' hash, the same on every
+    executor running the same Polars version).
+
+    >>> t = pl.DataFrame({"g": ["a", "b", "a", "c"], "n": [1, 2, 3, 4]})
+    >>> sorted(len(rows) for _, rows in split(t, ["g"], 2)) in ([1, 3], [2, 2], [4])
+    True
+    >>> [(part, len(rows)) for part, rows in split(t, [], 8)]
+    [(0, 4)]
+    """
+    if not route or parts == 1:
+        yield 0, table
+        return
+    code = (pl.struct(list(route)).hash(seed=0) % parts).cast(pl.Int32).alias("_se_part")
+    for (part,), rows in table.with_columns(code).partition_by("_se_part", as_dict=True).items():
+        yield int(part), rows.drop("_se_part")
+
+
+def blobs(state: State, route: Sequence[str], parts: int) -> Iterator[pa.RecordBatch]:
+    """A state as :data:`BLOBS` rows, one per part its groups hash to."""
+    for part, rows in split(state.table, route, parts):
+        yield pa.RecordBatch.from_pydict(
+            {"part": pa.array([part], pa.int32()), "ipc": [encode_table(rows)]}
+        )
+
+
+def mapper(
+    task: Task, route: Sequence[str], parts: int
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The first ``mapInArrow`` function: a partition's rows → its state, as blobs."""
 
     def accumulate_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         try:
@@ -132,37 +192,137 @@ def mapper(task: Task) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.Recor
         except errors.StreamevalError as error:
             raise encode_error(error) from None
         if state is not None:
-            yield from state_batches(task, state)
+            yield from blobs(state, route, parts)
 
     return accumulate_partition
 
 
-def serialize(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """A partition's batches as Arrow IPC streams in a binary column ``ipc`` (for collecting).
+def merged(target: State, batches: Iterator[pa.RecordBatch]) -> State | None:
+    """The re-aggregated state of a partition's blobs (None when it has none).
 
-    >>> b = pa.RecordBatch.from_pydict({"x": [1, 2]})
-    >>> out = list(serialize(iter([b, b])))
-    >>> payloads = [r for batch in out for r in batch.column(0).to_pylist()]
-    >>> len(payloads), deserialize(payloads, b.schema)["x"].to_pylist()
-    (1, [1, 2, 1, 2])
+    ``target`` (the state of no rows) gives the spec and the column types.
     """
-    sink = pa.BufferOutputStream()
-    writer: pa.ipc.RecordBatchStreamWriter | None = None
-    for batch in batches:
-        if writer is None:
-            writer = pa.ipc.new_stream(sink, batch.schema)
-        writer.write_batch(batch)
-        if sink.tell() >= 64 << 20:
-            writer.close()
-            yield pa.RecordBatch.from_pydict({"ipc": [sink.getvalue().to_pybytes()]})
-            sink, writer = pa.BufferOutputStream(), None
-    if writer is not None:
-        writer.close()
-        yield pa.RecordBatch.from_pydict({"ipc": [sink.getvalue().to_pybytes()]})
+    tables = [decode_table(p) for b in batches for p in b.column("ipc").to_pylist()]
+    if not tables:
+        return None
+    frame = conform(pl.concat(tables, how="vertical_relaxed"), target.table.schema)
+    return merge([State(target.spec, frame), State(target.spec, frame.clear())])
 
 
-def deserialize(payloads: list[bytes], schema: pa.Schema) -> pa.Table:
-    """The table of :func:`serialize`'s payloads (empty with ``schema`` when there are none)."""
-    tables = [pa.ipc.open_stream(pa.py_buffer(p)).read_all() for p in payloads]
-    tables = [t.cast(schema) for t in tables]
-    return pa.concat_tables(tables) if tables else schema.empty_table()
+def conform(frame: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
+    """``frame`` with the columns and types of ``schema`` (time zones converted, not recast).
+
+    >>> t = pl.DataFrame({"x": [1], "at": [0]}).with_columns(
+    ...     pl.from_epoch("at").dt.replace_time_zone("UTC").dt.convert_time_zone("Asia/Tokyo")
+    ... )
+    >>> conform(t, pl.Schema({"at": pl.Datetime("us", "UTC"), "x": pl.Int32})).row(0)
+    (datetime.datetime(1970, 1, 1, 0, 0, tzinfo=zoneinfo.ZoneInfo(key='UTC')), 1)
+    """
+    columns = []
+    for name, dtype in schema.items():
+        column = pl.col(name)
+        zone = getattr(dtype, "time_zone", None)
+        if zone is not None and getattr(frame.schema[name], "time_zone", None) is not None:
+            column = column.dt.convert_time_zone(zone)
+        columns.append(column.cast(dtype))
+    return frame.select(columns)
+
+
+def merger(target: State) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function merging the whole groups of a partition (one blob out)."""
+
+    def merge_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        state = merged(target, batches)
+        if state is not None:
+            yield from blobs(state, [], 1)
+
+    return merge_partition
+
+
+@dataclass(frozen=True)
+class Finish:
+    """What :func:`streameval.evaluate` does with a state: ``State.metrics`` or ``fold_metrics``."""
+
+    folds: str | None = None
+    repeats: str | None = None
+    threshold: float | Sequence[float] | None = None
+    alpha: float = 0.5
+    metrics: Sequence[str] | None = None
+    jackknife: str | None = None
+    ci: str | None = None
+    level: float = 0.95
+    auc_method: str = "delong"
+
+    def __call__(self, state: State) -> pl.DataFrame:
+        """The metric table of ``state``."""
+        inference = {"ci": self.ci, "level": self.level, "auc_method": self.auc_method}
+        if self.folds is not None:
+            from ..crossval import fold_metrics
+
+            return fold_metrics(
+                state, self.folds, self.repeats, threshold=self.threshold, alpha=self.alpha,
+                metrics=self.metrics, **inference,  # type: ignore[arg-type]
+            )  # fmt: skip
+        return state.metrics(
+            self.threshold, alpha=self.alpha, metrics=self.metrics, jackknife=self.jackknife,
+            **inference,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+
+def encode_warnings(caught: Sequence[warnings.WarningMessage]) -> list[dict[str, Any]]:
+    """Warnings as JSON-able records (a DomainWarning keeps its counts)."""
+    out: list[dict[str, Any]] = []
+    for w in caught:
+        if isinstance(w.message, errors.DomainWarning):
+            out.append({"domain": w.message.problems})
+        else:
+            out.append({"category": w.category.__name__, "message": str(w.message)})
+    return out
+
+
+def reissue(records: Sequence[Mapping[str, Any]]) -> None:
+    """Warn on the driver what the executors caught, as the local evaluate does for its units.
+
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     reissue([{"category": "UserWarning", "message": "careful"}])
+    >>> [str(w.message) for w in caught]
+    ['careful']
+    """
+    from ..evaluate import _warn_once
+
+    messages = []
+    for r in records:
+        if "domain" in r:
+            message: Warning = errors.DomainWarning(dict(r["domain"]))
+        else:
+            kind = getattr(errors, r["category"], getattr(builtins, r["category"], UserWarning))
+            kind = kind if isinstance(kind, type) and issubclass(kind, Warning) else UserWarning
+            message = kind(r["message"])
+        messages.append(warnings.WarningMessage(message, type(message), __file__, 0))
+    _warn_once(messages)
+
+
+def finalizer(
+    target: State, finish: Finish
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function merging and finalizing the whole groups of a partition.
+
+    Its blobs hold every state row of their groups: they are re-aggregated (:func:`merged`)
+    and the metric table goes back as Arrow IPC bytes with the warnings it raised.
+    """
+
+    def finalize_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        try:
+            state = merged(target, batches)
+            if state is None:
+                return
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                table = finish(state)
+        except errors.StreamevalError as error:
+            raise encode_error(error) from None
+        record = {"ipc": [encode_table(table)], "warnings": [json.dumps(encode_warnings(caught))]}
+        yield pa.RecordBatch.from_pydict(record)
+
+    return finalize_partition
