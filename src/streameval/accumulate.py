@@ -300,7 +300,7 @@ def unit_rows(plan: Plan, unit: Unit | None = None) -> Collected | None:
 def unit_runs(plan: Plan, unit: Unit | None = None) -> Runs | None:
     """The sorted runs of a unit (or of an in-memory source), when the sort kernel applies."""
     rows = unit_rows(plan, unit)
-    return None if rows is None else rows.runs()
+    return None if rows is None else rows.runs(plan.spec)
 
 
 def compute(plan: Plan, unit: Unit | None = None) -> pl.DataFrame:
@@ -332,9 +332,19 @@ def _query_table(plan: Plan, lf: pl.LazyFrame, constants: Mapping[str, Any]) -> 
 
 
 def units_with_runs(plan: Plan) -> Iterator[tuple[Unit, Runs | None]]:
-    """Each hive unit with its sorted runs (or None); the next unit is read meanwhile."""
-    for unit, rows in kernels.prefetch(plan.units or [], lambda unit: unit_rows(plan, unit)):
-        yield unit, None if rows is None else rows.runs()
+    """Each hive unit with its sorted runs (or None); the next units are read meanwhile.
+
+    Exact runs are sorted here, the next unit being read meanwhile. Bucketed runs are counted
+    (:mod:`streameval.kernels.dense`) with the reading, one unit per core, while this unit is
+    finalized: both cores stay busy, and three units are in memory at most.
+    """
+    units = plan.units or []
+    if plan.spec.exact:
+        for unit, rows in kernels.prefetch(units, lambda unit: unit_rows(plan, unit)):
+            yield unit, None if rows is None else rows.runs(plan.spec)
+        return
+    workers = min(2, kernels.cores())
+    yield from kernels.prefetch(units, lambda unit: unit_runs(plan, unit), workers)
 
 
 def unit_states(plan: Plan) -> Iterator[State]:

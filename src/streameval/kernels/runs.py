@@ -56,6 +56,10 @@ class Runs:
         Turns group codes back into key columns.
     single : bool
         Whether every run is one row (unweighted, no tied scores in a group).
+    sums : dict of str to ndarray or None
+        Bucketed runs only (:mod:`.dense`): each bucket's ``log_loss``, ``brier`` and ``psum``.
+    bucketed : tuple of (int, tuple of float) or None
+        Bucketed runs only: the precision and splits the runs are buckets of.
 
     """
 
@@ -68,6 +72,8 @@ class Runs:
     key_max: int
     groups: GroupCodes
     single: bool = False
+    sums: dict[str, F64] | None = None
+    bucketed: tuple[int, tuple[float, ...]] | None = None
 
     def key(self) -> I64:
         """Ordered score key (the exact bucket) of each run."""
@@ -142,14 +148,24 @@ class Collected:
     key_codes: list[KeyCode]
     weighted: bool
 
-    def runs(self) -> Runs | None:
-        """Sort and reduce the rows (None when the codes do not fit in 64 bits)."""
+    def runs(self, spec: Spec | None = None) -> Runs | None:
+        """Sort and reduce the rows (None when the codes do not fit in 64 bits).
+
+        Given a bucketed ``spec``, the rows are counted straight into their buckets when
+        there are few enough (:func:`.dense.dense_runs`): the runs are then the buckets.
+        """
         if self.frame.height == 0:
             return None
         raw = [self.frame[f"_g{i}"].to_numpy() for i in range(len(self.key_codes))]
         decoders = [c.decode for c in self.key_codes]
         with small_pages():
             groups = GroupCodes.build(decoders, raw, self.frame.height)
+            if spec is not None and not spec.exact:
+                from .dense import dense_runs
+
+                runs = dense_runs(self.frame, groups, spec, self.weighted)
+                if runs is not None:
+                    return runs
             return _runs(self.frame, groups, self.weighted)
 
 
