@@ -30,6 +30,8 @@ from .groups import GroupCodes
 from .runs import F64, I64, Runs
 from .scorekeys import ScoreField
 
+#: Whether :meth:`.runs.Collected.runs` may count bucketed states densely (tests switch it).
+ENABLED = True
 _EPS = float(np.finfo(np.float64).eps)
 _LOW63 = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 #: At most this many cells, whatever the rows (8 bytes a cell per summed column).
@@ -71,7 +73,7 @@ def dense_runs(frame: pl.DataFrame, groups: GroupCodes, spec: Spec, weighted: bo
         or some sum overflows.
 
     """
-    if spec.exact or spec.precision >= EXACT_BITS:
+    if not ENABLED or spec.exact or spec.precision >= EXACT_BITS:
         return None
     rows = frame.height
     limit = _cell_limit(rows)
