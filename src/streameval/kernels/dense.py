@@ -27,7 +27,7 @@ from ..bucketing import EXACT_BITS, bucket_floor_scalar, float_to_key_scalar
 from ..spec import Spec
 from . import small_pages
 from .groups import GroupCodes
-from .runs import F64, I64, Runs
+from .runs import F64, I64, Runs, ordered_keys
 from .scorekeys import ScoreField
 
 #: Whether :meth:`.runs.Collected.runs` may count bucketed states densely (tests switch it).
@@ -58,7 +58,7 @@ def dense_runs(frame: pl.DataFrame, groups: GroupCodes, spec: Spec, weighted: bo
     Parameters
     ----------
     frame : DataFrame
-        The collected columns ``_y``, ``_k`` (and ``_w``) of :func:`.runs.collect_unit`.
+        The collected columns ``_y``, ``_p`` (and ``_w``) of :func:`.runs.collect_unit`.
     groups : GroupCodes
         The rows' group codes.
     spec : Spec
@@ -79,7 +79,7 @@ def dense_runs(frame: pl.DataFrame, groups: GroupCodes, spec: Spec, weighted: bo
     limit = _cell_limit(rows)
     p = spec.precision
     shift = EXACT_BITS - p
-    key = frame["_k"].to_numpy()
+    key = ordered_keys(frame["_p"].to_numpy())
     key_min, key_max = int(key.min()), int(key.max())
     top_min, top_max = key_min >> EXACT_BITS, key_max >> EXACT_BITS
     group_space = 1 << groups.bits
@@ -180,8 +180,9 @@ def _sums(
         labelled = np.left_shift(cell, np.int64(1), out=scratch)
         labelled |= y
         counts = np.bincount(labelled, minlength=2 * cells)
-        sums["neg"], sums["pos"] = counts[0::2], counts[1::2]
-        rows = sums["neg"] + sums["pos"]
+        neg, pos = counts[0::2], counts[1::2]
+        sums["neg"], sums["pos"] = neg, pos
+        rows = neg + pos
     else:
         zero = np.zeros((), np.float64)
         rows = np.bincount(cell, minlength=cells)
@@ -206,8 +207,8 @@ def _sums(
     sums["brier"] = np.bincount(cell, weights=term, minlength=cells) + 0.0
     if w is not None:
         np.multiply(score, w, out=other)
-    sums["psum"] = np.bincount(cell, weights=score if w is None else other, minlength=cells)
-    sums["psum"] += 0.0
+    psum = np.bincount(cell, weights=score if w is None else other, minlength=cells)
+    sums["psum"] = np.add(psum, 0.0, out=psum)
     del term, other
     # a squared error that overflows makes its cell's sum inf (or nan, times a zero weight)
     for name in ("log_loss", "brier", "psum"):

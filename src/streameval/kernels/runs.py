@@ -1,7 +1,7 @@
 """Exact binary state of one unit by one sort: collect, pack, sort, reduce runs.
 
 The unit's rows are collected with Polars as a group code per key column, the label, the
-score's ordered key (:func:`streameval.bucketing.ordered_key`) and the weight. The group code
+score (its ordered key, :func:`streameval.bucketing.ordered_key`, is computed with NumPy) and the weight. The group code
 and the score key (as a :class:`~.scorekeys.ScoreField`) are packed, most significant first,
 into one ``uint64``; when unweighted the label takes the lowest bit, so one ``np.sort``
 orders everything and labels follow for free (otherwise an ``argsort`` carries labels and
@@ -22,7 +22,6 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from ..bucketing import ordered_key
 from ..codes import KeyCode
 from ..spec import Spec
 from ..states.binary import merge_ops
@@ -126,19 +125,19 @@ def collect_unit(
     exprs = [c.encode.alias(f"_g{i}") for i, c in enumerate(key_codes) if c is not None]
     exprs += [
         label.fill_null(False).alias("_y"),
-        pl.when(~bad).then(ordered_key(score)).alias("_k"),
+        pl.when(~bad).then(score).alias("_p"),
     ]
     if weight is not None:
         exprs.append(weight.alias("_w"))
     frame = collect(lf.select(exprs))
-    if frame["_k"].null_count():
+    if frame["_p"].null_count():
         raise invalid()
     return Collected(frame, [c for c in key_codes if c is not None], weight is not None)
 
 
 @dataclass
 class Collected:
-    """A unit's collected columns (``_g0``…, ``_y``, ``_k``, ``_w``), not yet sorted.
+    """A unit's collected columns (``_g0``…, ``_y``, ``_p``, ``_w``), not yet sorted.
 
     Collecting (Polars) and sorting (NumPy) are separate steps so that the next unit can be
     read while this one is sorted.
@@ -169,9 +168,28 @@ class Collected:
             return _runs(self.frame, groups, self.weighted)
 
 
+def ordered_keys(score: F64) -> I64:
+    """Ordered key of each score, as :func:`streameval.bucketing.ordered_key` (no NaN).
+
+    Non-negative floats are their own keys (no copy); negative ones have their low 63 bits
+    flipped, and -0.0 becomes 0.0.
+
+    >>> ordered_keys(np.array([-1.5, -0.0, 0.0, 0.25])).argsort(kind="stable").tolist()
+    [0, 1, 2, 3]
+    >>> int(ordered_keys(np.array([-0.0]))[0])
+    0
+    """
+    bits = score.view(np.int64)
+    if bits.size == 0 or int(bits.min()) >= 0:
+        return bits
+    key: I64 = np.where(bits < 0, bits ^ np.int64(0x7FFF_FFFF_FFFF_FFFF), bits)
+    key[key == -1] = 0  # -0.0 (the only float whose key is -1)
+    return key
+
+
 def _runs(frame: pl.DataFrame, groups: GroupCodes, weighted: bool) -> Runs | None:
-    """The runs of the collected columns (``_y``, ``_k``, ``_w``) in the given groups."""
-    key = frame["_k"].to_numpy()
+    """The runs of the collected columns (``_y``, ``_p``, ``_w``) in the given groups."""
+    key = ordered_keys(frame["_p"].to_numpy())
     key_min, key_max = int(key.min()), int(key.max())
     label_bit = int(not weighted)
     field = ScoreField.build(key, key_min, key_max, 64 - groups.bits - label_bit)
