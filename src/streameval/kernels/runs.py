@@ -1,8 +1,8 @@
 """Exact binary state of one unit by one sort: collect, pack, sort, reduce runs.
 
 The unit's rows are collected with Polars as a group code per key column, the label, the
-score (its ordered key, :func:`streameval.bucketing.ordered_key`, is computed with NumPy) and the weight. The group code
-and the score key (as a :class:`~.scorekeys.ScoreField`) are packed, most significant first,
+score and the weight; the score's ordered key (:func:`streameval.bucketing.ordered_key`) is
+computed with NumPy. The group code and the score key (as a :class:`~.scorekeys.ScoreField`) are packed, most significant first,
 into one ``uint64``; when unweighted the label takes the lowest bit, so one ``np.sort``
 orders everything and labels follow for free (otherwise an ``argsort`` carries labels and
 weights along). Runs of equal (group, score) are then summed: they are the exact state's
