@@ -117,7 +117,7 @@ def dense_runs(frame: pl.DataFrame, groups: GroupCodes, spec: Spec, weighted: bo
         adjust = np.zeros(group_space * ntops, np.int64)
         adjust[occupied] = starts[:-1] - (occ_tops << np.int64(p))
         cell = np.take(adjust, coarse, out=scratch)
-        del coarse, adjust
+        del adjust
         cell += bucket
         if cuts.size and np.isin(cut_tops, occ_tops).any():
             inside = np.flatnonzero(np.isin(key >> np.int64(EXACT_BITS), cut_tops))
@@ -125,8 +125,8 @@ def dense_runs(frame: pl.DataFrame, groups: GroupCodes, spec: Spec, weighted: bo
                 at = key[inside]
                 below = np.searchsorted(cuts, (at >> np.int64(EXACT_BITS)) << np.int64(EXACT_BITS))
                 cell[inside] += np.searchsorted(cuts, at, side="right") - below
-        sums = _sums(frame, key, key_min, cell, cells, bucket, weighted)
-        del cell, bucket
+        sums = _sums(frame, key, key_min, cell, cells, (bucket, coarse), weighted)
+        del cell, bucket, coarse
         if sums is None:
             return None
         filled = np.flatnonzero(sums.pop("_rows"))
@@ -162,12 +162,12 @@ def _sums(
     key_min: int,
     cell: I64,
     cells: int,
-    scratch: I64,
+    scratch: tuple[I64, I64],
     weighted: bool,
 ) -> dict[str, npt.NDArray[np.generic]] | None:
     """Every stored column summed per cell (and ``_rows``), or None when some sum overflows.
 
-    ``scratch`` is a row-sized buffer to overwrite.
+    ``scratch`` holds two row-sized buffers to overwrite.
     """
     y = frame["_y"].to_numpy()
     if key_min >= 0:
@@ -177,7 +177,7 @@ def _sums(
     w = frame["_w"].to_numpy() if weighted else None
     sums: dict[str, npt.NDArray[np.generic]] = {}
     if w is None:  # positives and negatives of cell c at 2c + 1 and 2c: one pass
-        labelled = np.left_shift(cell, np.int64(1), out=scratch)
+        labelled = np.left_shift(cell, np.int64(1), out=scratch[0])
         labelled |= y
         counts = np.bincount(labelled, minlength=2 * cells)
         neg, pos = counts[0::2], counts[1::2]
@@ -191,9 +191,9 @@ def _sums(
         sums["neg"] = np.bincount(cell, weights=np.where(y, zero, w), minlength=cells) + 0.0
         sums["n"] = rows
     # log loss, sklearn's clipping: −log(p) for positives, −log(1 − p) for negatives
-    term = scratch.view(np.float64)
+    term, other = scratch[0].view(np.float64), scratch[1].view(np.float64)
     np.clip(score, _EPS, 1.0 - _EPS, out=term)
-    other = np.subtract(1.0, term)
+    np.subtract(1.0, term, out=other)
     np.copyto(other, term, where=y)
     np.log(other, out=other)
     if w is not None:

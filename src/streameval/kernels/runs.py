@@ -2,10 +2,10 @@
 
 The unit's rows are collected with Polars as a group code per key column, the label, the
 score and the weight; the score's ordered key (:func:`streameval.bucketing.ordered_key`) is
-computed with NumPy. The group code and the score key (as a :class:`~.scorekeys.ScoreField`) are packed, most significant first,
-into one ``uint64``; when unweighted the label takes the lowest bit, so one ``np.sort``
-orders everything and labels follow for free (otherwise an ``argsort`` carries labels and
-weights along). Runs of equal (group, score) are then summed: they are the exact state's
+computed with NumPy. The group code and the score key (as a :class:`~.scorekeys.ScoreField`)
+are packed, most significant first, into one ``uint64``; when unweighted the label takes the
+lowest bit, so one ``np.sort`` orders everything and labels follow for free (otherwise an
+``argsort`` carries labels and weights along). Runs of equal (group, score) are then summed: they are the exact state's
 rows, in (group, score) order.
 
 When the codes do not fit in 64 bits, :meth:`Collected.runs` returns None and the caller
@@ -152,13 +152,17 @@ class Collected:
 
         Given a bucketed ``spec``, the rows are counted straight into their buckets when
         there are few enough (:func:`.dense.dense_runs`): the runs are then the buckets.
+        Call it once: the group code columns are dropped once read.
         """
         if self.frame.height == 0:
             return None
-        raw = [self.frame[f"_g{i}"].to_numpy() for i in range(len(self.key_codes))]
+        names = [f"_g{i}" for i in range(len(self.key_codes))]
+        raw = [self.frame[name].to_numpy() for name in names]
         decoders = [c.decode for c in self.key_codes]
         with small_pages():
             groups = GroupCodes.build(decoders, raw, self.frame.height)
+            del raw
+            self.frame = self.frame.drop(names)  # the codes hold them now
             if spec is not None and not spec.exact:
                 from .dense import dense_runs
 
