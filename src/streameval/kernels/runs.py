@@ -5,8 +5,8 @@ score and the weight; the score's ordered key (:func:`streameval.bucketing.order
 computed with NumPy. The group code and the score key (as a :class:`~.scorekeys.ScoreField`)
 are packed, most significant first, into one ``uint64``; when unweighted the label takes the
 lowest bit, so one ``np.sort`` orders everything and labels follow for free (otherwise an
-``argsort`` carries labels and weights along). Runs of equal (group, score) are then summed: they are the exact state's
-rows, in (group, score) order.
+``argsort`` carries labels and weights along). Runs of equal (group, score) are then summed:
+they are the exact state's rows, in (group, score) order.
 
 When the codes do not fit in 64 bits, :meth:`Collected.runs` returns None and the caller
 falls back to the Polars group-by.
