@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -332,19 +332,19 @@ def _query_table(plan: Plan, lf: pl.LazyFrame, constants: Mapping[str, Any]) -> 
 
 
 def units_with_runs(plan: Plan) -> Iterator[tuple[Unit, Runs | None]]:
-    """Each hive unit with its sorted runs (or None); the next units are read meanwhile.
+    """Each hive unit with its sorted runs (or None); the next unit is read meanwhile.
 
-    Exact runs are sorted here, the next unit being read meanwhile. Bucketed runs are counted
-    (:mod:`streameval.kernels.dense`) with the reading, one unit per core, while this unit is
-    finalized: both cores stay busy, and three units are in memory at most.
+    The reading thread also starts the runs (:meth:`Collected.staged`: group codes, and in
+    bucketed mode each row's bucket and the counts); the float sums, the sort and the caller's
+    finalize run here, so both cores stay busy with two units in memory at most.
     """
-    units = plan.units or []
-    if plan.spec.exact:
-        for unit, rows in kernels.prefetch(units, lambda unit: unit_rows(plan, unit)):
-            yield unit, None if rows is None else rows.runs(plan.spec)
-        return
-    workers = min(2, kernels.cores())
-    yield from kernels.prefetch(units, lambda unit: unit_runs(plan, unit), workers)
+
+    def start(unit: Unit) -> Callable[[], Runs | None] | None:
+        rows = unit_rows(plan, unit)
+        return None if rows is None else rows.staged(plan.spec)
+
+    for unit, finish in kernels.prefetch(plan.units or [], start):
+        yield unit, None if finish is None else finish()
 
 
 def unit_states(plan: Plan) -> Iterator[State]:

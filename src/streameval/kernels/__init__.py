@@ -8,21 +8,19 @@ differ in the last bits, as summation order does in Polars itself).
 
 Where: hive units (:func:`streameval.accumulate.unit_rows`) and in-memory sources. In exact
 mode, unweighted metrics come straight from the runs; weighted ones from the Polars finalize
-of the runs' state table. Bucketed states are summed from the exact runs (:mod:`.buckets`);
-their unweighted metrics come from the buckets taken as runs, the same way. Keys without an
-integer code (Int64, floats, …) and units whose codes do not fit in 64 bits use the Polars
-group-by.
+of the runs' state table. Bucketed states are counted straight into dense buckets
+(:mod:`.dense`), or, when the buckets would be too many, summed from the exact runs
+(:mod:`.buckets`); their unweighted metrics come from the buckets taken as runs, the same
+way. Keys without an integer code (Int64, floats, …) and units whose codes do not fit in 64
+bits use the Polars group-by.
 
 ``ENABLED`` switches the kernels off (tests compare both paths).
 """
 
-import os
 import threading
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from itertools import islice
 from typing import TypeVar
 
 import numpy as np
@@ -72,35 +70,22 @@ def small_pages() -> Iterator[None]:
                 setter(_pages_previous)
 
 
-def prefetch(items: Sequence[T], work: Callable[[T], R], workers: int = 1) -> Iterator[tuple[T, R]]:
-    """Each item with ``work(item)``, the next items' work running in threads meanwhile.
+def prefetch(items: Sequence[T], work: Callable[[T], R]) -> Iterator[tuple[T, R]]:
+    """Each item with ``work(item)``, the next item's work running in a thread meanwhile.
 
-    Polars and NumPy release the GIL in their heavy loops, so reading (and counting) the next
-    units overlaps finalizing this one: ``workers`` units are worked on while the caller holds
-    one (``workers + 1`` units in memory at most).
+    Polars and NumPy release the GIL in their heavy loops, so reading (and starting the runs
+    of) the next unit overlaps finishing this one (two units in memory at most).
 
     >>> list(prefetch([1, 2, 3], lambda x: x * 10))
-    [(1, 10), (2, 20), (3, 30)]
-    >>> list(prefetch([1, 2, 3], lambda x: x * 10, workers=2))
     [(1, 10), (2, 20), (3, 30)]
     """
     if len(items) < 2:
         yield from ((item, work(item)) for item in items)
         return
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        ahead = deque((item, pool.submit(work, item)) for item in items[:workers])
-        following = iter(items[workers:])
-        while ahead:
-            item, future = ahead.popleft()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(work, items[0])
+        for i, item in enumerate(items):
             result = future.result()
-            for upcoming in islice(following, 1):
-                ahead.append((upcoming, pool.submit(work, upcoming)))
+            if i + 1 < len(items):
+                future = pool.submit(work, items[i + 1])
             yield item, result
-
-
-def cores() -> int:
-    """CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1

@@ -19,6 +19,8 @@ runs instead. So it does when a squared error or a sum overflows (the Polars pat
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 import polars as pl
@@ -73,6 +75,62 @@ def dense_runs(frame: pl.DataFrame, groups: GroupCodes, spec: Spec, weighted: bo
         or some sum overflows.
 
     """
+    cells = dense_cells(frame, groups, spec, weighted)
+    return None if cells is None else cells.runs()
+
+
+@dataclass
+class Cells:
+    """A unit's rows placed in their cells and counted; :meth:`runs` sums the rest.
+
+    The two steps run in different threads: placing and counting with the reading of the
+    unit, summing the floats while the next unit is read.
+    """
+
+    frame: pl.DataFrame
+    groups: GroupCodes
+    spec: Spec
+    key: I64
+    cell: I64
+    scratch: I64
+    filled: I64
+    counts: dict[str, npt.NDArray[np.generic]]
+    starts: I64
+    occupied: I64
+    tops: I64
+
+    def runs(self) -> Runs | None:
+        """The buckets as runs with their sums (None when some sum overflows)."""
+        with small_pages(), np.errstate(over="ignore", invalid="ignore"):
+            term = self.scratch.view(np.float64)
+            sums = _float_sums(self.frame, self.key, self.cell, term, int(self.starts[-1]))
+            del self.cell, self.scratch, term
+            if sums is None:
+                return None
+            filled = self.filled
+            out = {name: values[filled] for name, values in sums.items()}
+            out.update(self.counts)
+            # each filled cell's coarse cell, then its group and bucket key
+            p, ntops, starts = self.spec.precision, self.tops.size, self.starts
+            owner = np.searchsorted(starts, filled, side="right") - 1
+            local = filled - starts[owner]
+            coarse_of = self.occupied[owner]
+            group = (coarse_of // ntops).astype(np.uint64)
+            binade = self.tops[coarse_of % ntops]
+            bkey = ((binade << np.int64(p)) + local) << np.int64(EXACT_BITS - p)
+            cuts = _cuts(self.spec)
+            if cuts.size:
+                _cut_buckets(bkey, binade, local, cuts, p)
+        return _as_runs(group, bkey, out, self.groups, self.spec)
+
+
+def dense_cells(
+    frame: pl.DataFrame, groups: GroupCodes, spec: Spec, weighted: bool
+) -> Cells | None:
+    """Each row's cell, and the rows (and labels) counted per cell; None: use the sort.
+
+    Parameters are those of :func:`dense_runs`.
+    """
     if not ENABLED or spec.exact or spec.precision >= EXACT_BITS:
         return None
     rows = frame.height
@@ -85,7 +143,7 @@ def dense_runs(frame: pl.DataFrame, groups: GroupCodes, spec: Spec, weighted: bo
     group_space = 1 << groups.bits
     cuts = _cuts(spec)
     cut_tops = cuts >> EXACT_BITS
-    with small_pages(), np.errstate(over="ignore", invalid="ignore"):
+    with small_pages():
         bucket = key >> np.int64(shift)  # bucket index: binade << p | mantissa's top p bits
         scratch = np.right_shift(bucket, np.int64(p))  # binade (sign, exponent): -2048 … 2047
         # binades: the span from the lowest to the highest, or the ones that occur, ranked
@@ -125,22 +183,9 @@ def dense_runs(frame: pl.DataFrame, groups: GroupCodes, spec: Spec, weighted: bo
                 at = key[inside]
                 below = np.searchsorted(cuts, (at >> np.int64(EXACT_BITS)) << np.int64(EXACT_BITS))
                 cell[inside] += np.searchsorted(cuts, at, side="right") - below
-        sums = _sums(frame, key, key_min, cell, cells, (bucket, coarse), weighted)
-        del cell, bucket, coarse
-        if sums is None:
-            return None
-        filled = np.flatnonzero(sums.pop("_rows"))
-        out = {name: values[filled] for name, values in sums.items()}
-        # each filled cell's coarse cell, then its group and bucket key
-        owner = np.searchsorted(starts, filled, side="right") - 1
-        local = filled - starts[owner]
-        coarse_of = occupied[owner]
-        group = (coarse_of // ntops).astype(np.uint64)
-        binade = tops[coarse_of % ntops]
-        bkey = ((binade << np.int64(p)) + local) << np.int64(shift)
-        if cuts.size:
-            _cut_buckets(bkey, binade, local, cuts, p)
-    return _as_runs(group, bkey, out, groups, spec)
+        filled, counts = _counts(frame, cell, cells, bucket, weighted)
+        del bucket
+    return Cells(frame, groups, spec, key, cell, coarse, filled, counts, starts, occupied, tops)
 
 
 def _cut_buckets(bkey: I64, binade: I64, local: I64, cuts: I64, p: int) -> None:
@@ -156,49 +201,50 @@ def _cut_buckets(bkey: I64, binade: I64, local: I64, cuts: I64, p: int) -> None:
         bkey[where] = slots[local[where]]
 
 
-def _sums(
-    frame: pl.DataFrame,
-    key: I64,
-    key_min: int,
-    cell: I64,
-    cells: int,
-    scratch: tuple[I64, I64],
-    weighted: bool,
-) -> dict[str, npt.NDArray[np.generic]] | None:
-    """Every stored column summed per cell (and ``_rows``), or None when some sum overflows.
+def _counts(
+    frame: pl.DataFrame, cell: I64, cells: int, scratch: I64, weighted: bool
+) -> tuple[I64, dict[str, npt.NDArray[np.generic]]]:
+    """The filled cells, and their rows (weighted) or their positives and negatives."""
+    if weighted:
+        rows = np.bincount(cell, minlength=cells)
+        filled = np.flatnonzero(rows)
+        return filled, {"n": rows[filled]}
+    # positives and negatives of cell c at 2c + 1 and 2c: one pass
+    labelled = np.left_shift(cell, np.int64(1), out=scratch)
+    labelled |= frame["_y"].to_numpy()
+    both = np.bincount(labelled, minlength=2 * cells)
+    neg, pos = both[0::2], both[1::2]
+    filled = np.flatnonzero(np.bitwise_or(neg, pos))
+    return filled, {"pos": pos[filled], "neg": neg[filled]}
 
-    ``scratch`` holds two row-sized buffers to overwrite.
+
+def _float_sums(
+    frame: pl.DataFrame, key: I64, cell: I64, term: F64, cells: int
+) -> dict[str, npt.NDArray[np.generic]] | None:
+    """The float columns summed per cell, or None when some sum overflows.
+
+    ``term`` is a row-sized buffer to overwrite.
     """
     y = frame["_y"].to_numpy()
-    if key_min >= 0:
-        score: F64 = key.view(np.float64)
-    else:
+    score: F64 = key.view(np.float64)
+    if key.size and int(key.min()) < 0:
         score = np.where(key < 0, key ^ _LOW63, key).view(np.float64)
-    w = frame["_w"].to_numpy() if weighted else None
+    w = frame["_w"].to_numpy() if "_w" in frame.columns else None
     sums: dict[str, npt.NDArray[np.generic]] = {}
-    if w is None:  # positives and negatives of cell c at 2c + 1 and 2c: one pass
-        labelled = np.left_shift(cell, np.int64(1), out=scratch[0])
-        labelled |= y
-        counts = np.bincount(labelled, minlength=2 * cells)
-        neg, pos = counts[0::2], counts[1::2]
-        sums["neg"], sums["pos"] = neg, pos
-        rows = neg + pos
-    else:
-        zero = np.zeros((), np.float64)
-        rows = np.bincount(cell, minlength=cells)
-        # +0.0 turns -0.0 into 0.0, as Polars' sums give
-        sums["pos"] = np.bincount(cell, weights=np.where(y, w, zero), minlength=cells) + 0.0
-        sums["neg"] = np.bincount(cell, weights=np.where(y, zero, w), minlength=cells) + 0.0
-        sums["n"] = rows
-    # log loss, sklearn's clipping: −log(p) for positives, −log(1 − p) for negatives
-    term, other = scratch[0].view(np.float64), scratch[1].view(np.float64)
-    np.clip(score, _EPS, 1.0 - _EPS, out=term)
-    np.subtract(1.0, term, out=other)
-    np.copyto(other, term, where=y)
-    np.log(other, out=other)
     if w is not None:
-        other *= w
-    sums["log_loss"] = np.negative(np.bincount(cell, weights=other, minlength=cells)) + 0.0
+        # +0.0 turns -0.0 into 0.0, as Polars' sums give
+        np.copyto(term, np.zeros((), np.float64))
+        np.copyto(term, w, where=y)
+        sums["pos"] = np.bincount(cell, weights=term, minlength=cells) + 0.0
+        np.subtract(w, term, out=term)
+        sums["neg"] = np.bincount(cell, weights=term, minlength=cells) + 0.0
+    # log loss, sklearn's clipping: −log(p) for positives, −log(1 − p) for negatives
+    np.clip(score, _EPS, 1.0 - _EPS, out=term)
+    np.subtract(1.0, term, out=term, where=~y)
+    np.log(term, out=term)
+    if w is not None:
+        term *= w
+    sums["log_loss"] = np.negative(np.bincount(cell, weights=term, minlength=cells)) + 0.0
     # squared error (p − y)²
     np.subtract(score, y, out=term)
     np.square(term, out=term)
@@ -206,15 +252,13 @@ def _sums(
         term *= w
     sums["brier"] = np.bincount(cell, weights=term, minlength=cells) + 0.0
     if w is not None:
-        np.multiply(score, w, out=other)
-    psum = np.bincount(cell, weights=score if w is None else other, minlength=cells)
+        np.multiply(score, w, out=term)
+    psum = np.bincount(cell, weights=score if w is None else term, minlength=cells)
     sums["psum"] = np.add(psum, 0.0, out=psum)
-    del term, other
     # a squared error that overflows makes its cell's sum inf (or nan, times a zero weight)
     for name in ("log_loss", "brier", "psum"):
         if not np.isfinite(sums[name]).all():
             return None
-    sums["_rows"] = rows
     return sums
 
 

@@ -151,25 +151,41 @@ class Collected:
         """Sort and reduce the rows (None when the codes do not fit in 64 bits).
 
         Given a bucketed ``spec``, the rows are counted straight into their buckets when
-        there are few enough (:func:`.dense.dense_runs`): the runs are then the buckets.
-        Call it once: the group code columns are dropped once read.
+        there are few enough (:mod:`.dense`): the runs are then the buckets. Call it (or
+        :meth:`staged`) once: the group code columns are dropped once read.
+        """
+        return self.staged(spec)()
+
+    def staged(self, spec: Spec | None = None) -> Callable[[], Runs | None]:
+        """Start :meth:`runs` here; the function returned finishes it (in another thread).
+
+        Counting into dense buckets starts here (group codes, each row's cell, the counts);
+        the float sums, or the sort, are left to the function.
         """
         if self.frame.height == 0:
-            return None
+            return lambda: None
         names = [f"_g{i}" for i in range(len(self.key_codes))]
         raw = [self.frame[name].to_numpy() for name in names]
         decoders = [c.decode for c in self.key_codes]
         with small_pages():
             groups = GroupCodes.build(decoders, raw, self.frame.height)
             del raw
-            self.frame = self.frame.drop(names)  # the codes hold them now
+            frame = self.frame = self.frame.drop(names)  # the codes hold them now
+            cells = None
             if spec is not None and not spec.exact:
-                from .dense import dense_runs
+                from .dense import dense_cells
 
-                runs = dense_runs(self.frame, groups, spec, self.weighted)
-                if runs is not None:
-                    return runs
-            return _runs(self.frame, groups, self.weighted)
+                cells = dense_cells(frame, groups, spec, self.weighted)
+        weighted = self.weighted
+
+        def finish() -> Runs | None:
+            runs = None if cells is None else cells.runs()
+            if runs is not None:
+                return runs
+            with small_pages():
+                return _runs(frame, groups, weighted)
+
+        return finish
 
 
 def ordered_keys(score: F64) -> I64:
