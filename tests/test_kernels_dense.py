@@ -171,3 +171,12 @@ def test_bucketed_runs_serve_only_their_spec():
     other = prepare(df, Inputs(label="y", score="tied", precision=8), by="g").spec
     with pytest.raises(ValueError, match="bucketed at"):
         bucketed_state(runs, other, plan.schema, {})
+
+
+def test_weights_that_could_overflow_a_sum_are_sorted():
+    df = _sample(2000, 3, 7).with_columns(pl.col("w") * 1e296)
+    plan = prepare(df, Inputs(label="y", score="tied", weight="w"), by="g")
+    runs = unit_runs(plan)
+    assert runs is not None and runs.sums is None
+    kw: dict[str, Any] = dict(label="y", score="tied", by="g", weight="w")
+    check_states(lambda: se.accumulate(df, **kw))

@@ -13,19 +13,20 @@ order.
 
 The cells must stay few: when the (group, binade) pairs or their slots outnumber the rows (many
 groups with few rows each, high precision), :func:`dense_runs` returns None and the sort kernel
-runs instead. So it does when a squared error or a sum overflows (the Polars path keeps its
-``inf``/``nan`` sums).
+runs instead. So it does when a squared error or a sum could overflow (scores or weights near
+the float range's ends; the Polars path keeps its ``inf``/``nan`` sums): once the rows are
+placed, the float sums cannot fail, so the group codes are let go early.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from ..bucketing import EXACT_BITS, bucket_floor_scalar, float_to_key_scalar
+from ..bucketing import EXACT_BITS, bucket_floor_scalar, float_to_key_scalar, key_to_float_scalar
 from ..spec import Spec
 from . import small_pages
 from .groups import GroupCodes
@@ -41,6 +42,8 @@ MAX_CELLS = 1 << 24
 #: Cells allowed per row (and at least ``MIN_CELLS``): beyond, sorting the rows is cheaper.
 CELLS_PER_ROW = 2
 MIN_CELLS = 1 << 16
+#: Rows × max(1, |score|)² × the largest weight below this: no sum can overflow.
+_SAFE = 1e300
 
 
 def _cuts(spec: Spec) -> I64:
@@ -72,7 +75,7 @@ def dense_runs(frame: pl.DataFrame, groups: GroupCodes, spec: Spec, weighted: bo
     -------
     Runs or None
         Runs of the buckets (:attr:`Runs.sums` set), or None when the cells would be too many
-        or some sum overflows.
+        or some sum could overflow.
 
     """
     cells = dense_cells(frame, groups, spec, weighted)
@@ -100,7 +103,7 @@ class Cells:
     tops: I64
 
     def runs(self) -> Runs | None:
-        """The buckets as runs with their sums (None when some sum overflows)."""
+        """The buckets as runs with their sums (None, for the Polars path, if a sum overflows)."""
         with small_pages(), np.errstate(over="ignore", invalid="ignore"):
             term = self.scratch.view(np.float64)
             sums = _float_sums(self.frame, self.key, self.cell, term, int(self.starts[-1]))
@@ -140,6 +143,10 @@ def dense_cells(
     key = ordered_keys(frame["_p"].to_numpy())
     key_min, key_max = int(key.min()), int(key.max())
     top_min, top_max = key_min >> EXACT_BITS, key_max >> EXACT_BITS
+    largest = max(1.0, abs(key_to_float_scalar(key_min)), abs(key_to_float_scalar(key_max)))
+    heaviest = max(1.0, float(frame["_w"].max())) if weighted else 1.0  # type: ignore[arg-type]
+    if not largest * largest * heaviest * rows < _SAFE:
+        return None
     group_space = 1 << groups.bits
     cuts = _cuts(spec)
     cut_tops = cuts >> EXACT_BITS
@@ -161,6 +168,8 @@ def dense_cells(
         # coarse cell of each row: group code, then binade rank
         coarse = np.multiply(groups.codes.view(np.int64), np.int64(ntops))
         coarse += scratch
+        # the runs decode group codes from the cells: the rows' codes are not needed
+        groups = replace(groups, codes=np.zeros(0, np.uint64))
         occupied = np.flatnonzero(np.bincount(coarse, minlength=group_space * ntops))
         occ_tops = tops[occupied % ntops]
         high = np.searchsorted(cuts, (occ_tops + 1) << np.int64(EXACT_BITS))

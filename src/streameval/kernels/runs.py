@@ -176,12 +176,11 @@ class Collected:
                 from .dense import dense_cells
 
                 cells = dense_cells(frame, groups, spec, self.weighted)
+        if cells is not None:
+            return cells.runs
         weighted = self.weighted
 
         def finish() -> Runs | None:
-            runs = None if cells is None else cells.runs()
-            if runs is not None:
-                return runs
             with small_pages():
                 return _runs(frame, groups, weighted)
 
