@@ -165,11 +165,13 @@ def dense_cells(
             rank[tops - top_min] = np.arange(tops.size)
             np.take(rank, scratch, out=scratch)
         ntops = tops.size
-        # coarse cell of each row: group code, then binade rank
-        coarse = np.multiply(groups.codes.view(np.int64), np.int64(ntops))
+        # coarse cell of each row (group code, then binade rank), over the rows' codes: the
+        # runs decode group codes from the cells; restored below if the sort runs after all
+        coarse = np.multiply(
+            groups.codes.view(np.int64), np.int64(ntops), out=groups.codes.view(np.int64)
+        )
         coarse += scratch
-        # the runs decode group codes from the cells: the rows' codes are not needed
-        groups = replace(groups, codes=np.zeros(0, np.uint64))
+        codes, groups = groups.codes, replace(groups, codes=np.zeros(0, np.uint64))
         occupied = np.flatnonzero(np.bincount(coarse, minlength=group_space * ntops))
         occ_tops = tops[occupied % ntops]
         high = np.searchsorted(cuts, (occ_tops + 1) << np.int64(EXACT_BITS))
@@ -178,7 +180,9 @@ def dense_cells(
         np.cumsum(size, out=starts[1:])
         cells = int(starts[-1])
         if cells > limit:
+            np.floor_divide(coarse, np.int64(ntops), out=coarse)  # the group codes again
             return None
+        del codes
         # cell = start of the coarse cell + bucket's rank in its binade; with the binade's top
         # subtracted ahead so that adding the bucket index (top << p | mantissa) lands there
         adjust = np.zeros(group_space * ntops, np.int64)
