@@ -87,7 +87,9 @@ class Cells:
     """A unit's rows placed in their cells and counted; :meth:`runs` sums the rest.
 
     The two steps run in different threads: placing and counting with the reading of the
-    unit, summing the floats while the next unit is read.
+    unit, summing the floats while the next unit is read. ``cell`` holds each row's cell (the
+    cells of the ``occupied`` coarse cells start at ``starts``), ``counts`` the counts of the
+    ``filled`` cells, ``scratch`` a row-sized buffer.
     """
 
     frame: pl.DataFrame
@@ -106,17 +108,21 @@ class Cells:
         """The buckets as runs with their sums (None, for the Polars path, if a sum overflows)."""
         with small_pages(), np.errstate(over="ignore", invalid="ignore"):
             term = self.scratch.view(np.float64)
+            filled = self.filled
             sums = _float_sums(self.frame, self.key, self.cell, term, int(self.starts[-1]))
             del self.cell, self.scratch, term
             if sums is None:
                 return None
-            filled = self.filled
             out = {name: values[filled] for name, values in sums.items()}
             out.update(self.counts)
             # each filled cell's coarse cell, then its group and bucket key
             p, ntops, starts = self.spec.precision, self.tops.size, self.starts
-            owner = np.searchsorted(starts, filled, side="right") - 1
-            local = filled - starts[owner]
+            if int(starts[-1]) == self.occupied.size << p:  # no splits: 2^p cells each
+                owner = filled >> np.int64(p)
+                local = filled & np.int64((1 << p) - 1)
+            else:
+                owner = np.searchsorted(starts, filled, side="right") - 1
+                local = filled - starts[owner]
             coarse_of = self.occupied[owner]
             group = (coarse_of // ntops).astype(np.uint64)
             binade = self.tops[coarse_of % ntops]
@@ -253,7 +259,8 @@ def _float_sums(
         sums["neg"] = np.bincount(cell, weights=term, minlength=cells) + 0.0
     # log loss, sklearn's clipping: −log(p) for positives, −log(1 − p) for negatives
     np.clip(score, _EPS, 1.0 - _EPS, out=term)
-    np.subtract(1.0, term, out=term, where=~y)
+    np.subtract(term, ~y, out=term)  # |p − 0| = p and |p − 1| = 1 − p, both exact
+    np.abs(term, out=term)
     np.log(term, out=term)
     if w is not None:
         term *= w
