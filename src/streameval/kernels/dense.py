@@ -169,7 +169,7 @@ def dense_cells(
                 return None
             rank = np.zeros(span, np.int64)
             rank[tops - top_min] = np.arange(tops.size)
-            np.take(rank, scratch, out=scratch)
+            np.take(rank, scratch, out=scratch, mode="clip")  # clip: not buffered
         ntops = tops.size
         # coarse cell of each row (group code, then binade rank), over the rows' codes: the
         # runs decode group codes from the cells; restored below if the sort runs after all
@@ -193,7 +193,7 @@ def dense_cells(
         # subtracted ahead so that adding the bucket index (top << p | mantissa) lands there
         adjust = np.zeros(group_space * ntops, np.int64)
         adjust[occupied] = starts[:-1] - (occ_tops << np.int64(p))
-        cell = np.take(adjust, coarse, out=scratch)
+        cell = np.take(adjust, coarse, out=scratch, mode="clip")
         del adjust
         cell += bucket
         if cuts.size and np.isin(cut_tops, occ_tops).any():
