@@ -105,7 +105,10 @@ class Cells:
     tops: I64
 
     def runs(self) -> Runs | None:
-        """The buckets as runs with their sums (None, for the Polars path, if a sum overflows)."""
+        """The buckets as runs with their sums (None, for the Polars path, if a sum overflows).
+
+        Call it once: it lets go of the row buffers.
+        """
         with small_pages(), np.errstate(over="ignore", invalid="ignore"):
             term = self.scratch.view(np.float64)
             filled = self.filled
