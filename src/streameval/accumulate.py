@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -311,7 +311,7 @@ def unit_rows(plan: Plan, unit: Unit | None = None) -> Collected | None:
 def unit_runs(plan: Plan, unit: Unit | None = None) -> Runs | None:
     """The sorted runs of a unit (or of an in-memory source), when the sort kernel applies."""
     rows = unit_rows(plan, unit)
-    return None if rows is None else rows.runs()
+    return None if rows is None else rows.runs(plan.spec)
 
 
 def compute(plan: Plan, unit: Unit | None = None) -> pl.DataFrame:
@@ -343,9 +343,19 @@ def _query_table(plan: Plan, lf: pl.LazyFrame, constants: Mapping[str, Any]) -> 
 
 
 def units_with_runs(plan: Plan) -> Iterator[tuple[Unit, Runs | None]]:
-    """Each hive unit with its sorted runs (or None); the next unit is read meanwhile."""
-    for unit, rows in kernels.prefetch(plan.units or [], lambda unit: unit_rows(plan, unit)):
-        yield unit, None if rows is None else rows.runs()
+    """Each hive unit with its sorted runs (or None); the next unit is read meanwhile.
+
+    The reading thread also starts the runs (:meth:`Collected.staged`: group codes, and in
+    bucketed mode each row's bucket and the counts); the float sums, the sort and the caller's
+    finalize run here, so both cores stay busy with two units in memory at most.
+    """
+
+    def start(unit: Unit) -> Callable[[], Runs | None] | None:
+        rows = unit_rows(plan, unit)
+        return None if rows is None else rows.staged(plan.spec)
+
+    for unit, finish in kernels.prefetch(plan.units or [], start):
+        yield unit, None if finish is None else finish()
 
 
 def unit_states(plan: Plan) -> Iterator[State]:

@@ -8,10 +8,11 @@ differ in the last bits, as summation order does in Polars itself).
 
 Where: hive units (:func:`streameval.accumulate.unit_rows`) and in-memory sources. In exact
 mode, unweighted metrics come straight from the runs; weighted ones from the Polars finalize
-of the runs' state table. Bucketed states are summed from the exact runs (:mod:`.buckets`);
-their unweighted metrics come from the buckets taken as runs, the same way. Keys without an
-integer code (Int64, floats, …) and units whose codes do not fit in 64 bits use the Polars
-group-by.
+of the runs' state table. Bucketed states are counted straight into dense buckets
+(:mod:`.dense`), or, when the buckets would be too many, summed from the exact runs
+(:mod:`.buckets`); their unweighted metrics come from the buckets taken as runs, the same
+way. Keys without an integer code (Int64, floats, …) and units whose codes do not fit in 64
+bits use the Polars group-by.
 
 ``ENABLED`` switches the kernels off (tests compare both paths).
 """
@@ -72,8 +73,8 @@ def small_pages() -> Iterator[None]:
 def prefetch(items: Sequence[T], work: Callable[[T], R]) -> Iterator[tuple[T, R]]:
     """Each item with ``work(item)``, the next item's work running in a thread meanwhile.
 
-    Polars and NumPy release the GIL in their heavy loops, so reading and sorting the next
-    unit overlaps finalizing this one (two units in memory at most).
+    Polars and NumPy release the GIL in their heavy loops, so reading (and starting the runs
+    of) the next unit overlaps finishing this one (two units in memory at most).
 
     >>> list(prefetch([1, 2, 3], lambda x: x * 10))
     [(1, 10), (2, 20), (3, 30)]

@@ -114,6 +114,13 @@ def bucket_sums(runs: Runs, spec: Spec) -> Buckets | None:
     Buckets or None
 
     """
+    if runs.sums is not None:  # already the buckets (:mod:`.dense`)
+        _check_bucketed(runs, spec)
+        sums: dict[str, npt.NDArray[np.generic]] = {"pos": runs.pos, "neg": runs.neg}
+        if runs.n is not None:
+            sums["n"] = runs.n
+        sums.update(runs.sums)
+        return Buckets(runs.group(), runs.key(), sums)
     with small_pages(), np.errstate(over="ignore", invalid="ignore"):
         key = runs.key()
         score = _scores(key)
@@ -130,7 +137,7 @@ def bucket_sums(runs: Runs, spec: Spec) -> Buckets | None:
         np.not_equal(bucket[1:], bucket[:-1], out=changed[1:])
         changed[1:] |= group[1:] != group[:-1]
         starts = np.flatnonzero(changed)
-        sums: dict[str, npt.NDArray[np.generic]] = {
+        sums = {
             "pos": np.add.reduceat(runs.pos, starts),
             "neg": np.add.reduceat(runs.neg, starts),
             "log_loss": np.add.reduceat(ll, starts) + 0.0,
@@ -190,6 +197,9 @@ def bucket_runs(runs: Runs, spec: Spec) -> tuple[Runs, F64, F64] | None:
         None when some squared error overflows, or the buckets' keys do not pack.
 
     """
+    if runs.sums is not None:  # already the buckets (:mod:`.dense`)
+        _check_bucketed(runs, spec)
+        return runs, runs.sums["log_loss"], runs.sums["brier"]
     buckets = bucket_sums(runs, spec)
     if buckets is None:
         return None
@@ -204,3 +214,11 @@ def bucket_runs(runs: Runs, spec: Spec) -> tuple[Runs, F64, F64] | None:
     sums = buckets.sums
     out = Runs(value, sums["pos"], sums["neg"], None, field, low, high, runs.groups)  # type: ignore[arg-type]
     return out, sums["log_loss"], sums["brier"]  # type: ignore[return-value]
+
+
+def _check_bucketed(runs: Runs, spec: Spec) -> None:
+    """Bucketed runs serve only the precision and splits they were counted at."""
+    if runs.bucketed != (spec.precision, spec.splits):
+        raise ValueError(
+            f"expected runs bucketed at {(spec.precision, spec.splits)}, got {runs.bucketed}"
+        )

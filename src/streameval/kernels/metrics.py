@@ -172,11 +172,13 @@ def aggregates(
     cols["_auc_num"] = auc.astype(np.float64) * (scale * scale * 0.5)
     cols["_tie_pairs"] = ties.astype(np.float64) * (scale * scale)
     cols["_ap_num"] = _ap_num(pos, at, g, scale)
-    with np.errstate(over="ignore", invalid="ignore"):  # huge scores: null metrics later
-        cols.update(_losses(runs, pos, firsts))
-    if losses is not None:
+    if losses is None:
+        with np.errstate(over="ignore", invalid="ignore"):  # huge scores: null metrics later
+            cols.update(_losses(runs, pos, firsts))
+    else:
         cols["_log_loss"] = np.add.reduceat(losses[0], firsts)
         cols["_brier"] = np.add.reduceat(losses[1], firsts)
+    cols["_n_outside"] = _outside(runs, pos, firsts)
     for i, t in enumerate(thresholds):
         tp, fp = g.totals(_threshold_index(runs, g, float_to_key_scalar(t)))
         cols[f"_tp{i}"], cols[f"_fp{i}"] = tp, fp
@@ -196,7 +198,7 @@ def _ap_num(pos: I64, at: I64, g: _Groups, scale: float) -> F64:
 
 
 def _losses(runs: Runs, pos: I64, firsts: I64) -> dict[str, npt.NDArray[np.generic]]:
-    """Σ log loss, Σ Brier score and rows outside [0, 1] per group, from each run's score.
+    """Σ log loss and Σ Brier score per group, from each run's score.
 
     Per run, as the Polars expressions: ``-(pos·log p) − neg·log(1 − p)`` with p clipped,
     and ``pos·(1 − p)² + neg·p²``. A run of one row keeps one term, which is exactly the
@@ -229,13 +231,19 @@ def _losses(runs: Runs, pos: I64, firsts: I64) -> dict[str, npt.NDArray[np.gener
         np.multiply(other, neg, out=other)
         np.add(buffer, other, out=buffer)
     brier = np.add.reduceat(buffer, firsts)
-    del buffer, other
+    return {"_log_loss": log_loss, "_brier": brier}
+
+
+def _outside(runs: Runs, pos: I64, firsts: I64) -> I64:
+    """Rows with a score outside [0, 1] per group (for buckets: from their lowest score)."""
     if runs.key_min >= 0 and runs.key_max <= float_to_key_scalar(1.0):
-        outside = np.zeros(firsts.size, np.int64)
-    else:
-        rows = pos + runs.neg.astype(np.int64, copy=False)
-        outside = np.add.reduceat(np.where((score < 0) | (score > 1), rows, 0), firsts)
-    return {"_log_loss": log_loss, "_brier": brier, "_n_outside": outside}
+        return np.zeros(firsts.size, np.int64)
+    key = runs.key()
+    rows = pos + runs.neg.astype(np.int64, copy=False)
+    out: I64 = np.add.reduceat(
+        np.where((key < 0) | (key > float_to_key_scalar(1.0)), rows, 0), firsts
+    )
+    return out
 
 
 def _threshold_index(runs: Runs, g: _Groups, key: int) -> I64:

@@ -1,12 +1,12 @@
 """Exact binary state of one unit by one sort: collect, pack, sort, reduce runs.
 
 The unit's rows are collected with Polars as a group code per key column, the label, the
-score's ordered key (:func:`streameval.bucketing.ordered_key`) and the weight. The group code
-and the score key (as a :class:`~.scorekeys.ScoreField`) are packed, most significant first,
-into one ``uint64``; when unweighted the label takes the lowest bit, so one ``np.sort``
-orders everything and labels follow for free (otherwise an ``argsort`` carries labels and
-weights along). Runs of equal (group, score) are then summed: they are the exact state's
-rows, in (group, score) order.
+score and the weight; the score's ordered key (:func:`streameval.bucketing.ordered_key`) is
+computed with NumPy. The group code and the score key (as a :class:`~.scorekeys.ScoreField`)
+are packed, most significant first, into one ``uint64``; when unweighted the label takes the
+lowest bit, so one ``np.sort`` orders everything and labels follow for free (otherwise an
+``argsort`` carries labels and weights along). Runs of equal (group, score) are then summed:
+they are the exact state's rows, in (group, score) order.
 
 When the codes do not fit in 64 bits, :meth:`Collected.runs` returns None and the caller
 falls back to the Polars group-by.
@@ -22,7 +22,6 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from ..bucketing import ordered_key
 from ..codes import KeyCode
 from ..spec import Spec
 from ..states.binary import merge_ops
@@ -56,6 +55,10 @@ class Runs:
         Turns group codes back into key columns.
     single : bool
         Whether every run is one row (unweighted, no tied scores in a group).
+    sums : dict of str to ndarray or None
+        Bucketed runs only (:mod:`.dense`): each bucket's ``log_loss``, ``brier`` and ``psum``.
+    bucketed : tuple of (int, tuple of float) or None
+        Bucketed runs only: the precision and splits the runs are buckets of.
 
     """
 
@@ -68,6 +71,8 @@ class Runs:
     key_max: int
     groups: GroupCodes
     single: bool = False
+    sums: dict[str, F64] | None = None
+    bucketed: tuple[int, tuple[float, ...]] | None = None
 
     def key(self) -> I64:
         """Ordered score key (the exact bucket) of each run."""
@@ -120,19 +125,19 @@ def collect_unit(
     exprs = [c.encode.alias(f"_g{i}") for i, c in enumerate(key_codes) if c is not None]
     exprs += [
         label.fill_null(False).alias("_y"),
-        pl.when(~bad).then(ordered_key(score)).alias("_k"),
+        pl.when(~bad).then(score).alias("_p"),
     ]
     if weight is not None:
         exprs.append(weight.alias("_w"))
     frame = collect(lf.select(exprs))
-    if frame["_k"].null_count():
+    if frame["_p"].null_count():
         raise invalid()
     return Collected(frame, [c for c in key_codes if c is not None], weight is not None)
 
 
 @dataclass
 class Collected:
-    """A unit's collected columns (``_g0``…, ``_y``, ``_k``, ``_w``), not yet sorted.
+    """A unit's collected columns (``_g0``…, ``_y``, ``_p``, ``_w``), not yet sorted.
 
     Collecting (Polars) and sorting (NumPy) are separate steps so that the next unit can be
     read while this one is sorted.
@@ -142,20 +147,68 @@ class Collected:
     key_codes: list[KeyCode]
     weighted: bool
 
-    def runs(self) -> Runs | None:
-        """Sort and reduce the rows (None when the codes do not fit in 64 bits)."""
+    def runs(self, spec: Spec | None = None) -> Runs | None:
+        """Sort and reduce the rows (None when the codes do not fit in 64 bits).
+
+        Given a bucketed ``spec``, the rows are counted straight into their buckets when
+        there are few enough (:mod:`.dense`): the runs are then the buckets. Call it (or
+        :meth:`staged`) once: the group code columns are dropped once read.
+        """
+        return self.staged(spec)()
+
+    def staged(self, spec: Spec | None = None) -> Callable[[], Runs | None]:
+        """Start :meth:`runs` here; the function returned finishes it (in another thread).
+
+        Counting into dense buckets starts here (group codes, each row's cell, the counts);
+        the float sums, or the sort, are left to the function.
+        """
         if self.frame.height == 0:
-            return None
-        raw = [self.frame[f"_g{i}"].to_numpy() for i in range(len(self.key_codes))]
+            return lambda: None
+        names = [f"_g{i}" for i in range(len(self.key_codes))]
+        raw = [self.frame[name].to_numpy() for name in names]
         decoders = [c.decode for c in self.key_codes]
         with small_pages():
             groups = GroupCodes.build(decoders, raw, self.frame.height)
-            return _runs(self.frame, groups, self.weighted)
+            del raw
+            frame = self.frame = self.frame.drop(names)  # the codes hold them now
+            cells = None
+            if spec is not None and not spec.exact:
+                from .dense import dense_cells
+
+                cells = dense_cells(frame, groups, spec, self.weighted)
+        if cells is not None:
+            return cells.runs
+        weighted = self.weighted
+
+        def finish() -> Runs | None:
+            with small_pages():
+                return _runs(frame, groups, weighted)
+
+        return finish
+
+
+def ordered_keys(score: F64) -> I64:
+    """Ordered key of each score, as :func:`streameval.bucketing.ordered_key` (no NaN).
+
+    Non-negative floats are their own keys (no copy); negative ones have their low 63 bits
+    flipped, and -0.0 becomes 0.0.
+
+    >>> ordered_keys(np.array([-1.5, -0.0, 0.0, 0.25])).argsort(kind="stable").tolist()
+    [0, 1, 2, 3]
+    >>> int(ordered_keys(np.array([-0.0]))[0])
+    0
+    """
+    bits = score.view(np.int64)
+    if bits.size == 0 or int(bits.min()) >= 0:
+        return bits
+    key: I64 = np.where(bits < 0, bits ^ np.int64(0x7FFF_FFFF_FFFF_FFFF), bits)
+    key[key == -1] = 0  # -0.0 (the only float whose key is -1)
+    return key
 
 
 def _runs(frame: pl.DataFrame, groups: GroupCodes, weighted: bool) -> Runs | None:
-    """The runs of the collected columns (``_y``, ``_k``, ``_w``) in the given groups."""
-    key = frame["_k"].to_numpy()
+    """The runs of the collected columns (``_y``, ``_p``, ``_w``) in the given groups."""
+    key = ordered_keys(frame["_p"].to_numpy())
     key_min, key_max = int(key.min()), int(key.max())
     label_bit = int(not weighted)
     field = ScoreField.build(key, key_min, key_max, 64 - groups.bits - label_bit)
