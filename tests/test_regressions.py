@@ -127,3 +127,24 @@ def test_hive_units_warn_once_about_log_loss(tmp_path):
     with pytest.warns(UserWarning, match="null for 6 group row") as caught:
         se.evaluate(tmp_path, label="y", score="p", by=["day", "g"])
     assert len(caught) == 1
+
+
+@pytest.mark.parametrize(
+    ("labels", "weights"),
+    [
+        (["c2", "c3", "c0", "c0", "c3", "c0", "c2"],
+         [0.33360442341306673, 0.3, 2.00001, 2.0014690004169338, 1.0005436249914655e-06, 1e-06,
+          1.0008158535541216e-06]),
+        (["c3", "c3", "c0", "c2", "c3", "c1"],
+         [5.724469542704666, 0.3, 0.3001538276169786, 1e-06, 0.001, 0.3333333333333333]),
+    ],
+)  # fmt: skip
+def test_multiclass_mcc_is_zero_when_one_class_holds_every_prediction(labels, weights):
+    # S² − Σp² is exactly 0 here, but its two sums of fractional weights round apart (to
+    # 1.8e-8 and 6.7e-10 once divided): the remainder must not become a divisor (sklearn: 0).
+    df = pl.DataFrame({"y": labels, "pred": ["c0"] * len(labels), "w": weights})
+    table = se.evaluate(
+        df, task="multiclass", label="y", prediction="pred", weight="w",
+        classes=["c0", "c1", "c2", "c3"], precision="exact",
+    )  # fmt: skip
+    assert table["mcc"].item() == 0.0

@@ -52,10 +52,17 @@ def error_rate() -> pl.Expr:
 
 
 def mcc() -> pl.Expr:
-    """Multiclass Matthews correlation (sklearn's); 0 when undefined."""
+    """Multiclass Matthews correlation (sklearn's); 0 when undefined.
+
+    A variance term ``S² − Σ p_k²`` is 0 when one class holds all predictions (or labels); with
+    fractional weights its two sums round differently, so a remainder within 1e-12·S² (far
+    above rounding, far below any real spread) counts as 0, not as a tiny divisor.
+    """
     cov_tp = pl.col("_correct") * S - pl.col("_tp_dot")
-    den = (S * S - pl.col("_pp")) * (S * S - pl.col("_tt"))
-    return pl.when(den > 0).then(cov_tp / den.sqrt()).otherwise(0.0)
+    cov_pp, cov_tt = S * S - pl.col("_pp"), S * S - pl.col("_tt")
+    tiny = 1e-12 * S * S
+    defined = (cov_pp > tiny) & (cov_tt > tiny)
+    return pl.when(defined).then(cov_tp / (cov_pp * cov_tt).sqrt()).otherwise(0.0)
 
 
 def _micro(num: pl.Expr, den: pl.Expr) -> Callable[[], pl.Expr]:
