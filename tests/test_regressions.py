@@ -148,3 +148,20 @@ def test_multiclass_mcc_is_zero_when_one_class_holds_every_prediction(labels, we
         classes=["c0", "c1", "c2", "c3"], precision="exact",
     )  # fmt: skip
     assert table["mcc"].item() == 0.0
+
+
+@pytest.mark.parametrize(
+    "weights", [[0.3, 7.0], [0.30016144299396574, 1e-06, 1e-06, 5.726113601810511]]
+)
+def test_per_class_counts_by_subtraction_snap_to_zero(weights):
+    # Every row is predicted class 0: its tn and fn are 0, npv 0/0 → 0 (sklearn). Computed as
+    # s − t − p + c they came out as rounding residue, and npv as 1.
+    n = len(weights)
+    labels = [0] * (n - 1) + [2]
+    df = pl.DataFrame({"y": labels, "p0": [0.5] * n, "p1": [0.5] * n, "w": weights})
+    state = se.accumulate(
+        df, task="multiclass", label="y", scores=["p0", "p1"], classes=[0, 2], weight="w",
+        precision="exact",
+    )  # fmt: skip
+    row = state.per_class().filter(pl.col("class") == 0)
+    assert row.select("npv", "specificity").row(0) == (0.0, 0.0)

@@ -76,10 +76,19 @@ def class_counts(state: State) -> tuple[pl.LazyFrame, list[str]]:
     tp, t_, p_, s = pl.col("c"), pl.col("t"), pl.col("p"), pl.col("s")
     return out.with_columns(
         tp.alias("tp"),
-        (p_ - tp).alias("fp"),
-        (t_ - tp).alias("fn"),
-        (s - t_ - p_ + tp).alias("tn"),
+        _snap(p_ - tp, s).alias("fp"),
+        _snap(t_ - tp, s).alias("fn"),
+        _snap(s - t_ - p_ + tp, s).alias("tn"),
     ), keys
+
+
+def _snap(count: pl.Expr, total: pl.Expr) -> pl.Expr:
+    """A count found by subtraction, 0 when within 1e-12 of the total weight.
+
+    Sums of fractional weights taken in different orders round apart, so an empty cell can
+    come out as ±1e-16·total, enough to turn a 0/0 ratio (0 by convention) into 1.
+    """
+    return pl.when(count.abs() > 1e-12 * total).then(count).otherwise(0)
 
 
 def one_vs_rest(counts: pl.LazyFrame) -> pl.LazyFrame:
