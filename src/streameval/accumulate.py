@@ -354,8 +354,9 @@ def units_with_runs(plan: Plan) -> Iterator[tuple[Unit, Runs | None]]:
         rows = unit_rows(plan, unit)
         return None if rows is None else rows.staged(plan.spec)
 
-    for unit, finish in kernels.prefetch(plan.units or [], start):
-        yield unit, None if finish is None else finish()
+    with kernels.reusing():  # the units' row buffers, reused rather than faulted in anew
+        for unit, finish in kernels.prefetch(plan.units or [], start):
+            yield unit, None if finish is None else finish()
 
 
 def unit_states(plan: Plan) -> Iterator[State]:

@@ -44,6 +44,10 @@ class KeyCode:
     encode: pl.Expr
     decode: Callable[[pl.Series], pl.Series]
     anchor: pl.Series | None = field(default=None, repr=False)  # keeps a string mapping alive
+    #: String keys only: the column, which a unit may code by hashing instead (see
+    #: :mod:`streameval.kernels.hashcodes`), and its type.
+    text: pl.Expr | None = None
+    dtype: pl.DataType | None = None
 
 
 def key_code(name: str, dtype: pl.DataType) -> KeyCode | None:
@@ -59,7 +63,7 @@ def key_code(name: str, dtype: pl.DataType) -> KeyCode | None:
             lookup = pl.concat([pl.Series(name, [None], pl.String), cats.to_series()])
             return lookup.gather(codes).rename(name).cast(dtype)
 
-        return KeyCode(33, code, decode_text, anchor)
+        return KeyCode(33, code, decode_text, anchor, col if dtype == pl.String else None, dtype)
     for kind, (low, bits) in _INT_RANGES.items():
         if dtype == kind:
             physical = col.to_physical().cast(pl.Int64)

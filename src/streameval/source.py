@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote
 
 import polars as pl
 
@@ -156,7 +157,10 @@ def hive_units(
     parts = [Path(os.path.relpath(f, root)).parts[:-1] for f in files]
     for key in keys:
         if all(sum(p.startswith(f"{key}=") for p in fp) == 1 for fp in parts):
-            values = lf.select(pl.col(key).unique()).collect().to_series().to_list()
+            named = {p[len(key) + 1 :] for fp in parts for p in fp if p.startswith(f"{key}=")}
+            values = _partition_values(lf, key, sorted(named))
+            if values is None:  # read from the rows (each row carries its file's value)
+                values = lf.select(pl.col(key).unique()).collect().to_series().to_list()
             return [
                 Unit(
                     lf.filter(pl.col(key).is_null() if v is None else pl.col(key) == v),
@@ -165,6 +169,47 @@ def hive_units(
                 for v in values
             ]
     return None
+
+
+def _partition_values(lf: pl.LazyFrame, key: str, named: list[str]) -> list[Any] | None:
+    """A hive key's values from its directory names (None when they cannot be trusted).
+
+    The names are decoded and parsed to the key's type as Polars reads them; the parse is
+    trusted when every value selects rows and together they select every row (counted from
+    the files' metadata, while reading the key's values from the rows touches every row).
+
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> for day in ("2026-10-01", "2026-10-02"):
+    ...     (root / f"day={day}").mkdir()
+    ...     pl.DataFrame({"x": [1, 2]}).write_parquet(root / f"day={day}" / "0.parquet")
+    >>> lf = pl.scan_parquet(root, hive_partitioning=True)
+    >>> _partition_values(lf, "day", ["2026-10-01", "2026-10-02"])
+    [datetime.date(2026, 10, 1), datetime.date(2026, 10, 2)]
+    >>> _partition_values(lf, "day", ["2026-10-01", "2026-10-03"]) is None
+    True
+    """
+    dtype = lf.collect_schema()[key]
+    decoded = [None if n == "__HIVE_DEFAULT_PARTITION__" else unquote(n) for n in named]
+    text = pl.Series(key, decoded, pl.String)
+    try:
+        if dtype == pl.Date:
+            parsed = text.str.to_date()
+        elif isinstance(dtype, pl.Datetime):
+            parsed = text.str.to_datetime(time_unit=dtype.time_unit, time_zone=dtype.time_zone)
+        else:
+            parsed = text.cast(dtype, strict=True)
+    except (pl.exceptions.PolarsError, ValueError):
+        return None
+    if parsed.dtype != dtype or parsed.null_count() != decoded.count(None):
+        return None
+    values = parsed.to_list()
+    col = pl.col(key)
+    queries = [lf.filter(col.is_null() if v is None else col == v).select(pl.len()) for v in values]
+    counts = [q.item() for q in pl.collect_all([*queries, lf.select(pl.len())])]
+    if 0 in counts[:-1] or sum(counts[:-1]) != counts[-1]:
+        return None
+    return values
 
 
 def require_columns(schema: pl.Schema, names: Iterable[str], *, role: str) -> None:

@@ -21,9 +21,11 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
+import polars as pl
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -68,6 +70,91 @@ def small_pages() -> Iterator[None]:
             _pages_users -= 1
             if _pages_users == 0:
                 setter(_pages_previous)
+
+
+_pool_lock = threading.Lock()
+_pool_users = 0
+_pool: list[npt.NDArray[np.uint8]] = []
+#: Buffers kept for reuse at most (two units in flight, a few buffers each).
+POOL_SIZE = 8
+
+
+@contextmanager
+def reusing() -> Iterator[None]:
+    """Let :func:`buffer` hand out the buffers given back by :func:`give_back` in the block.
+
+    A fresh array's pages are faulted in on first touch, about 0.6 ms per MB; the units of a
+    pass need row-sized buffers of the same sizes over and over. The buffers are freed when
+    the last block (of any thread) ends.
+    """
+    global _pool_users
+    with _pool_lock:
+        _pool_users += 1
+    try:
+        yield
+    finally:
+        with _pool_lock:
+            _pool_users -= 1
+            if _pool_users == 0:
+                _pool.clear()
+
+
+def buffer(size: int, dtype: type[np.generic] | np.dtype[np.generic], zero: bool = False) -> Any:
+    """An uninitialized (or zeroed) array of ``size`` elements, reused if one was given back.
+
+    >>> with reusing():
+    ...     a = buffer(4, np.int64, zero=True)
+    ...     give_back(a)
+    ...     buffer(3, np.float64, zero=True).tolist()
+    [0.0, 0.0, 0.0]
+    """
+    kind = np.dtype(dtype)
+    nbytes = size * kind.itemsize
+    raw = None
+    with _pool_lock:
+        fits = [i for i, b in enumerate(_pool) if b.size >= nbytes]
+        if fits:
+            raw = _pool.pop(min(fits, key=lambda i: _pool[i].size))
+    if raw is None:  # huge pages (NumPy's default): allocated once a pass, then reused
+        raw = np.empty(nbytes, np.uint8)
+    out = raw[:nbytes].view(kind)
+    if zero:
+        out.fill(0)
+    return out
+
+
+def give_back(array: npt.NDArray[Any]) -> None:
+    """Give a :func:`buffer` array back for reuse (dropped outside :func:`reusing`)."""
+    raw = array
+    while isinstance(raw.base, np.ndarray):
+        raw = raw.base
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        return
+    with _pool_lock:
+        if _pool_users and len(_pool) < POOL_SIZE and all(b is not raw for b in _pool):
+            _pool.append(raw)
+
+
+def column(series: pl.Series, dtype: type[np.generic]) -> Any:
+    """A Series' values as one NumPy array of ``dtype``, copied only if in several chunks.
+
+    A single chunk's memory is used as it is; several chunks are copied into a :func:`buffer`
+    (a Series' ``to_numpy`` would copy them into fresh pages).
+
+    >>> s = pl.concat([pl.Series([1.0, 2.0]), pl.Series([3.0])], rechunk=False)
+    >>> column(s, np.float64).tolist()
+    [1.0, 2.0, 3.0]
+    """
+    chunks = series.get_chunks()
+    if len(chunks) <= 1:
+        return series.to_numpy().astype(dtype, copy=False)
+    out = buffer(series.len(), dtype)
+    at = 0
+    for chunk in chunks:
+        values = chunk.to_numpy()
+        out[at : at + values.size] = values
+        at += values.size
+    return out
 
 
 def prefetch(items: Sequence[T], work: Callable[[T], R]) -> Iterator[tuple[T, R]]:

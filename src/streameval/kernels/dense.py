@@ -29,6 +29,7 @@ import polars as pl
 from ..bucketing import EXACT_BITS, bucket_floor_scalar, float_to_key_scalar, key_to_float_scalar
 from ..spec import Spec
 from . import small_pages
+from .compiled import CompiledCells, compiled_cells, loops
 from .groups import GroupCodes
 from .runs import F64, I64, Runs, ordered_keys
 from .scorekeys import ScoreField
@@ -43,17 +44,18 @@ MAX_CELLS = 1 << 24
 CELLS_PER_ROW = 2
 MIN_CELLS = 1 << 16
 #: Rows × max(1, |score|)² × the largest weight below this: no sum can overflow.
-_SAFE = 1e300
+SAFE = 1e300
 
 
-def _cuts(spec: Spec) -> I64:
+def cuts_inside(spec: Spec) -> I64:
     """Ordered keys of the splits that fall inside a bucket (the others change nothing)."""
     keys = {float_to_key_scalar(s) for s in spec.splits}
     inside = [k for k in keys if bucket_floor_scalar(k, spec.precision) != k]
     return np.array(sorted(inside), np.int64)
 
 
-def _cell_limit(rows: int) -> int:
+def cell_limit(rows: int) -> int:
+    """The most cells a unit of ``rows`` rows may be counted in (else the sort runs)."""
     return min(MAX_CELLS, max(CELLS_PER_ROW * rows, MIN_CELLS))
 
 
@@ -118,35 +120,72 @@ class Cells:
                 return None
             out = {name: values[filled] for name, values in sums.items()}
             out.update(self.counts)
-            # each filled cell's coarse cell, then its group and bucket key
-            p, ntops, starts = self.spec.precision, self.tops.size, self.starts
-            if int(starts[-1]) == self.occupied.size << p:  # no splits: 2^p cells each
-                owner = filled >> np.int64(p)
-                local = filled & np.int64((1 << p) - 1)
-            else:
-                owner = np.searchsorted(starts, filled, side="right") - 1
-                local = filled - starts[owner]
-            coarse_of = self.occupied[owner]
-            group = (coarse_of // ntops).astype(np.uint64)
-            binade = self.tops[coarse_of % ntops]
-            bkey = ((binade << np.int64(p)) + local) << np.int64(EXACT_BITS - p)
-            cuts = _cuts(self.spec)
-            if cuts.size:
-                _cut_buckets(bkey, binade, local, cuts, p)
-        return _as_runs(group, bkey, out, self.groups, self.spec)
+            return filled_runs(
+                filled, out, self.starts, self.occupied, self.tops, self.groups, self.spec
+            )
+
+
+def filled_runs(
+    filled: I64,
+    sums: dict[str, npt.NDArray[np.generic]],
+    starts: I64,
+    occupied: I64,
+    tops: I64,
+    groups: GroupCodes,
+    spec: Spec,
+) -> Runs | None:
+    """The filled cells as runs: each one's coarse cell, then its group and bucket key.
+
+    ``sums`` holds the filled cells' counts and sums; ``starts`` the first cell of each
+    ``occupied`` coarse cell (``group code × len(tops) + binade rank``), and one past the last.
+    """
+    p, ntops = spec.precision, tops.size
+    if int(starts[-1]) == occupied.size << p:  # no splits: 2^p cells each
+        owner = filled >> np.int64(p)
+        local = filled & np.int64((1 << p) - 1)
+    else:
+        owner = np.searchsorted(starts, filled, side="right") - 1
+        local = filled - starts[owner]
+    coarse_of = occupied[owner]
+    group = (coarse_of // ntops).astype(np.uint64)
+    return slot_runs(group, tops[coarse_of % ntops], local, sums, groups, spec)
+
+
+def slot_runs(
+    group: npt.NDArray[np.uint64],
+    binade: I64,
+    local: I64,
+    sums: dict[str, npt.NDArray[np.generic]],
+    groups: GroupCodes,
+    spec: Spec,
+) -> Runs | None:
+    """Runs of filled cells given their group codes, binades and slots in their binade.
+
+    A slot is a bucket's rank in its binade: in a binade with splits inside its buckets, the
+    slots past a split are the split's buckets.
+    """
+    p = spec.precision
+    bkey = ((binade << np.int64(p)) + local) << np.int64(EXACT_BITS - p)
+    cuts = cuts_inside(spec)
+    if cuts.size:
+        _cut_buckets(bkey, binade, local, cuts, p)
+    return _as_runs(group, bkey, sums, groups, spec)
 
 
 def dense_cells(
     frame: pl.DataFrame, groups: GroupCodes, spec: Spec, weighted: bool
-) -> Cells | None:
+) -> Cells | CompiledCells | None:
     """Each row's cell, and the rows (and labels) counted per cell; None: use the sort.
 
     Parameters are those of :func:`dense_runs`.
     """
     if not ENABLED or spec.exact or spec.precision >= EXACT_BITS:
         return None
+    compiled = loops()
+    if compiled is not None:
+        return compiled_cells(frame, groups, spec, weighted, compiled)
     rows = frame.height
-    limit = _cell_limit(rows)
+    limit = cell_limit(rows)
     p = spec.precision
     shift = EXACT_BITS - p
     key = ordered_keys(frame["_p"].to_numpy())
@@ -154,10 +193,10 @@ def dense_cells(
     top_min, top_max = key_min >> EXACT_BITS, key_max >> EXACT_BITS
     largest = max(1.0, abs(key_to_float_scalar(key_min)), abs(key_to_float_scalar(key_max)))
     heaviest = max(1.0, float(frame["_w"].max())) if weighted else 1.0  # type: ignore[arg-type]
-    if not largest * largest * heaviest * rows < _SAFE:
+    if not largest * largest * heaviest * rows < SAFE:
         return None
     group_space = 1 << groups.bits
-    cuts = _cuts(spec)
+    cuts = cuts_inside(spec)
     cut_tops = cuts >> EXACT_BITS
     with small_pages():
         bucket = key >> np.int64(shift)  # bucket index: binade << p | mantissa's top p bits
@@ -233,7 +272,7 @@ def _counts(
         return filled, {"n": rows[filled]}
     # positives and negatives of cell c at 2c + 1 and 2c: one pass
     labelled = np.left_shift(cell, np.int64(1), out=scratch)
-    labelled |= frame["_y"].to_numpy()
+    labelled |= frame["_y"].to_numpy()  # 0/1 bytes
     both = np.bincount(labelled, minlength=2 * cells)
     neg, pos = both[0::2], both[1::2]
     filled = np.flatnonzero(np.bitwise_or(neg, pos))
@@ -247,7 +286,7 @@ def _float_sums(
 
     ``term`` is a row-sized buffer to overwrite.
     """
-    y = frame["_y"].to_numpy()
+    y = frame["_y"].to_numpy().view(np.bool_)
     score: F64 = key.view(np.float64)
     if key.size and int(key.min()) < 0:
         score = np.where(key < 0, key ^ _LOW63, key).view(np.float64)
@@ -260,13 +299,7 @@ def _float_sums(
         sums["pos"] = np.bincount(cell, weights=term, minlength=cells) + 0.0
         np.subtract(w, term, out=term)
         sums["neg"] = np.bincount(cell, weights=term, minlength=cells) + 0.0
-    # log loss, sklearn's clipping: −log(p) for positives, −log(1 − p) for negatives
-    np.clip(score, _EPS, 1.0 - _EPS, out=term)
-    np.subtract(term, ~y, out=term)  # |p − 0| = p and |p − 1| = 1 − p, both exact
-    np.abs(term, out=term)
-    np.log(term, out=term)
-    if w is not None:
-        term *= w
+    log_terms(score, y, w, out=term)
     sums["log_loss"] = np.negative(np.bincount(cell, weights=term, minlength=cells)) + 0.0
     # squared error (p − y)²
     np.subtract(score, y, out=term)
@@ -283,6 +316,24 @@ def _float_sums(
         if not np.isfinite(sums[name]).all():
             return None
     return sums
+
+
+def log_terms(score: F64, y: npt.NDArray[np.bool_], w: F64 | None, out: F64 | None = None) -> F64:
+    """Each row's log of its clipped probability of its label (times its weight).
+
+    sklearn's clipping: ``log(p)`` for positives, ``log(1 − p)`` for negatives, with ``p``
+    clipped to [eps, 1 − eps]; the log loss is minus their sum.
+
+    >>> log_terms(np.array([0.5, 0.25]), np.array([True, False]), None).round(4).tolist()
+    [-0.6931, -0.2877]
+    """
+    term = np.clip(score, _EPS, 1.0 - _EPS, out=out)
+    np.subtract(term, ~y, out=term)  # |p − 0| = p and |p − 1| = 1 − p, both exact
+    np.abs(term, out=term)
+    np.log(term, out=term)
+    if w is not None:
+        term *= w
+    return term
 
 
 def _as_runs(

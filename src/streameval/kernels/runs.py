@@ -25,8 +25,9 @@ import polars as pl
 from ..codes import KeyCode
 from ..spec import Spec
 from ..states.binary import merge_ops
-from . import small_pages
+from . import compiled, small_pages
 from .groups import GroupCodes
+from .hashcodes import hashed_codes, hashed_exprs
 from .scorekeys import ScoreField
 
 U64 = npt.NDArray[np.uint64]
@@ -122,9 +123,15 @@ def collect_unit(
     key_codes = [codes.get(k) for k in keys]
     if any(c is None for c in key_codes):
         return None
-    exprs = [c.encode.alias(f"_g{i}") for i, c in enumerate(key_codes) if c is not None]
+    hashing = compiled.loops() is not None
+    exprs = []
+    for i, c in enumerate(key_codes):
+        assert c is not None
+        exprs += (
+            hashed_exprs(c, i) if hashing and c.text is not None else [c.encode.alias(f"_g{i}")]
+        )
     exprs += [
-        label.fill_null(False).alias("_y"),
+        label.fill_null(False).cast(pl.UInt8).alias("_y"),  # 0/1 bytes: read as bool
         pl.when(~bad).then(score).alias("_p"),
     ]
     if weight is not None:
@@ -164,9 +171,19 @@ class Collected:
         """
         if self.frame.height == 0:
             return lambda: None
-        names = [f"_g{i}" for i in range(len(self.key_codes))]
-        raw = [self.frame[name].to_numpy() for name in names]
-        decoders = [c.decode for c in self.key_codes]
+        raw, decoders, names = [], [], []
+        for i, code in enumerate(self.key_codes):
+            names.append(f"_g{i}")
+            if f"_h{i}" in self.frame.columns:  # String key collected as hashes
+                loops = compiled.loops()
+                assert loops is not None
+                codes, decode = hashed_codes(self.frame, code, i, loops)
+                raw.append(codes)
+                decoders.append(decode)
+                names += [f"_h{i}", f"_s{i}"]
+            else:
+                raw.append(self.frame[f"_g{i}"].to_numpy())
+                decoders.append(code.decode)
         with small_pages():
             groups = GroupCodes.build(decoders, raw, self.frame.height)
             del raw
@@ -222,7 +239,7 @@ def _runs(frame: pl.DataFrame, groups: GroupCodes, weighted: bool) -> Runs | Non
     packed = field.encode(key)
     del key
     codes = groups.codes  # shifted in place below: groups keeps only its decoders' use
-    y = frame["_y"].to_numpy()
+    y = frame["_y"].to_numpy().view(np.bool_)
     if label_bit:
         packed <<= np.uint64(1)
         np.bitwise_or(packed, y, out=packed)

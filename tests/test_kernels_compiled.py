@@ -1,0 +1,196 @@
+"""The compiled loops (numba, the ``fast`` extra) give NumPy's dense states; hashed String keys."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from polars.testing import assert_frame_equal
+from test_kernels_dense import ANY_THRESHOLDS
+from test_sort_kernel import frames
+from test_sort_kernel_bucketed import PRECISIONS, THRESHOLDS, assert_same_state
+
+import streameval as se
+from streameval.codes import key_code
+from streameval.kernels import buffer, give_back, reusing
+from streameval.kernels import compiled as compiled_module
+from streameval.kernels.hashcodes import hashed_codes, hashed_exprs
+from streameval.source import _partition_values
+
+pytest.importorskip("numba")
+loops = compiled_module.loops()
+assert loops is not None, "numba is installed: the compiled loops must load"
+
+
+@contextmanager
+def numpy_only() -> Iterator[None]:
+    """The dense kernel (and String keys) with NumPy and Polars alone."""
+    compiled_module.ENABLED = False
+    try:
+        yield
+    finally:
+        compiled_module.ENABLED = True
+
+
+def compiled_and_numpy(call: Callable[[], Any]) -> tuple[Any, Any]:
+    fast = call()
+    with numpy_only():
+        slow = call()
+    return fast, slow
+
+
+@given(frames(), PRECISIONS, THRESHOLDS | ANY_THRESHOLDS)
+def test_compiled_states_and_metrics_match_numpy(frame, precision, thresholds):
+    df, keys, weight = frame
+    kw: dict[str, Any] = dict(label="y", score="p", by=keys, weight=weight, precision=precision)
+    fast, slow = compiled_and_numpy(lambda: se.accumulate(df, thresholds=thresholds, **kw))
+    assert_same_state(fast, slow)
+    fast, slow = compiled_and_numpy(lambda: se.evaluate(df, threshold=thresholds, **kw))
+    order = [*keys, "threshold"]
+    assert_frame_equal(
+        fast.sort(order, nulls_last=False), slow.sort(order, nulls_last=False), rel_tol=1e-12
+    )
+
+
+@settings(max_examples=20)
+@given(frames(), PRECISIONS, THRESHOLDS)
+def test_compiled_hive_units_match_numpy(tmp_path_factory, frame, precision, thresholds):
+    df, keys, weight = frame
+    root = tmp_path_factory.mktemp("hive")
+    df.write_parquet(root, partition_by="d")
+    keys = ["d", *(k for k in keys if k != "d")]
+    kw: dict[str, Any] = dict(label="y", score="p", by=keys, weight=weight, precision=precision)
+    with reusing():  # buffers handed from unit to unit, as in a pass
+        fast, slow = compiled_and_numpy(lambda: se.accumulate(root, thresholds=thresholds, **kw))
+    assert_same_state(fast, slow)
+
+
+def test_counts_and_sums_are_the_same_bits_as_numpy():
+    """Each cell's sums are added in row order, as np.bincount adds them."""
+    rng = np.random.default_rng(3)
+    n = 50_000
+    df = pl.DataFrame(
+        {
+            "g": pl.Series([["north", "south", "east", None][i] for i in rng.integers(0, 4, n)]),
+            "y": rng.random(n) < 0.3,
+            "p": np.where(rng.random(n) < 0.05, -0.0, rng.random(n) ** 3),
+            "w": rng.random(n) * 3,
+        }
+    )
+    for weight in (None, "w"):
+        kw: dict[str, Any] = dict(label="y", score="p", by="g", weight=weight, precision=9)
+        fast, slow = compiled_and_numpy(lambda kw=kw: se.accumulate(df, thresholds=[0.3], **kw))
+        left, right = (s.table.sort("g", "bucket", nulls_last=False) for s in (fast, slow))
+        assert left.height > 1000
+        assert_frame_equal(left, right, check_exact=True)
+
+
+def test_splits_inside_buckets_in_every_binade():
+    rng = np.random.default_rng(5)
+    n = 20_000
+    df = pl.DataFrame({"y": rng.random(n) < 0.5, "p": rng.normal(0, 3, n)})
+    thresholds = [-4.1, -0.3, 0.3, 0.30001, 0.7, 2.2, 9.9]
+    kw: dict[str, Any] = dict(label="y", score="p", precision=3)
+    fast, slow = compiled_and_numpy(lambda: se.accumulate(df, thresholds=thresholds, **kw))
+    assert_same_state(fast, slow)
+    exact = se.evaluate(df, threshold=thresholds, label="y", score="p", precision="exact")
+    table = fast.metrics(thresholds)
+    assert table["tp"].to_list() == exact["tp"].to_list()
+
+
+def test_hashed_codes_number_values_by_first_appearance_and_decode():
+    code = key_code("g", pl.String)
+    values = ["b", "a", None, "b", "é", "a" * 40, None, "a"]
+    frame = pl.DataFrame({"g": values}).select(hashed_exprs(code, 0))
+    codes, decode = hashed_codes(frame, code, 0, loops)
+    assert codes.tolist() == [1, 2, 0, 1, 3, 4, 0, 2]
+    assert decode(pl.Series(codes)).to_list() == values
+
+
+def test_many_distinct_values_grow_the_table():
+    first = np.arange(1, 5001, dtype=np.int64) * 7919
+    rows = np.concatenate([first, first[::-1]])
+    codes, firsts, ok = loops.hashed_codes(rows, rows * 3)
+    assert ok
+    assert codes[:5000].tolist() == list(range(1, 5001))
+    assert codes[5000:].tolist() == list(range(5000, 0, -1))
+    assert firsts.tolist() == list(range(5000))
+
+
+def test_a_collision_of_the_first_hash_is_caught_and_coded_another_way():
+    first = np.array([5, 9, 5, 5], np.int64)
+    second = np.array([1, 2, 1, 4], np.int64)  # row 3: same first hash, other second
+    assert not loops.hashed_codes(first, second)[2]
+    code = key_code("g", pl.String)
+    frame = pl.DataFrame(
+        {
+            "_g0": first.view(np.uint64),
+            "_h0": second.view(np.uint64),
+            "_s0": ["x", "y", "x", "z"],
+        }
+    )
+    codes, decode = hashed_codes(frame, code, 0, loops)
+    assert decode(pl.Series(codes)).to_list() == ["x", "y", "x", "z"]
+    assert codes[0] == codes[2] and len(set(codes.tolist())) == 3
+
+
+def test_string_keys_read_from_parquet_hash_to_the_same_table(tmp_path):
+    rng = np.random.default_rng(1)
+    n = 30_000
+    segments = [f"segment-{i:03d}-with-a-long-name" for i in range(300)] + ["s", None]
+    df = pl.DataFrame(
+        {
+            "seg": pl.Series([segments[i] for i in rng.integers(0, len(segments), n)]),
+            "day": pl.Series([dt.date(2026, 1, 1 + int(i)) for i in rng.integers(0, 2, n)]),
+            "y": rng.random(n) < 0.2,
+            "p": rng.random(n),
+        }
+    )
+    df.write_parquet(tmp_path, partition_by="day")
+    kw: dict[str, Any] = dict(label="y", score="p", by=["day", "seg"])
+    fast, slow = compiled_and_numpy(lambda: se.evaluate(tmp_path, **kw))
+    assert fast.height == slow.height == df.select("day", "seg").unique().height
+    assert_frame_equal(fast, slow, rel_tol=1e-12)
+
+
+def test_buffers_are_reused_within_a_pass_only():
+    with reusing():
+        a = buffer(100, np.int64)
+        give_back(a)
+        b = buffer(50, np.float64, zero=True)
+        assert np.shares_memory(a, b) and not b.any()
+        give_back(b)
+    c = buffer(100, np.int64)
+    give_back(c)  # outside a pass: dropped
+    assert not np.shares_memory(c, buffer(100, np.int64))
+
+
+def test_partition_values_are_parsed_from_directory_names(tmp_path):
+    for day in ("1", "2"):
+        (tmp_path / f"k={day}").mkdir()
+        pl.DataFrame({"x": [1.0, 2.0]}).write_parquet(tmp_path / f"k={day}" / "0.parquet")
+    lf = pl.scan_parquet(tmp_path, hive_partitioning=True)
+    assert _partition_values(lf, "k", ["1", "2"]) == [1, 2]
+    # names that do not parse, or name no rows, are left to the rows' values
+    assert _partition_values(lf, "k", ["1", "x"]) is None
+    assert _partition_values(lf, "k", ["1", "01", "2"]) is None
+
+
+def test_hive_values_that_need_the_rows_still_give_every_group(tmp_path):
+    # "01" and "1" are one integer: the names cannot be trusted, the rows are read
+    for name in ("1", "01", "2"):
+        (tmp_path / f"k={name}").mkdir()
+        pl.DataFrame({"y": [True, False], "p": [0.9, 0.1]}).write_parquet(
+            tmp_path / f"k={name}" / "0.parquet"
+        )
+    table = se.evaluate(tmp_path, label="y", score="p", by="k")
+    assert table["k"].to_list() == [1, 2]
+    assert table["n"].to_list() == [4, 2]
+    assert math.isclose(table["roc_auc"][0], 1.0)
