@@ -194,3 +194,16 @@ def test_hive_values_that_need_the_rows_still_give_every_group(tmp_path):
     assert table["k"].to_list() == [1, 2]
     assert table["n"].to_list() == [4, 2]
     assert math.isclose(table["roc_auc"][0], 1.0)
+
+
+def test_memory_not_allocated_by_buffer_is_never_pooled():
+    """A single-chunk Series' values are its own memory: reusing them would write into it."""
+    series = pl.Series([0, 1, 1, 0] * 100, dtype=pl.UInt8)
+    values = series.to_numpy()
+    with reusing():
+        give_back(values)
+        give_back(np.zeros(400, np.uint8))  # not from buffer() either
+        fresh = buffer(400, np.uint8)
+        assert not np.shares_memory(fresh, values)
+        fresh.fill(7)
+    assert series.to_list() == [0, 1, 1, 0] * 100

@@ -18,6 +18,7 @@ bits use the Polars group-by.
 """
 
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -75,6 +76,8 @@ def small_pages() -> Iterator[None]:
 _pool_lock = threading.Lock()
 _pool_users = 0
 _pool: list[npt.NDArray[np.uint8]] = []
+#: The buffers :func:`buffer` allocated, by id (arrays are not hashable), while they live.
+_ours: dict[int, weakref.ref[npt.NDArray[np.uint8]]] = {}
 #: Buffers kept for reuse at most (two units in flight, a few buffers each).
 POOL_SIZE = 8
 
@@ -115,12 +118,23 @@ def buffer(size: int, dtype: type[np.generic] | np.dtype[np.generic], zero: bool
         fits = [i for i, b in enumerate(_pool) if b.size >= nbytes]
         if fits:
             raw = _pool.pop(min(fits, key=lambda i: _pool[i].size))
-    if raw is None:  # huge pages (NumPy's default): allocated once a pass, then reused
-        raw = np.empty(nbytes, np.uint8)
+    if raw is None:
+        with small_pages():
+            raw = np.empty(nbytes, np.uint8)
+        _ours[id(raw)] = weakref.ref(raw, _forget(id(raw)))
     out = raw[:nbytes].view(kind)
     if zero:
         out.fill(0)
     return out
+
+
+def _forget(key: int) -> Callable[[object], None]:
+    """The callback that drops a freed buffer's id from the ones allocated here."""
+
+    def forget(_: object) -> None:
+        _ours.pop(key, None)
+
+    return forget
 
 
 def give_back(array: npt.NDArray[Any]) -> None:
@@ -128,7 +142,8 @@ def give_back(array: npt.NDArray[Any]) -> None:
     raw = array
     while isinstance(raw.base, np.ndarray):
         raw = raw.base
-    if raw.dtype != np.uint8 or raw.ndim != 1:
+    mine = _ours.get(id(raw))
+    if mine is None or mine() is not raw:  # not a buffer of ours (a Series' memory, say)
         return
     with _pool_lock:
         if _pool_users and len(_pool) < POOL_SIZE and all(b is not raw for b in _pool):
