@@ -12,6 +12,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 import streameval as se
+from streameval import kernels
 
 
 @pytest.fixture
@@ -165,3 +166,17 @@ def test_per_class_counts_by_subtraction_snap_to_zero(weights):
     )  # fmt: skip
     row = state.per_class().filter(pl.col("class") == 0)
     assert row.select("npv", "specificity").row(0) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("weight", [5e-324, 1e-310])
+def test_a_subnormal_weight_sum_is_scaled_without_overflow(weight):
+    """Found by hypothesis: the pair-scale of a subnormal largest weight was 2**1073 (overflow)."""
+    df = pl.DataFrame({"y": [False, True], "p": [0.0, 0.5], "w": [weight, weight]})
+    for kernel in (True, False):
+        kernels.ENABLED = kernel
+        try:
+            table = se.evaluate(df, label="y", score="p", weight="w", precision=0, threshold=0.0)
+        finally:
+            kernels.ENABLED = True
+        assert table["roc_auc"].item() == 1.0
+        assert table["tp"].item() == weight and table["fp"].item() == weight

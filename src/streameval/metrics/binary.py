@@ -193,7 +193,8 @@ def _pair_scale(table: pl.DataFrame) -> float:
     largest = table.select(pl.max_horizontal(pl.col("pos").max(), pl.col("neg").max())).item()
     if not largest or not math.isfinite(float(largest)):
         return 1.0
-    return math.ldexp(1.0, -math.frexp(float(largest))[1])
+    # at most 2**1023 (the largest power of two): subnormal weights go up as far as that allows
+    return math.ldexp(1.0, min(-math.frexp(float(largest))[1], 1023))
 
 
 def as_thresholds(threshold: object) -> list[float]:
