@@ -154,7 +154,7 @@ def compiled_cells(
     CompiledCells or None
 
     """
-    from .dense import SAFE, cell_limit, cuts_inside
+    from .dense import SAFE, cell_limit, coarse_starts, cuts_inside
 
     rows = frame.height
     limit = cell_limit(rows)
@@ -178,10 +178,7 @@ def compiled_cells(
     occupied = np.flatnonzero(sizes)
     occ_tops = tops[occupied % ntops]
     cuts = cuts_inside(spec)
-    high_cut = np.searchsorted(cuts, (occ_tops + 1) << np.int64(EXACT_BITS))
-    size = (1 << p) + high_cut - np.searchsorted(cuts, occ_tops << np.int64(EXACT_BITS))
-    starts = np.zeros(occupied.size + 1, np.int64)
-    np.cumsum(size, out=starts[1:])
+    starts = coarse_starts(occ_tops, cuts, p)
     cells = int(starts[-1])
     if cells > limit:
         return None

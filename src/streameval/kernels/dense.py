@@ -16,6 +16,10 @@ groups with few rows each, high precision), :func:`dense_runs` returns None and 
 runs instead. So it does when a squared error or a sum could overflow (scores or weights near
 the float range's ends; the Polars path keeps its ``inf``/``nan`` sums): once the rows are
 placed, the float sums cannot fail, so the group codes are let go early.
+
+With numba installed (the ``fast`` extra), :func:`dense_cells` hands the unit to
+:mod:`.compiled`, which fills the same cells with compiled loops; this module's NumPy passes
+are the fallback and the reference the tests compare them with.
 """
 
 from __future__ import annotations
@@ -57,6 +61,22 @@ def cuts_inside(spec: Spec) -> I64:
 def cell_limit(rows: int) -> int:
     """The most cells a unit of ``rows`` rows may be counted in (else the sort runs)."""
     return min(MAX_CELLS, max(CELLS_PER_ROW * rows, MIN_CELLS))
+
+
+def coarse_starts(binades: I64, cuts: I64, p: int) -> I64:
+    """The first cell of each coarse cell (of these binades, in order) and one past the last.
+
+    A coarse cell has a cell per bucket: ``2**p``, plus one per split inside a bucket of its
+    binade (sorted ``cuts``, :func:`cuts_inside`).
+
+    >>> coarse_starts(np.array([1, 2]), np.array([(2 << 52) + 5]), 3).tolist()
+    [0, 8, 17]
+    """
+    high = np.searchsorted(cuts, (binades + 1) << np.int64(EXACT_BITS))
+    size = (1 << p) + high - np.searchsorted(cuts, binades << np.int64(EXACT_BITS))
+    starts = np.zeros(binades.size + 1, np.int64)
+    np.cumsum(size, out=starts[1:])
+    return starts
 
 
 def dense_runs(frame: pl.DataFrame, groups: GroupCodes, spec: Spec, weighted: bool) -> Runs | None:
@@ -222,10 +242,7 @@ def dense_cells(
         codes, groups = groups.codes, replace(groups, codes=np.zeros(0, np.uint64))
         occupied = np.flatnonzero(np.bincount(coarse, minlength=group_space * ntops))
         occ_tops = tops[occupied % ntops]
-        high = np.searchsorted(cuts, (occ_tops + 1) << np.int64(EXACT_BITS))
-        size = (1 << p) + high - np.searchsorted(cuts, occ_tops << np.int64(EXACT_BITS))
-        starts = np.zeros(occupied.size + 1, np.int64)
-        np.cumsum(size, out=starts[1:])
+        starts = coarse_starts(occ_tops, cuts, p)
         cells = int(starts[-1])
         if cells > limit:
             np.floor_divide(coarse, np.int64(ntops), out=coarse)  # the group codes again
