@@ -175,8 +175,8 @@ def _partition_values(lf: pl.LazyFrame, key: str, named: list[str]) -> list[Any]
     """A hive key's values from its directory names (None when they cannot be trusted).
 
     The names are decoded and parsed to the key's type as Polars reads them; the parse is
-    trusted when every value selects rows and together they select every row (counted from
-    the files' metadata, while reading the key's values from the rows touches every row).
+    trusted when the values are distinct and together select every row (counted from the
+    files' metadata, where reading the key's values from the rows touches every row).
 
     >>> import tempfile, pathlib
     >>> root = pathlib.Path(tempfile.mkdtemp())
@@ -203,13 +203,16 @@ def _partition_values(lf: pl.LazyFrame, key: str, named: list[str]) -> list[Any]
         return None
     if parsed.dtype != dtype or parsed.null_count() != decoded.count(None):
         return None
-    values = parsed.to_list()
-    col = pl.col(key)
-    queries = [lf.filter(col.is_null() if v is None else col == v).select(pl.len()) for v in values]
-    counts = [q.item() for q in pl.collect_all([*queries, lf.select(pl.len())])]
-    if 0 in counts[:-1] or sum(counts[:-1]) != counts[-1]:
+    if parsed.n_unique() != parsed.len():  # two names for one value ("1" and "01")
         return None
-    return values
+    col = pl.col(key)
+    named_rows = col.is_in(parsed.drop_nulls().implode()) | (
+        col.is_null() if parsed.null_count() else pl.lit(False)
+    )
+    matched, total = pl.collect_all([lf.filter(named_rows).select(pl.len()), lf.select(pl.len())])
+    if matched.item() != total.item():  # a name parsed to a value the rows do not have
+        return None
+    return parsed.to_list()
 
 
 def require_columns(schema: pl.Schema, names: Iterable[str], *, role: str) -> None:
