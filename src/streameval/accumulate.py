@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -14,6 +14,7 @@ from . import kernels, resample_draw, resample_plan
 from .errors import InputError, close_matches
 from .kernels.buckets import bucketed_state
 from .kernels.runs import Collected, Runs, runs_state
+from .kernels.staged import Staged
 from .metrics.binary import as_thresholds
 from .source import (
     Engine,
@@ -308,10 +309,16 @@ def unit_rows(plan: Plan, unit: Unit | None = None) -> Collected | None:
     return rows
 
 
+def unit_staged(plan: Plan, unit: Unit | None = None) -> Staged | None:
+    """The staged rows of a unit (or of an in-memory source), when the sort kernel applies."""
+    rows = unit_rows(plan, unit)
+    return None if rows is None else rows.staged(plan.spec)
+
+
 def unit_runs(plan: Plan, unit: Unit | None = None) -> Runs | None:
     """The sorted runs of a unit (or of an in-memory source), when the sort kernel applies."""
-    rows = unit_rows(plan, unit)
-    return None if rows is None else rows.runs(plan.spec)
+    staged = unit_staged(plan, unit)
+    return None if staged is None else staged.runs()
 
 
 def compute(plan: Plan, unit: Unit | None = None) -> pl.DataFrame:
@@ -342,21 +349,26 @@ def _query_table(plan: Plan, lf: pl.LazyFrame, constants: Mapping[str, Any]) -> 
     return table
 
 
-def units_with_runs(plan: Plan) -> Iterator[tuple[Unit, Runs | None]]:
-    """Each hive unit with its sorted runs (or None); the next unit is read meanwhile.
+def units_staged(plan: Plan) -> Iterator[tuple[Unit, Staged | None]]:
+    """Each hive unit with its staged rows (or None); the next unit is read meanwhile.
 
     The reading thread also starts the runs (:meth:`Collected.staged`: group codes, and in
-    bucketed mode each row's bucket and the counts); the float sums, the sort and the caller's
+    bucketed mode each row's coarse cell and its place); the sums, the sort and the caller's
     finalize run here, so both cores stay busy with two units in memory at most.
     """
 
-    def start(unit: Unit) -> Callable[[], Runs | None] | None:
+    def start(unit: Unit) -> Staged | None:
         rows = unit_rows(plan, unit)
         return None if rows is None else rows.staged(plan.spec)
 
     with kernels.reusing():  # the units' row buffers, reused rather than faulted in anew
-        for unit, finish in kernels.prefetch(plan.units or [], start):
-            yield unit, None if finish is None else finish()
+        yield from kernels.prefetch(plan.units or [], start)
+
+
+def units_with_runs(plan: Plan) -> Iterator[tuple[Unit, Runs | None]]:
+    """Each hive unit with its sorted runs (or None), as :func:`units_staged`."""
+    for unit, staged in units_staged(plan):
+        yield unit, None if staged is None else staged.runs()
 
 
 def unit_states(plan: Plan) -> Iterator[State]:

@@ -10,10 +10,10 @@ from typing import Any
 
 import polars as pl
 
-from .accumulate import combine, prepare, state_table, unit_runs, units_with_runs
+from .accumulate import Plan, combine, prepare, state_table, unit_staged, units_staged
 from .errors import DomainWarning
-from .kernels.metrics import runs_metrics
-from .metrics.binary import as_thresholds
+from .kernels.metrics import grouped_metrics
+from .metrics.binary import ALL, as_thresholds
 from .source import Engine, Source, is_spark_frame
 from .spec import parse_precision
 from .state import State
@@ -146,35 +146,51 @@ def evaluate(
     direct_ok = not metrics and ci is None
     if task == "regression":
         options["alpha"] = alpha
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = _tables(plan, thresholds, options, direct_ok)
+    _warn_once(caught)
+    return table
+
+
+def _tables(
+    plan: Plan, thresholds: list[float], options: dict[str, Any], direct_ok: bool
+) -> pl.DataFrame:
+    """The metric table of a planned pass: per hive unit, or of the whole source at once."""
     if plan.units is None:
-        runs = unit_runs(plan)
-        direct = (
-            runs_metrics(runs, plan.spec, thresholds) if runs is not None and direct_ok else None
-        )
-        if direct is not None:
-            return direct
+        staged = unit_staged(plan)
+        grouped = staged.grouped(plan.spec, thresholds) if staged and direct_ok else None
+        if grouped is not None:
+            return grouped_metrics(grouped, plan.spec, thresholds)
+        runs = None if staged is None else staged.runs()
         if runs is None:
             return combine(plan).metrics(**options)
         return State(plan.spec, state_table(plan, None, runs)).metrics(**options)
     # Hive units hold disjoint groups: each is finalized on its own (one unit in memory at a
-    # time), grouped by its other keys only, and its fixed key added back.
-    tables = []
+    # time), grouped by its other keys only, and its fixed key added back. Units whose
+    # aggregates come from the kernel are finalized together at the end.
+    keys = list(plan.spec.keys)
+    tables, parts = [], []
     schema = plan.schema
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for unit, runs in units_with_runs(plan):
-            fixed = unit.constants
-            spec = replace(plan.spec, keys=tuple(k for k in plan.spec.keys if k not in fixed))
-            table = runs_metrics(runs, spec, thresholds) if runs is not None and direct_ok else None
-            if table is None:
-                state = State(plan.spec, state_table(plan, unit, runs))
-                table = State(spec, state.table.drop(list(fixed))).metrics(**options)
-            columns = [*plan.spec.keys, *table.columns[len(spec.keys) :]]
-            fixed_columns = [pl.lit(v, schema[k]).alias(k) for k, v in fixed.items()]
-            tables.append(table.with_columns(fixed_columns).select(columns))
+    for unit, staged in units_staged(plan):
+        fixed = unit.constants
+        spec = replace(plan.spec, keys=tuple(k for k in keys if k not in fixed))
+        fixed_columns = [pl.lit(v, schema[k]).alias(k) for k, v in fixed.items()]
+        grouped = staged.grouped(spec, thresholds) if staged and direct_ok else None
+        if grouped is not None:
+            rest = [c for c in grouped.columns[len(spec.keys) :] if c != ALL]
+            parts.append(grouped.with_columns(fixed_columns).select(*keys, *rest))
+            continue
+        runs = None if staged is None else staged.runs()
+        state = State(plan.spec, state_table(plan, unit, runs))
+        table = State(spec, state.table.drop(list(fixed))).metrics(**options)
+        columns = [*keys, *table.columns[len(spec.keys) :]]
+        tables.append(table.with_columns(fixed_columns).select(columns))
+    if parts:
+        grouped = pl.concat(parts, how="vertical_relaxed")
+        tables.append(grouped_metrics(grouped, plan.spec, thresholds))
     out = pl.concat(tables, how="vertical_relaxed")
-    _warn_once(caught)
-    order = [*plan.spec.keys] + (["threshold"] if "threshold" in out.columns else [])
+    order = [*keys] + (["threshold"] if "threshold" in out.columns else [])
     return out.sort(order, nulls_last=False) if order else out
 
 

@@ -152,25 +152,27 @@ def give_back(array: npt.NDArray[Any]) -> None:
             _pool.append(raw)
 
 
-def column(series: pl.Series, dtype: type[np.generic]) -> Any:
-    """A Series' values as one NumPy array of ``dtype``, copied only if in several chunks.
+def chunks(frame: pl.DataFrame, names: Sequence[str]) -> list[tuple[int, list[Any]]]:
+    """The named columns chunk by chunk: each chunk's first row and its columns as arrays.
 
-    A single chunk's memory is used as it is; several chunks are copied into a :func:`buffer`
-    (a Series' ``to_numpy`` would copy them into fresh pages).
+    The arrays are the chunks' own memory (no copy; the columns must hold no nulls). Columns
+    whose chunks do not line up are joined into one chunk first.
 
-    >>> s = pl.concat([pl.Series([1.0, 2.0]), pl.Series([3.0])], rechunk=False)
-    >>> column(s, np.float64).tolist()
-    [1.0, 2.0, 3.0]
+    >>> s = pl.concat([pl.Series("a", [1.0, 2.0]), pl.Series("a", [3.0])], rechunk=False)
+    >>> [(start, [a.tolist() for a in arrays]) for start, arrays in chunks(s.to_frame(), ["a"])]
+    [(0, [[1.0, 2.0]]), (2, [[3.0]])]
     """
-    chunks = series.get_chunks()
-    if len(chunks) <= 1:
-        return series.to_numpy().astype(dtype, copy=False)
-    out = buffer(series.len(), dtype)
-    at = 0
-    for chunk in chunks:
-        values = chunk.to_numpy()
-        out[at : at + values.size] = values
-        at += values.size
+    columns = [frame[name] for name in names]
+    parts = [c.get_chunks() for c in columns]
+    sizes = [[len(chunk) for chunk in part] for part in parts]
+    if any(other != sizes[0] for other in sizes[1:]):
+        parts = [[c.rechunk()] for c in columns]
+        sizes = [[len(columns[0])]]
+    out = []
+    start = 0
+    for i, size in enumerate(sizes[0]):
+        out.append((start, [part[i].to_numpy() for part in parts]))
+        start += size
     return out
 
 

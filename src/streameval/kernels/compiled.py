@@ -1,29 +1,35 @@
 """The dense bucketed kernel with compiled loops, when numba is installed (the ``fast`` extra).
 
 :func:`compiled_cells` lays a unit's rows out in the cells of :mod:`.dense` (same cells, same
-order, each cell's terms added in the same order) with the loops of :mod:`.loops`: the reading
-thread orders the rows by (group, binade); the summing thread sums each such block in a window
-that stays in cache. Without numba, or with the environment variable
-``STREAMEVAL_COMPILED=0``, :mod:`.dense` uses NumPy alone; the results are the same.
+order, each cell's terms added in the same order) with the loops of :mod:`.loops`: the rows
+are ordered by (group, binade), and each such block is summed in a window that stays in
+cache. A metric table needs no cells: :meth:`CompiledCells.grouped` reads each group's
+aggregates off the windows, the log loss as the log of a product (a multiply per row rather
+than a ``log``). All of it runs in the summing thread (:class:`.runs.Deferred`); the reading
+thread codes the keys. Without numba, or with the environment variable
+``STREAMEVAL_COMPILED=0``, :mod:`.dense` uses NumPy alone; the results are the same (the
+metric tables' float sums to rounding).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, replace
 from functools import cache
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from ..bucketing import EXACT_BITS, key_to_float_scalar
+from ..bucketing import EXACT_BITS, bucket_floor_scalar, float_to_key_scalar, key_to_float_scalar
 from ..spec import Spec
-from . import buffer, column, give_back, small_pages
+from . import buffer, chunks, give_back, small_pages
 from .groups import GroupCodes
+from .staged import Staged
 
 if TYPE_CHECKING:
     from .runs import Runs
@@ -34,6 +40,8 @@ F64 = npt.NDArray[np.float64]
 #: Whether the compiled loops may run at all (tests switch it to compare both paths).
 ENABLED = True
 _EPS = float(np.finfo(np.float64).eps)
+_LOW63 = 0x7FFF_FFFF_FFFF_FFFF
+_NONE = np.zeros(0)  # no weights
 #: Rows are summed by blocks of 2**BLOCK cells (5 or 6 float64 each: fits a core's L2 cache).
 BLOCK = 12
 
@@ -74,46 +82,143 @@ def warm() -> float:
 
 
 @dataclass
-class CompiledCells:
-    """A unit's rows placed in their cells, with their log-loss terms; :meth:`runs` sums them.
+class CompiledCells(Staged):
+    """A unit's rows with their coarse cells counted; :meth:`runs` places and sums them.
 
-    The two steps run in different threads: placing with the reading of the unit, summing
-    while the next unit is read.
+    Unweighted, :meth:`grouped` reads each group's metric aggregates straight off the
+    placed rows instead.
     """
 
     groups: GroupCodes
     spec: Spec
     loops: ModuleType
-    words: I64
-    weights: F64
+    rows: tuple[I64, list[tuple[int, list[Any]]], I64, I64]
     bounds: I64
     starts: I64
     occupied: I64
     tops: I64
 
-    def runs(self) -> Runs | None:
-        """The buckets as runs with their sums (None, for the Polars path, if a sum overflows).
+    def _filled(self) -> tuple[F64, npt.NDArray[np.uint64], I64, I64]:
+        """The filled cells: their sums (a row each), group codes, binades and slots (once)."""
+        if not hasattr(self, "_cells"):
+            words, weights = self._placed()
+            with small_pages():
+                self._cells = self.loops.block_sums(
+                    words, weights, self.bounds, self.starts, self.occupied, self.tops,
+                    self.spec.precision, *self._cuts(), _EPS,
+                )  # fmt: skip
+            self._let_go()
+        cells: tuple[F64, npt.NDArray[np.uint64], I64, I64] = self._cells
+        return cells
 
-        Call it once: it gives its buffers back.
-        """
-        from .dense import cuts_inside, slot_runs
+    def _cuts(self) -> tuple[I64, npt.NDArray[np.bool_]]:
+        """The splits inside buckets (sorted keys), and which binades have some."""
+        from .dense import cuts_inside
 
-        words, weights = self.words, self.weights
-        del self.words, self.weights
         cuts = cuts_inside(self.spec)
         cut_tops = np.zeros(2 * self.loops.OFFSET, np.bool_)
         cut_tops[(cuts >> np.int64(EXACT_BITS)) + self.loops.OFFSET] = True
+        return cuts, cut_tops
+
+    def _placed(self) -> tuple[I64, F64]:
+        """The rows ordered by coarse cell, as words (and their weights); the rows let go."""
+        if not hasattr(self, "_words"):
+            codes, parts, rank, ordinal = self.rows
+            del self.rows
+            words = buffer(codes.size, np.int64)
+            ordered = buffer(codes.size, np.float64) if self.spec.weighted else np.zeros(0)
+            at = self.bounds[:-1].copy()
+            ntops = self.tops.size
+            for start, (score, y, *weights) in parts:
+                self.loops.place(
+                    codes, start, score.view(np.int64), y, weights[0] if weights else _NONE,
+                    rank, ntops, ordinal, at, words, ordered,
+                )  # fmt: skip
+            give_back(codes)
+            self._words = (words, ordered)
+        placed: tuple[I64, F64] = self._words
+        return placed
+
+    def _let_go(self) -> None:
+        """Give the placed rows' buffers back: nothing reads them any more."""
+        for array in self._words:
+            give_back(array)
+        self._words = (np.zeros(0, np.int64), np.zeros(0))
+
+    def _finish(self) -> Runs | None:
+        """The buckets as runs with their sums (None, for the Polars path, if a sum overflows)."""
+        from .dense import slot_runs
+
+        got, group, binade, local = self._filled()
         with small_pages():
-            got, group, binade, local = self.loops.block_sums(
-                words, weights, self.bounds, self.starts, self.occupied, self.tops,
-                self.spec.precision, cuts, cut_tops, _EPS,
-            )  # fmt: skip
-            give_back(words)
-            give_back(weights)
-            sums = _sums(got, weights.size > 0)
+            sums = _sums(got, self.spec.weighted)
             if sums is None:
                 return None
             return slot_runs(group, binade, local, sums, self.groups, self.spec)
+
+    def grouped(self, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
+        """The grouped frame of an unweighted unit straight from its rows (None: weighted).
+
+        As :func:`.metrics.runs_grouped` of :meth:`runs`, integer sums and the AP numerator
+        bit for bit; the log-loss and Brier sums differ in the last bits (the log loss is
+        the log of a product, :func:`.loops.group_metrics`). After a frame, :meth:`runs` is
+        no longer available: the rows are let go.
+        """
+        from ..metrics.binary import ALL
+        from .metrics import grouped_frame
+
+        if spec.weighted:
+            return None
+        words, _ = self._placed()
+        cuts, cut_tops = self._cuts()
+        # marks: each threshold, 0 (scores below are outside [0, 1]) and just above 1
+        top, slot = _slot_above(float_to_key_scalar(1.0), self.spec, cuts)
+        points = [_slot_above(float_to_key_scalar(t), self.spec, cuts) for t in thresholds]
+        points += [(0, 0), (top, slot + 1)]
+        order = sorted(range(len(points)), key=lambda i: points[i])
+        marks = np.array([points[i] for i in order], np.int64).T.copy()
+        with small_pages():
+            codes, counts, sums, largest = self.loops.group_metrics(
+                words, self.bounds, self.starts, self.occupied, self.tops, self.spec.precision,
+                cuts, cut_tops, _EPS, marks,
+            )  # fmt: skip
+        if not np.isfinite(sums).all():  # a squared error overflowed: the Polars path
+            return None
+        self._let_go()
+        positives, negatives = counts[0], counts[1]
+        below = {i: (counts[4 + 2 * j], counts[5 + 2 * j]) for j, i in enumerate(order)}
+        zero, above_one = below[len(thresholds)], below[len(thresholds) + 1]
+        outside = zero[0] + zero[1] + (positives - above_one[0]) + (negatives - above_one[1])
+        tp_fp = [(positives - below[i][0], negatives - below[i][1]) for i in range(len(thresholds))]
+        scale = math.ldexp(1.0, -math.frexp(float(largest))[1]) if largest else 1.0
+        return grouped_frame(
+            self.groups.decode(codes),
+            ALL,
+            (positives, negatives, scale),
+            (counts[2], counts[3]),
+            {"_ap_num": sums[0] * scale, "_log_loss": sums[1], "_brier": sums[2]},
+            outside,
+            tp_fp,
+        )
+
+
+def _slot_above(key: int, spec: Spec, cuts: I64) -> tuple[int, int]:
+    """The binade of ordered key ``key``, and its first slot whose bucket starts at or above it.
+
+    >>> from streameval.spec import Spec
+    >>> spec = Spec(kind="binary", keys=(), precision=2, splits=(0.3,))
+    >>> cuts = np.array([float_to_key_scalar(0.3)])
+    >>> # slots of [0.25, 0.5): [0.25, 0.3), [0.3, 0.3125), [0.3125, 0.375), …
+    >>> [_slot_above(float_to_key_scalar(x), spec, cuts)[1] for x in (0.25, 0.3, 0.31, 0.375)]
+    [0, 1, 2, 3]
+    """
+    shift = EXACT_BITS - spec.precision
+    top = key >> EXACT_BITS
+    floor = top << EXACT_BITS
+    inside = cuts[(cuts >= floor) & (cuts <= key)]
+    slot = (key >> shift) - (floor >> shift) + inside.size
+    start = max([bucket_floor_scalar(key, spec.precision), *inside.tolist()])
+    return top, slot + (start < key)
 
 
 def _sums(got: F64, weighted: bool) -> dict[str, npt.NDArray[np.generic]] | None:
@@ -159,8 +264,12 @@ def compiled_cells(
     rows = frame.height
     limit = cell_limit(rows)
     p = spec.precision
-    bits = column(frame["_p"], np.float64).view(np.int64)
-    seen, low, high = loops.binades(bits)
+    parts = chunks(frame, ["_p", "_y", *(["_w"] if weighted else [])])
+    seen = np.zeros(2 * loops.OFFSET, np.bool_)
+    extremes = np.array([_LOW63, -_LOW63 - 1], np.int64)
+    for _, (score, *_) in parts:
+        loops.binades(score.view(np.int64), seen, extremes)
+    low, high = extremes
     largest = max(1.0, abs(key_to_float_scalar(int(low))), abs(key_to_float_scalar(int(high))))
     heaviest = max(1.0, float(frame["_w"].max())) if weighted else 1.0  # type: ignore[arg-type]
     if not largest * largest * heaviest * rows < SAFE:
@@ -174,7 +283,9 @@ def compiled_cells(
     rank = np.zeros(seen.size, np.int64)
     rank[tops + offset] = np.arange(ntops)
     codes = groups.codes.view(np.int64)
-    sizes = loops.occupied(codes, bits, rank, ntops, space)
+    sizes = np.zeros(space * ntops, np.int64)
+    for start, (score, *_) in parts:
+        loops.occupied(codes, start, score.view(np.int64), rank, ntops, sizes)
     occupied = np.flatnonzero(sizes)
     occ_tops = tops[occupied % ntops]
     cuts = cuts_inside(spec)
@@ -186,14 +297,7 @@ def compiled_cells(
     ordinal[occupied] = np.arange(occupied.size)
     bounds = np.zeros(occupied.size + 1, np.int64)
     np.cumsum(sizes[occupied], out=bounds[1:])
-    # the rows by coarse cell, as words (and weights)
-    y = column(frame["_y"], np.uint8)
-    weights = column(frame["_w"], np.float64) if weighted else np.zeros(0)
-    words = buffer(rows, np.int64)
-    ordered = buffer(rows, np.float64) if weighted else np.zeros(0)
-    loops.place(codes, bits, y, weights, rank, ntops, ordinal, bounds[:-1].copy(), words, ordered)
-    for array in (codes, bits, y, weights):
-        give_back(array)
-    # the group codes are decoded from the cells: let the rows' codes go
-    groups = replace(groups, codes=np.zeros(0, np.uint64))
-    return CompiledCells(groups, spec, loops, words, ordered, bounds, starts, occupied, tops)
+    # the group codes are decoded from the cells: the rows' codes go with the rows
+    rest = replace(groups, codes=np.zeros(0, np.uint64))
+    placing = (codes, parts, rank, ordinal)
+    return CompiledCells(rest, spec, loops, placing, bounds, starts, occupied, tops)

@@ -37,6 +37,7 @@ from .compiled import CompiledCells, compiled_cells, loops
 from .groups import GroupCodes
 from .runs import F64, I64, Runs, ordered_keys
 from .scorekeys import ScoreField
+from .staged import Staged
 
 #: Whether :meth:`.runs.Collected.runs` may count bucketed states densely (tests switch it).
 ENABLED = True
@@ -105,7 +106,7 @@ def dense_runs(frame: pl.DataFrame, groups: GroupCodes, spec: Spec, weighted: bo
 
 
 @dataclass
-class Cells:
+class Cells(Staged):
     """A unit's rows placed in their cells and counted; :meth:`runs` sums the rest.
 
     The two steps run in different threads: placing and counting with the reading of the
@@ -126,11 +127,8 @@ class Cells:
     occupied: I64
     tops: I64
 
-    def runs(self) -> Runs | None:
-        """The buckets as runs with their sums (None, for the Polars path, if a sum overflows).
-
-        Call it once: it lets go of the row buffers.
-        """
+    def _finish(self) -> Runs | None:
+        """The buckets as runs with their sums (None, for the Polars path, if a sum overflows)."""
         with small_pages(), np.errstate(over="ignore", invalid="ignore"):
             term = self.scratch.view(np.float64)
             filled = self.filled

@@ -56,7 +56,11 @@ class GroupCodes:
 
     @classmethod
     def build(
-        cls, keys: Sequence[Decode], raw: Sequence[npt.NDArray[np.int64]], size: int
+        cls,
+        keys: Sequence[Decode],
+        raw: Sequence[npt.NDArray[np.int64]],
+        size: int,
+        ranges: Sequence[tuple[int, int] | None] = (),
     ) -> GroupCodes:
         """Combine per-key codes (non-negative Int64 arrays, one per key, ``size`` long).
 
@@ -68,22 +72,28 @@ class GroupCodes:
             Each key's codes (such as :attr:`KeyCode.encode` values; 0 is null).
         size : int
             Rows (all codes are 0 without keys).
+        ranges : list of (int, int) or None, optional
+            Each key's least and largest code, where known (else they are computed).
 
         Returns
         -------
         GroupCodes
 
         """
-        codes = np.zeros(size, np.uint64)
+        # (allocated only without keys: once glibc's mmap threshold has risen, a large calloc
+        # comes from the heap and is cleared page by page, a page fault each)
+        codes = np.zeros(size if not raw else 0, np.uint64)
         lows: list[int] = []
         widths: list[int] = []
-        for values in raw:
-            high = int(values.max())
-            present = values[values > 0] if int(values.min()) == 0 else values
-            low = int(present.min()) - 1 if present.size else 0  # non-null codes start at 1
-            if present is not values:
+        for i, values in enumerate(raw):
+            known = ranges[i] if i < len(ranges) else None
+            least, high = known or (int(values.min()), int(values.max()))
+            if least == 0:  # nulls: the non-null codes start at 1
+                present = values[values > 0]
+                low = int(present.min()) - 1 if present.size else 0
                 shifted = np.where(values > 0, values - low, 0)
             else:
+                low = least - 1
                 shifted = values - low if low else values
             width = (high - low).bit_length()
             if widths:

@@ -19,7 +19,7 @@ import numpy.typing as npt
 import polars as pl
 
 from ..codes import KeyCode
-from . import column, give_back
+from . import buffer, chunks, give_back
 
 _SEEDS = (0x5E11_5EED, 0x0DD5_EED5)
 
@@ -37,31 +37,55 @@ def hashed_exprs(code: KeyCode, i: int) -> list[pl.Expr]:
 
 def hashed_codes(
     frame: pl.DataFrame, code: KeyCode, i: int, loops: ModuleType
-) -> tuple[npt.NDArray[np.int64], Callable[[pl.Series], pl.Series]]:
-    """Codes (0 for null) and their decoder for key ``i`` collected by :func:`hashed_exprs`.
+) -> tuple[npt.NDArray[np.int64], Callable[[pl.Series], pl.Series], tuple[int, int] | None]:
+    """Codes (0 for null), their decoder and range for key ``i`` collected by :func:`hashed_exprs`.
+
+    The range (least and largest code) is None when the codes came the Categorical way.
 
     >>> from streameval.codes import key_code
     >>> from streameval.kernels.compiled import loops
     >>> code = key_code("g", pl.String)
     >>> frame = pl.DataFrame({"g": ["b", "a", None, "b"]}).select(hashed_exprs(code, 0))
-    >>> codes, decode = hashed_codes(frame, code, 0, loops())
-    >>> codes.tolist(), decode(pl.Series(codes)).to_list()
-    ([1, 2, 0, 1], ['b', 'a', None, 'b'])
+    >>> codes, decode, span = hashed_codes(frame, code, 0, loops())
+    >>> codes.tolist(), decode(pl.Series(codes)).to_list(), span
+    ([1, 2, 0, 1], ['b', 'a', None, 'b'], (0, 2))
     """
-    first = column(frame[f"_g{i}"], np.uint64)
-    second = column(frame[f"_h{i}"], np.uint64)
     text = frame[f"_s{i}"]
-    codes, firsts, ok = loops.hashed_codes(first.view(np.int64), second.view(np.int64))
-    give_back(first)
-    give_back(second)
+    codes, firsts, ok = number_hashes(frame, [f"_g{i}", f"_h{i}"], loops)
     assert code.text is not None
     name = code.text.meta.output_name()
     if not ok:  # the first hash collided: code the strings through a Categorical
+        give_back(codes)
         codes = frame.select(text.alias(name)).select(code.encode).to_series().to_numpy()
-        return codes, code.decode
+        return codes, code.decode, None
     lookup = pl.concat([pl.Series(name, [None], pl.String), text.gather(firsts).rename(name)])
 
     def decode(values: pl.Series) -> pl.Series:
         return lookup.gather(values)
 
-    return codes, decode
+    return codes, decode, (0 if text.null_count() else 1, firsts.size)
+
+
+def number_hashes(
+    frame: pl.DataFrame, names: list[str], loops: ModuleType
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], bool]:
+    """Codes from the two hash columns ``names`` (:func:`.loops.hashed_codes`), chunk by chunk.
+
+    Returns the codes (a :func:`buffer`), each code's first row, and False if the first hash
+    collided (the codes are then incomplete).
+
+    >>> from streameval.kernels.compiled import loops
+    >>> hashes = {"a": [7, 9, 7, 0], "b": [1, 2, 1, 0]}
+    >>> frame = pl.DataFrame(hashes, schema={"a": pl.UInt64, "b": pl.UInt64})
+    >>> codes, firsts, ok = number_hashes(frame, ["a", "b"], loops())
+    >>> codes.tolist(), firsts.tolist(), ok
+    ([1, 2, 1, 0], [0, 1], True)
+    """
+    codes = buffer(frame.height, np.int64)
+    table = loops.hash_table()
+    for start, (first, second) in chunks(frame, names):
+        table = loops.hashed_codes(first.view(np.int64), second.view(np.int64), codes, start, table)
+        if not table[-1][1]:
+            break
+    count, ok = (int(x) for x in table[-1])
+    return codes, table[3][:count], bool(ok)

@@ -10,7 +10,12 @@ the same sums (each cell's terms added in row order, as ``np.bincount`` adds the
    bits and its label: the coarse cell holds the rest);
 4. :func:`block_sums` sums each coarse cell's rows into a window of its 2**precision cells,
    small enough to stay in cache (counts, log-loss term, squared error, score), and emits
-   the filled cells.
+   the filled cells: the state's buckets.
+
+For a metric table, :func:`group_metrics` replaces the last step: it counts each coarse
+cell's rows in its window and reads the group's metric aggregates off the filled slots
+directly, with no cells emitted. A unit's rows may come in chunks (as Polars reads them):
+the first three loops take one chunk at a time.
 
 :func:`hashed_codes` numbers a String key's values from two hashes per row
 (:mod:`.hashcodes`). A row's ordered score key is computed from the score's bits on the fly
@@ -18,7 +23,8 @@ the same sums (each cell's terms added in row order, as ``np.bincount`` adds the
 
 >>> import numpy as np
 >>> bits = np.array([0.25, 0.5, 0.75]).view(np.int64)
->>> seen, low, high = binades(bits)
+>>> seen, extremes = np.zeros(2 * OFFSET, np.bool_), np.array([2**62, 0])
+>>> binades(bits, seen, extremes)
 >>> (np.flatnonzero(seen) - OFFSET).tolist()  # 0.25 is 2**-2, 0.5 and 0.75 in 2**-1
 [1021, 1022]
 """
@@ -33,6 +39,10 @@ OFFSET = 2048
 _LOW63 = 0x7FFF_FFFF_FFFF_FFFF
 _LOW52 = (1 << 52) - 1
 _TOP = 52
+_ONE = 1023 << 52  # the exponent bits of 1.0
+# ln 2 in two parts (as fdlibm does): power × the first is exact for |power| < 2**20
+_LN2_HIGH = 6.93147180369123816490e-01
+_LN2_LOW = 1.90821492927058770002e-10
 
 jit = numba.njit(cache=True, nogil=True)
 
@@ -57,50 +67,53 @@ def _score(key: np.int64) -> np.float64:
 
 
 @jit
-def binades(bits):  # type: ignore[no-untyped-def]
-    """Which binades occur (a table of 4096, at ``top + OFFSET``), and the least and largest key.
+def binades(bits, seen, extremes):  # type: ignore[no-untyped-def]
+    """Mark the binades that occur in ``seen`` (at ``top + OFFSET``); widen ``extremes``.
 
     Parameters
     ----------
     bits : ndarray of int64
         The scores' bits (a float64 array viewed as int64).
+    seen : ndarray of bool
+        4096 flags, updated.
+    extremes : ndarray of int64
+        The least and largest key so far, updated.
 
     """
-    seen = np.zeros(2 * OFFSET, np.bool_)
-    low = np.int64(_LOW63)
-    high = -low - 1
+    low = extremes[0]
+    high = extremes[1]
     for i in range(bits.size):
         key = _key(bits[i])
         seen[(key >> _TOP) + OFFSET] = True
         low = min(low, key)
         high = max(high, key)
-    return seen, low, high
+    extremes[0] = low
+    extremes[1] = high
 
 
 @jit
-def occupied(codes, bits, rank, ntops, space):  # type: ignore[no-untyped-def]
-    """The rows of each coarse cell ``code * ntops + rank[binade]``.
+def occupied(codes, start, bits, rank, ntops, out):  # type: ignore[no-untyped-def]
+    """Add each row to its coarse cell's count in ``out``: ``code * ntops + rank[binade]``.
 
-    ``codes`` are the rows' group codes (int64), ``rank`` each binade's rank among those
-    kept, ``space`` the number of group codes.
+    ``codes`` are the group codes (int64) of all rows, those of these rows from ``start``;
+    ``rank`` is each binade's rank among those kept.
     """
-    out = np.zeros(space * ntops, np.int64)
     for i in range(bits.size):
-        out[codes[i] * ntops + rank[(_key(bits[i]) >> _TOP) + OFFSET]] += 1
-    return out
+        out[codes[start + i] * ntops + rank[(_key(bits[i]) >> _TOP) + OFFSET]] += 1
 
 
 @jit
-def place(codes, bits, y, weights, rank, ntops, ordinal, bounds, words, ordered):  # type: ignore[no-untyped-def]
+def place(codes, start, bits, y, weights, rank, ntops, ordinal, bounds, words, ordered):  # type: ignore[no-untyped-def]
     """Order the rows by coarse cell, stably, each as one word: key's low 52 bits | y << 52.
 
     A row goes to the next place of its coarse cell ``code * ntops + rank[binade]`` (at
     ``bounds[ordinal[coarse]]``, consumed); its weight (if ``weights``) into ``ordered``.
-    The coarse cell's binade gives the key's top bits back.
+    The coarse cell's binade gives the key's top bits back. As :func:`occupied`, ``codes``
+    are those of all rows, these rows' from ``start``.
     """
     for i in range(bits.size):
         key = _key(bits[i])
-        o = ordinal[codes[i] * ntops + rank[(key >> _TOP) + OFFSET]]
+        o = ordinal[codes[start + i] * ntops + rank[(key >> _TOP) + OFFSET]]
         at = bounds[o]
         bounds[o] = at + 1
         words[at] = (key & _LOW52) | (np.int64(y[i]) << _TOP)
@@ -186,26 +199,158 @@ def block_sums(words, weights, bounds, starts, occupied, tops, p, cuts, cut_tops
 
 
 @jit
-def hashed_codes(first, second):  # type: ignore[no-untyped-def]
-    """Number the distinct values of a key from two int64 hashes of each.
+def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps, marks):  # type: ignore[no-untyped-def]
+    """Each group's metric aggregates from its unweighted rows placed by :func:`place`.
 
-    Codes are 1, 2, … in order of first appearance (0 where both hashes are 0: null); each
-    code's first row comes with them. ``ok`` is False when two rows agree on the first hash
-    but not on the second (a collision of the first hash: the caller codes the key another
-    way).
+    Each coarse cell's rows are counted into a window of its slots (as :func:`block_sums`
+    counts them); the window's filled slots are then the group's buckets, from the lowest
+    score up. Per group this gives, exactly in int64, a row each of ``counts``: positives,
+    negatives, the AUC's pair sum 2·Σ pos·(negatives below) + Σ pos·neg and its tie part
+    Σ pos·neg, then the positives and negatives below each mark (``marks``: binade and slot
+    columns, in ascending order). In float64, a row each of ``sums``: Σ pos times the
+    precision at or above the bucket (a second pass over the group's buckets, kept aside),
+    minus the log-loss terms' sum, and the squared errors' sum.
+
+    The terms' sum is the log of their product, kept as a float in [1, 2) times a power of
+    two counted apart (renormalized every 16 rows: a clipped probability is at least eps),
+    so a row costs a multiply rather than a ``log``. Also returned: the largest bucket count.
+    """
+    widest = 0
+    for o in range(occupied.size):
+        widest = max(widest, starts[o + 1] - starts[o])
+    window = np.zeros((widest, 2), np.int64)
+    ntops = tops.size
+    groups = 0
+    for o in range(occupied.size):
+        if o == 0 or occupied[o] // ntops != occupied[o - 1] // ntops:
+            groups += 1
+    nmarks = marks.shape[1]
+    codes = np.empty(groups, np.uint64)
+    counts = np.zeros((4 + 2 * nmarks, groups), np.int64)
+    sums = np.zeros((3, groups), np.float64)
+    kept = np.empty((ntops * widest, 2), np.int64)  # a group's buckets, for the second pass
+    shift = _TOP - p
+    high = 1.0 - eps
+    largest = 0
+    g = -1
+    o = 0
+    while o < occupied.size:
+        g += 1
+        code = occupied[o] // ntops
+        codes[g] = code
+        nkept = 0
+        below_pos = 0
+        below_neg = 0
+        pairs = 0
+        ties = 0
+        mark = 0
+        product = 1.0
+        power = np.int64(0)
+        since = 0
+        brier = 0.0
+        while o < occupied.size and occupied[o] // ntops == code:
+            top = tops[occupied[o] % ntops]
+            floor = top << _TOP
+            first = floor >> shift
+            cut = cut_tops[top + OFFSET]
+            for r in range(bounds[o], bounds[o + 1]):
+                word = words[r]
+                key = floor | (word & _LOW52)
+                c = (key >> shift) - first
+                if cut:
+                    c += np.searchsorted(cuts, key, side="right") - np.searchsorted(cuts, floor)
+                label = (word >> _TOP) & 1
+                window[c, label] += 1
+                score = _score(key)
+                q = min(max(score, eps), high)
+                product *= abs(q - (1.0 - label))
+                d = score - label
+                brier += d * d
+                since += 1
+                if since == 16:  # keep the product in [1, 2): its exponent goes to power
+                    bits = np.float64(product).view(np.int64)
+                    power += ((bits >> _TOP) & 0x7FF) - 1023
+                    product = np.int64((bits & _LOW52) | _ONE).view(np.float64)
+                    since = 0
+            for c in range(starts[o + 1] - starts[o]):
+                cn = window[c, 0]
+                cp = window[c, 1]
+                if cn == 0 and cp == 0:
+                    continue
+                window[c, 0] = 0
+                window[c, 1] = 0
+                while mark < nmarks and (
+                    top > marks[0, mark] or (top == marks[0, mark] and c >= marks[1, mark])
+                ):
+                    counts[4 + 2 * mark, g] = below_pos
+                    counts[5 + 2 * mark, g] = below_neg
+                    mark += 1
+                largest = max(largest, cn, cp)
+                ties += cp * cn
+                pairs += cp * below_neg
+                below_pos += cp
+                below_neg += cn
+                kept[nkept, 0] = cp
+                kept[nkept, 1] = cn
+                nkept += 1
+            o += 1
+        while mark < nmarks:
+            counts[4 + 2 * mark, g] = below_pos
+            counts[5 + 2 * mark, g] = below_neg
+            mark += 1
+        ap = 0.0
+        above_pos = below_pos
+        above_neg = below_neg
+        for k in range(nkept):  # from the lowest bucket up, as the runs' order
+            cp = kept[k, 0]
+            if cp > 0:
+                ap += cp * (np.float64(above_pos) / np.float64(above_pos + above_neg))
+            above_pos -= cp
+            above_neg -= kept[k, 1]
+        counts[0, g] = below_pos
+        counts[1, g] = below_neg
+        counts[2, g] = 2 * pairs + ties
+        counts[3, g] = ties
+        sums[0, g] = ap
+        sums[1, g] = -(np.log(product) + power * _LN2_HIGH + power * _LN2_LOW)
+        sums[2, g] = brier
+    return codes, counts, sums, largest
+
+
+def hash_table() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """An empty table for :func:`hashed_codes`.
+
+    Its slots, their first hashes, each code's second hash and first row, and the count of
+    codes with the ok flag.
     """
     size = 1024
-    slots = np.zeros(size, np.int64)  # a code, 0 = empty
-    keys = np.zeros(size, np.int64)
-    seconds = np.zeros(64, np.int64)
-    firsts = np.zeros(64, np.int64)
-    codes = np.empty(first.size, np.int64)
-    count = 0
+    return (
+        np.zeros(size, np.int64),  # a code, 0 = empty
+        np.zeros(size, np.int64),
+        np.zeros(64, np.int64),
+        np.zeros(64, np.int64),
+        np.array([0, 1], np.int64),
+    )
+
+
+@jit
+def hashed_codes(first, second, codes, start, table):  # type: ignore[no-untyped-def]
+    """Number the distinct values of a key from two int64 hashes of each, into ``codes``.
+
+    Codes are 1, 2, … in order of first appearance (0 where both hashes are 0: null); each
+    code's first row is kept. The rows may come in chunks: these are rows ``start`` … of
+    ``codes``, and ``table`` (:func:`hash_table`, returned updated) carries on from chunk to
+    chunk. Its ok flag turns 0 when two rows agree on the first hash but not on the second
+    (a collision of the first hash: the caller codes the key another way).
+    """
+    slots, keys, seconds, firsts, state = table
+    size = slots.size
+    count = state[0]
     for i in range(first.size):
         h = first[i]
         g = second[i]
         if h == 0 and g == 0:
-            codes[i] = 0
+            codes[start + i] = 0
             continue
         at = h & (size - 1)
         while slots[at] != 0 and keys[at] != h:
@@ -213,18 +358,19 @@ def hashed_codes(first, second):  # type: ignore[no-untyped-def]
         code = slots[at]
         if code != 0:
             if seconds[code - 1] != g:
-                return codes, firsts[:count], False
-            codes[i] = code
+                state[1] = 0
+                break
+            codes[start + i] = code
             continue
         count += 1
         if count > seconds.size:
             seconds = np.concatenate((seconds, np.zeros(seconds.size, np.int64)))
             firsts = np.concatenate((firsts, np.zeros(firsts.size, np.int64)))
         seconds[count - 1] = g
-        firsts[count - 1] = i
+        firsts[count - 1] = start + i
         slots[at] = count
         keys[at] = h
-        codes[i] = count
+        codes[start + i] = count
         if 2 * count > size:  # grow and re-insert: keep the table at most half full
             size *= 2
             old_slots, old_keys = slots, keys
@@ -237,4 +383,5 @@ def hashed_codes(first, second):  # type: ignore[no-untyped-def]
                         at = (at + 1) & (size - 1)
                     slots[at] = old_slots[j]
                     keys[at] = old_keys[j]
-    return codes, firsts[:count], True
+    state[0] = count
+    return slots, keys, seconds, firsts, state

@@ -149,14 +149,6 @@ def aggregates(
     firsts, rpos = g.firsts, g.rpos
     positives, negatives = g.totals(firsts)
     scale = pair_scale(pos, runs.neg.astype(np.int64, copy=False))
-    cols: dict[str, npt.NDArray[np.generic] | pl.Series] = {}
-    keys = runs.groups.decode(g.codes)
-    cols.update({s.name: s for s in keys})
-    if not keys:
-        cols[all_key] = pl.Series(all_key, np.zeros(firsts.size, np.int8))
-    cols["n"] = positives + negatives
-    cols["positives"], cols["negatives"] = positives, negatives
-    cols["_P"], cols["_N"] = positives * scale, negatives * scale
     at = np.flatnonzero(pos)  # runs with positives
     # Σ neg·(2·cpos − pos) over runs, cpos = rpos[r] − rpos[end]: exact in Int64.
     if runs.single:  # neg = 1 − pos: Σ neg·rpos = Σ rpos − Σ over positive runs of rpos
@@ -168,19 +160,55 @@ def aggregates(
         neg = runs.neg.astype(np.int64, copy=False)
         ties = np.add.reduceat(pos * neg, firsts)
         over_neg = np.add.reduceat(neg * rpos[:-1], firsts)
-    auc = 2 * (over_neg - rpos[g.ends] * negatives) - ties
-    cols["_auc_num"] = auc.astype(np.float64) * (scale * scale * 0.5)
-    cols["_tie_pairs"] = ties.astype(np.float64) * (scale * scale)
-    cols["_ap_num"] = _ap_num(pos, at, g, scale)
+    floats: dict[str, npt.NDArray[np.generic]] = {"_ap_num": _ap_num(pos, at, g, scale)}
     if losses is None:
         with np.errstate(over="ignore", invalid="ignore"):  # huge scores: null metrics later
-            cols.update(_losses(runs, pos, firsts))
+            floats.update(_losses(runs, pos, firsts))
     else:
-        cols["_log_loss"] = np.add.reduceat(losses[0], firsts)
-        cols["_brier"] = np.add.reduceat(losses[1], firsts)
-    cols["_n_outside"] = _outside(runs, pos, firsts)
-    for i, t in enumerate(thresholds):
-        tp, fp = g.totals(_threshold_index(runs, g, float_to_key_scalar(t)))
+        floats["_log_loss"] = np.add.reduceat(losses[0], firsts)
+        floats["_brier"] = np.add.reduceat(losses[1], firsts)
+    counts = []
+    for t in thresholds:
+        counts.append(g.totals(_threshold_index(runs, g, float_to_key_scalar(t))))
+    return grouped_frame(
+        runs.groups.decode(g.codes),
+        all_key,
+        (positives, negatives, scale),
+        (2 * (over_neg - rpos[g.ends] * negatives) - ties, ties),
+        floats,
+        _outside(runs, pos, firsts),
+        counts,
+    )
+
+
+def grouped_frame(
+    keys: list[pl.Series],
+    all_key: str,
+    totals: tuple[I64, I64, float],
+    pairs: tuple[I64, I64],
+    floats: dict[str, npt.NDArray[np.generic]],
+    outside: I64,
+    counts: list[tuple[I64, I64]],
+) -> pl.DataFrame:
+    """The grouped frame of :func:`aggregates` from each group's sums.
+
+    ``totals`` holds the positives, negatives and the pair scale (:func:`pair_scale`);
+    ``pairs`` the AUC's pair sum 2·Σ neg·(positives above) + Σ pos·neg and its tie part
+    Σ pos·neg; ``floats`` the scaled AP numerator and the log-loss and Brier sums;
+    ``outside`` the rows with scores outside [0, 1]; ``counts`` tp and fp at each threshold.
+    """
+    positives, negatives, scale = totals
+    cols: dict[str, npt.NDArray[np.generic] | pl.Series] = {s.name: s for s in keys}
+    if not keys:
+        cols[all_key] = pl.Series(all_key, np.zeros(positives.size, np.int8))
+    cols["n"] = positives + negatives
+    cols["positives"], cols["negatives"] = positives, negatives
+    cols["_P"], cols["_N"] = positives * scale, negatives * scale
+    cols["_auc_num"] = pairs[0].astype(np.float64) * (scale * scale * 0.5)
+    cols["_tie_pairs"] = pairs[1].astype(np.float64) * (scale * scale)
+    cols.update(floats)
+    cols["_n_outside"] = outside
+    for i, (tp, fp) in enumerate(counts):
         cols[f"_tp{i}"], cols[f"_fp{i}"] = tp, fp
         cols[f"_tn{i}"], cols[f"_fn{i}"] = negatives - fp, positives - tp
     return pl.DataFrame(cols)
@@ -257,8 +285,8 @@ def _threshold_index(runs: Runs, g: _Groups, key: int) -> I64:
     return np.searchsorted(runs.value, target, side="left").astype(np.int64)
 
 
-def runs_metrics(runs: Runs, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
-    """The metric table of unweighted runs, as ``State(spec, table).metrics(thresholds)``.
+def runs_grouped(runs: Runs, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
+    """The grouped frame of :func:`aggregates` of unweighted runs (bucketed: of their buckets).
 
     Parameters
     ----------
@@ -285,8 +313,24 @@ def runs_metrics(runs: Runs, spec: Spec, thresholds: list[float]) -> pl.DataFram
             return None
         runs, *sums = buckets
         losses = (sums[0], sums[1])
-    keys = list(spec.keys)
     with small_pages():
-        grouped = aggregates(runs, thresholds, ALL, losses).lazy()
-    part = metric_rows(grouped, keys or [ALL], spec, thresholds)
+        return aggregates(runs, thresholds, ALL, losses)
+
+
+def runs_metrics(runs: Runs, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
+    """The metric table of unweighted runs, as ``State(spec, table).metrics(thresholds)``.
+
+    None when :func:`runs_grouped` is None.
+    """
+    grouped = runs_grouped(runs, spec, thresholds)
+    return None if grouped is None else grouped_metrics(grouped, spec, thresholds)
+
+
+def grouped_metrics(grouped: pl.DataFrame, spec: Spec, thresholds: list[float]) -> pl.DataFrame:
+    """The metric table from grouped frames (:func:`aggregates`, :func:`grouped_frame`).
+
+    Frames of several units may come concatenated: each row's metrics read that row alone.
+    """
+    keys = list(spec.keys)
+    part = metric_rows(grouped.lazy(), keys or [ALL], spec, thresholds)
     return finish_rows([part], keys).select(*keys, *COLUMNS)

@@ -29,6 +29,7 @@ from . import compiled, small_pages
 from .groups import GroupCodes
 from .hashcodes import hashed_codes, hashed_exprs
 from .scorekeys import ScoreField
+from .staged import Staged
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
@@ -161,47 +162,87 @@ class Collected:
         there are few enough (:mod:`.dense`): the runs are then the buckets. Call it (or
         :meth:`staged`) once: the group code columns are dropped once read.
         """
-        return self.staged(spec)()
+        return self.staged(spec).runs()
 
-    def staged(self, spec: Spec | None = None) -> Callable[[], Runs | None]:
-        """Start :meth:`runs` here; the function returned finishes it (in another thread).
+    def staged(self, spec: Spec | None = None) -> Staged:
+        """Start :meth:`runs` here; the :class:`Staged` returned finishes it (in another thread).
 
         Counting into dense buckets starts here (group codes, each row's cell, the counts);
         the float sums, or the sort, are left to the function.
         """
         if self.frame.height == 0:
-            return lambda: None
+            return Sorting(None, None, False)
         raw, decoders, names = [], [], []
+        ranges: list[tuple[int, int] | None] = []
         for i, code in enumerate(self.key_codes):
             names.append(f"_g{i}")
             if f"_h{i}" in self.frame.columns:  # String key collected as hashes
                 loops = compiled.loops()
                 assert loops is not None
-                codes, decode = hashed_codes(self.frame, code, i, loops)
+                codes, decode, span = hashed_codes(self.frame, code, i, loops)
                 raw.append(codes)
                 decoders.append(decode)
+                ranges.append(span)
                 names += [f"_h{i}", f"_s{i}"]
             else:
                 raw.append(self.frame[f"_g{i}"].to_numpy())
                 decoders.append(code.decode)
+                ranges.append(None)
         with small_pages():
-            groups = GroupCodes.build(decoders, raw, self.frame.height)
+            groups = GroupCodes.build(decoders, raw, self.frame.height, ranges)
             del raw
             frame = self.frame = self.frame.drop(names)  # the codes hold them now
+        weighted = self.weighted
+
+        def kernel() -> Staged:
             cells = None
             if spec is not None and not spec.exact:
                 from .dense import dense_cells
 
-                cells = dense_cells(frame, groups, spec, self.weighted)
-        if cells is not None:
-            return cells.runs
-        weighted = self.weighted
+                with small_pages():
+                    cells = dense_cells(frame, groups, spec, weighted)
+            return cells if cells is not None else Sorting(frame, groups, weighted)
 
-        def finish() -> Runs | None:
-            with small_pages():
-                return _runs(frame, groups, weighted)
+        # The compiled loops leave the summing thread less to do: it places the rows too.
+        return Deferred(kernel) if compiled.loops() is not None else kernel()
 
-        return finish
+
+@dataclass
+class Deferred(Staged):
+    """Rows whose kernel is chosen (and started) by the summing thread."""
+
+    kernel: Callable[[], Staged]
+
+    def _staged(self) -> Staged:
+        if not hasattr(self, "_chosen"):
+            self._chosen = self.kernel()
+        chosen: Staged = self._chosen
+        return chosen
+
+    def runs(self) -> Runs | None:
+        """The chosen kernel's runs."""
+        return self._staged().runs()
+
+    def grouped(self, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
+        """The chosen kernel's grouped frame."""
+        return self._staged().grouped(spec, thresholds)
+
+
+@dataclass
+class Sorting(Staged):
+    """Rows to sort into exact runs (no rows: no runs)."""
+
+    frame: pl.DataFrame | None
+    groups: GroupCodes | None
+    weighted: bool
+
+    def _finish(self) -> Runs | None:
+        frame, groups = self.frame, self.groups
+        if frame is None or groups is None:
+            return None
+        self.frame = self.groups = None
+        with small_pages():
+            return _runs(frame, groups, self.weighted)
 
 
 def ordered_keys(score: F64) -> I64:

@@ -1,0 +1,39 @@
+"""What a unit's reading thread hands to its summing thread: :class:`Staged` rows."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from ..spec import Spec
+    from .runs import Runs
+
+
+class Staged:
+    """A unit's rows on their way to runs: the work left for the summing thread.
+
+    :meth:`runs` finishes them (once; later calls give the same runs). :meth:`grouped` gives
+    each group's aggregates for the metric formulas (:func:`.metrics.grouped_metrics`), from
+    the runs, or straight from the rows where the kernel can (:class:`.compiled.CompiledCells`).
+    """
+
+    def runs(self) -> Runs | None:
+        """The unit's runs (None: the Polars path must compute its state)."""
+        if not hasattr(self, "_runs"):
+            self._runs = self._finish()
+        return self._runs
+
+    def _finish(self) -> Runs | None:
+        raise NotImplementedError
+
+    def grouped(self, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
+        """The grouped frame of the metric formulas (:func:`.metrics.runs_grouped` of :meth:`runs`).
+
+        None when the metrics must come from the state table (weighted, say).
+        """
+        from .metrics import runs_grouped  # (it imports the runs module, which imports this)
+
+        runs = self.runs()
+        return None if runs is None else runs_grouped(runs, spec, thresholds)
