@@ -21,6 +21,7 @@ import streameval as se
 from streameval.codes import key_code
 from streameval.kernels import buffer, give_back, reusing
 from streameval.kernels import compiled as compiled_module
+from streameval.kernels import dense as dense_module
 from streameval.kernels.hashcodes import hashed_codes, hashed_exprs, number_hashes
 from streameval.source import _partition_values
 
@@ -213,6 +214,32 @@ def test_string_keys_read_from_parquet_in_chunks_give_the_same_tables(tmp_path, 
     left, right = (s.table.sort(order, nulls_last=False) for s in (fast, slow))
     # counts exactly; float sums to rounding (the streaming read may order rows differently)
     assert_frame_equal(left, right, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("groups", [40, 3000])
+def test_few_and_many_groups_give_the_same_tables(groups, monkeypatch):
+    """Up to thousands of groups (12-bit codes), each with its coarse cells."""
+    rng = np.random.default_rng(groups)
+    n = 60_000
+    df = pl.DataFrame(
+        {
+            "g": pl.Series([f"g{i}" for i in rng.integers(0, groups, n)]),
+            "y": rng.random(n) < 0.4,
+            "p": 0.25 + 0.75 * rng.random(n),  # two binades: few coarse cells, dense counts
+        }
+    )
+    kw: dict[str, Any] = dict(label="y", score="p", by="g", precision=3)
+    calls = []
+    counted = compiled_module.compiled_cells
+    monkeypatch.setattr(
+        dense_module, "compiled_cells", lambda *a: calls.append(counted(*a)) or calls[-1]
+    )
+    fast, slow = compiled_and_numpy(lambda: se.accumulate(df, **kw))
+    assert calls and calls[0] is not None  # the compiled loops counted the rows
+    assert_same_state(fast, slow)
+    fast, slow = compiled_and_numpy(lambda: se.evaluate(df, **kw))
+    assert fast.height == groups
+    assert_frame_equal(fast, slow, rel_tol=1e-12)
 
 
 def test_buffers_are_reused_within_a_pass_only():

@@ -42,8 +42,6 @@ ENABLED = True
 _EPS = float(np.finfo(np.float64).eps)
 _LOW63 = 0x7FFF_FFFF_FFFF_FFFF
 _NONE = np.zeros(0)  # no weights
-#: Rows are summed by blocks of 2**BLOCK cells (5 or 6 float64 each: fits a core's L2 cache).
-BLOCK = 12
 
 
 @cache
