@@ -350,11 +350,12 @@ def _query_table(plan: Plan, lf: pl.LazyFrame, constants: Mapping[str, Any]) -> 
 
 
 def units_staged(plan: Plan) -> Iterator[tuple[Unit, Staged | None]]:
-    """Each hive unit with its staged rows (or None); the next unit is read meanwhile.
+    """Each hive unit with its staged rows (or None); the next units are read meanwhile.
 
-    The reading thread also starts the runs (:meth:`Collected.staged`: group codes, and in
-    bucketed mode each row's coarse cell and its place); the sums, the sort and the caller's
-    finalize run here, so both cores stay busy with two units in memory at most.
+    The reading thread also starts the runs (:meth:`Collected.staged`: group codes, and with
+    NumPy alone in bucketed mode each row's cell and the counts); the rest, and the caller's
+    finalize, run here, so both cores stay busy, with three units in memory at most
+    (:data:`streameval.kernels.AHEAD`).
     """
 
     def start(unit: Unit) -> Staged | None:
