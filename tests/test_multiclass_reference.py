@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from sklearn import metrics as skm
 
 import streameval as se
@@ -61,7 +61,14 @@ def test_bucketed_aucs_within_their_bounds(data):
                 assert abs(e - c) <= bound + 1e-12
 
 
+# a true negative weight of 0 that sklearn's subtraction leaves at 3e-17 (see below)
+_RESIDUE = pl.DataFrame(
+    {"g": [0, 0], "y": [0, 2], "p0": [0.5, 0.5], "p1": [0.5, 0.5], "pred": [2, 0], "w": [1e-6, 0.5]}
+)
+
+
 @given(multiclass_frames())
+@example((_RESIDUE, [0, 2], [0, 2], True))
 def test_per_class_and_confusion_matrix_match_sklearn(data):
     df, classes, cuts, weighted = data
     state = accumulate_chunked(df, classes, cuts, weighted, precision="exact")
@@ -95,7 +102,12 @@ def test_per_class_and_confusion_matrix_match_sklearn(data):
         np.testing.assert_allclose(mine["support"], s if w is None else
                                    [w[y == c].sum() for c in labels], rtol=1e-9)  # fmt: skip
         cells = skm.multilabel_confusion_matrix(y, pred, labels=labels, sample_weight=w)
-        tn, fp, fn = cells[:, 0, 0], cells[:, 0, 1], cells[:, 1, 0]
+        fp, fn = cells[:, 0, 1], cells[:, 1, 0]
+        # sklearn derives tn as total − tp − fp − fn: with weights 0.5 and 1e-6 that leaves a
+        # 3e-17 residue where tn is 0 (npv 3e-11 instead of 0); summed directly it is exact
+        sw_all = np.ones(len(y)) if w is None else w
+        tn = np.array([sw_all[(y != c) & (pred != c)].sum() for c in labels])
+        np.testing.assert_allclose(tn, cells[:, 0, 0], rtol=1e-9, atol=1e-12 * sw_all.sum())
         for name, num, den in [("specificity", tn, tn + fp), ("npv", tn, tn + fn),
                                ("fpr", fp, fp + tn), ("fnr", fn, fn + cells[:, 1, 1])]:  # fmt: skip
             want = np.divide(num, den, out=np.zeros(k), where=den > 0)
