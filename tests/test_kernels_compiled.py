@@ -18,12 +18,15 @@ from test_sort_kernel import frames
 from test_sort_kernel_bucketed import PRECISIONS, THRESHOLDS, assert_same_state
 
 import streameval as se
+from streameval.accumulate import prepare, unit_staged
 from streameval.codes import key_code
 from streameval.kernels import buffer, give_back, reusing
 from streameval.kernels import compiled as compiled_module
 from streameval.kernels import dense as dense_module
 from streameval.kernels.hashcodes import hashed_codes, hashed_exprs, number_hashes
+from streameval.kernels.runs import Deferred
 from streameval.source import _partition_values
+from streameval.tasks import Inputs
 
 pytest.importorskip("numba")
 loops = compiled_module.loops()
@@ -89,8 +92,12 @@ def test_metrics_straight_from_the_rows_match_sklearn_on_long_groups(monkeypatch
     extreme = np.array([0.0, 1.0, 1e-300, 1e-17, 1 - 1e-16, 0.5])
     p = np.where(rng.random(n) < 0.01, extreme[rng.integers(0, 6, n)], rng.beta(0.3, 0.7, n))
     y = rng.random(n) < np.clip(p, 0.05, 0.95)
-    g = rng.integers(0, 3, n)
-    df = pl.DataFrame({"g": np.array(["a", "b", "c"])[g], "y": y, "p": p})
+    g = rng.integers(0, 5, n)
+    # d: near-perfect probabilities (each row's loss 2**-40), e: the labels themselves (eps):
+    # there the product's rounding would show, and the terms are summed a log each
+    p = np.where(g == 3, np.where(y, 1 - 2.0**-40, 2.0**-40), p)
+    p = np.where(g == 4, y.astype(float), p)
+    df = pl.DataFrame({"g": np.array(["a", "b", "c", "d", "e"])[g], "y": y, "p": p})
     kw: dict[str, Any] = dict(label="y", score="p", by="g")
     fast, slow = compiled_and_numpy(lambda: se.evaluate(df, threshold=[0.3, 0.5], **kw))
     assert_frame_equal(fast, slow, rel_tol=1e-12)
@@ -100,11 +107,12 @@ def test_metrics_straight_from_the_rows_match_sklearn_on_long_groups(monkeypatch
     for i, row in enumerate(table.iter_rows(named=True)):
         mine = g == i
         assert row["n"] == mine.sum()
-        assert math.isclose(row["log_loss"], sklearn.log_loss(y[mine], p[mine]), rel_tol=1e-12)
+        want = sklearn.log_loss(y[mine], p[mine])
+        assert math.isclose(row["log_loss"], want, rel_tol=1e-12), (row["g"], want)
         assert math.isclose(row["brier"], sklearn.brier_score_loss(y[mine], p[mine]), rel_tol=1e-12)
         assert row["tp"] == (y[mine] & (p[mine] >= 0.5)).sum()
         exact = sklearn.roc_auc_score(y[mine], p[mine])
-        assert abs(row["roc_auc"] - exact) <= row["roc_auc_error"]
+        assert abs(row["roc_auc"] - exact) <= row["roc_auc_error"] + 1e-15
 
 
 def test_counts_and_sums_are_the_same_bits_as_numpy():
@@ -240,6 +248,32 @@ def test_few_and_many_groups_give_the_same_tables(groups, monkeypatch):
     fast, slow = compiled_and_numpy(lambda: se.evaluate(df, **kw))
     assert fast.height == groups
     assert_frame_equal(fast, slow, rel_tol=1e-12)
+
+
+def test_the_grouped_frame_and_the_runs_in_either_order():
+    """runs() first: grouped() comes from the runs; grouped() first: runs() raises, no crash."""
+    rng = np.random.default_rng(4)
+    n = 20_000
+    df = pl.DataFrame({"g": rng.integers(0, 3, n).astype(str), "y": rng.random(n) < 0.4})
+    df = df.with_columns(p=pl.Series(0.25 + 0.75 * rng.random(n)))  # two binades: dense cells
+    plan = prepare(df, Inputs(label="y", score="p", thresholds=(0.3,)), by="g")
+    with reusing():
+        first = unit_staged(plan)
+        assert isinstance(first, Deferred)
+        runs = first.runs()
+        assert isinstance(first._staged(), compiled_module.CompiledCells)
+        assert runs is not None
+        from_runs = first.grouped(plan.spec, [0.3, 0.5])
+        straight = unit_staged(plan)
+        assert straight is not None
+        direct = straight.grouped(plan.spec, [0.3, 0.5])
+        with pytest.raises(RuntimeError, match="let go"):
+            straight.runs()
+    assert from_runs is not None and direct is not None
+    floats = ["_ap_num", "_log_loss", "_brier"]
+    left, right = (f.sort("g") for f in (from_runs, direct))
+    assert_frame_equal(left.drop(floats), right.drop(floats), check_exact=True)
+    assert_frame_equal(left.select(floats), right.select(floats), rel_tol=1e-12)
 
 
 def test_buffers_are_reused_within_a_pass_only():

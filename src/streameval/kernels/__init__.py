@@ -167,6 +167,8 @@ def chunks(frame: pl.DataFrame, names: Sequence[str]) -> list[tuple[int, list[An
     [(0, [[1.0, 2.0]]), (2, [[3.0]])]
     """
     columns = [frame[name] for name in names]
+    if any(c.null_count() for c in columns):
+        raise ValueError(f"expected no nulls in {names}")
     parts = [c.get_chunks() for c in columns]
     sizes = [[len(chunk) for chunk in part] for part in parts]
     if any(other != sizes[0] for other in sizes[1:]):
@@ -195,6 +197,7 @@ def prefetch(
     if len(items) < 2:
         yield from ((item, work(item)) for item in items)
         return
+    ahead = max(1, ahead)
     with ThreadPoolExecutor(max_workers=1) as pool:
         futures = deque(pool.submit(work, item) for item in items[:ahead])
         for i, item in enumerate(items):

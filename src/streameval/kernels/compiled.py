@@ -120,6 +120,8 @@ class CompiledCells(Staged):
 
     def _placed(self) -> tuple[I64, F64]:
         """The rows ordered by coarse cell, as words (and their weights); the rows let go."""
+        if getattr(self, "_gone", False):
+            raise RuntimeError("the unit's rows were let go after its grouped frame")
         if not hasattr(self, "_words"):
             codes, parts, rank, ordinal = self.rows
             del self.rows
@@ -141,7 +143,8 @@ class CompiledCells(Staged):
         """Give the placed rows' buffers back: nothing reads them any more."""
         for array in self._words:
             give_back(array)
-        self._words = (np.zeros(0, np.int64), np.zeros(0))
+        del self._words
+        self._gone = True
 
     def _finish(self) -> Runs | None:
         """The buckets as runs with their sums (None, for the Polars path, if a sum overflows)."""
@@ -159,14 +162,16 @@ class CompiledCells(Staged):
 
         As :func:`.metrics.runs_grouped` of :meth:`runs`, integer sums and the AP numerator
         bit for bit; the log-loss and Brier sums differ in the last bits (the log loss is
-        the log of a product, :func:`.loops.group_metrics`). After a frame, :meth:`runs` is
-        no longer available: the rows are let go.
+        the log of a product, :func:`.loops.group_metrics`). After a frame, :meth:`runs`
+        raises: the rows are let go.
         """
         from ..metrics.binary import ALL
         from .metrics import grouped_frame
 
         if spec.weighted:
             return None
+        if hasattr(self, "_cells"):  # summed already (runs() came first): from the runs
+            return super().grouped(spec, thresholds)
         words, _ = self._placed()
         cuts, cut_tops = self._cuts()
         # marks: each threshold, 0 (scores below are outside [0, 1]) and just above 1

@@ -23,7 +23,7 @@ the first three loops take one chunk at a time.
 
 >>> import numpy as np
 >>> bits = np.array([0.25, 0.5, 0.75]).view(np.int64)
->>> seen, extremes = np.zeros(2 * OFFSET, np.bool_), np.array([2**62, 0])
+>>> seen, extremes = np.zeros(2 * OFFSET, np.bool_), np.array([2**63 - 1, -(2**63)])
 >>> binades(bits, seen, extremes)
 >>> (np.flatnonzero(seen) - OFFSET).tolist()  # 0.25 is 2**-2, 0.5 and 0.75 in 2**-1
 [1021, 1022]
@@ -40,9 +40,16 @@ _LOW63 = 0x7FFF_FFFF_FFFF_FFFF
 _LOW52 = (1 << 52) - 1
 _TOP = 52
 _ONE = 1023 << 52  # the exponent bits of 1.0
-# ln 2 in two parts (as fdlibm does): power × the first is exact for |power| < 2**20
+# ln 2 in two parts (as fdlibm does): power × the first is exact for |power| < 2**20, and
+# within an ulp of the log loss beyond
 _LN2_HIGH = 6.93147180369123816490e-01
 _LN2_LOW = 1.90821492927058770002e-10
+#: A multiply's rounding (relative), and so its most in the log of a product of factors.
+_ROUNDING = 2.0**-53
+#: The log loss as a product's log is kept when its rounding (a row's at most
+#: :data:`_ROUNDING`, absolute) is at most this relative to it; else (a confident model: mean
+#: loss below about 1e-3 a row) the group's terms are summed a ``log`` each.
+_PRODUCT_TOLERANCE = 1e-13
 
 jit = numba.njit(cache=True, nogil=True)
 
@@ -64,6 +71,24 @@ def _score(key: np.int64) -> np.float64:
         return flipped.view(np.float64)
     same = np.int64(key)
     return same.view(np.float64)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _coarse(cell, tops, ntops, shift, cut_tops):  # type: ignore[no-untyped-def]
+    """A coarse cell's binade, its first key, its first bucket index, and if it has splits."""
+    top = tops[cell % ntops]
+    floor = top << _TOP
+    return top, floor, floor >> shift, cut_tops[top + OFFSET]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _row(word, floor, first, shift, cut, cuts):  # type: ignore[no-untyped-def]
+    """A placed row's ordered key and its slot in its coarse cell's window, and its label."""
+    key = floor | (word & _LOW52)
+    c = (key >> shift) - first
+    if cut:
+        c += np.searchsorted(cuts, key, side="right") - np.searchsorted(cuts, floor)
+    return key, c, (word >> _TOP) & 1
 
 
 @jit
@@ -152,19 +177,12 @@ def block_sums(words, weights, bounds, starts, occupied, tops, p, cuts, cut_tops
     high = 1.0 - eps
     emitted = 0
     for o in range(occupied.size):
-        top = tops[occupied[o] % ntops]
-        floor = top << _TOP
-        first = floor >> shift
-        cut = cut_tops[top + OFFSET]
+        top, floor, first, cut = _coarse(occupied[o], tops, ntops, shift, cut_tops)
         for r in range(bounds[o], bounds[o + 1]):
-            word = words[r]
-            key = floor | (word & _LOW52)
-            c = (key >> shift) - first
-            if cut:
-                c += np.searchsorted(cuts, key, side="right") - np.searchsorted(cuts, floor)
+            key, c, label = _row(words[r], floor, first, shift, cut, cuts)
             score = _score(key)
             q = min(max(score, eps), high)
-            if (word >> _TOP) & 1:
+            if label:
                 term = np.log(q)
                 d = score - 1.0
                 at = 1
@@ -213,7 +231,10 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
 
     The terms' sum is the log of their product, kept as a float in [1, 2) times a power of
     two counted apart (renormalized every 16 rows: a clipped probability is at least eps),
-    so a row costs a multiply rather than a ``log``. Also returned: the largest bucket count.
+    so a row costs a multiply rather than a ``log``. Each multiply may round by 2**-53: where
+    that could be more than ``_PRODUCT_TOLERANCE`` of the group's loss (probabilities near
+    the labels), the group's terms are summed a ``log`` each instead (:func:`_log_sum`).
+    Also returned: the largest bucket count.
     """
     widest = 0
     for o in range(occupied.size):
@@ -221,14 +242,19 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
     window = np.zeros((widest, 2), np.int64)
     ntops = tops.size
     groups = 0
-    for o in range(occupied.size):
-        if o == 0 or occupied[o] // ntops != occupied[o - 1] // ntops:
+    most = 0  # the most slots of a group
+    begin = 0
+    for o in range(occupied.size + 1):
+        if o == occupied.size or (o > 0 and occupied[o] // ntops != occupied[o - 1] // ntops):
             groups += 1
+            most = max(most, starts[o] - starts[begin])
+            begin = o
+    groups = groups if occupied.size else 0
     nmarks = marks.shape[1]
     codes = np.empty(groups, np.uint64)
     counts = np.zeros((4 + 2 * nmarks, groups), np.int64)
     sums = np.zeros((3, groups), np.float64)
-    kept = np.empty((ntops * widest, 2), np.int64)  # a group's buckets, for the second pass
+    kept = np.empty((most, 2), np.int64)  # a group's buckets, for the second pass
     shift = _TOP - p
     high = 1.0 - eps
     largest = 0
@@ -248,18 +274,11 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
         power = np.int64(0)
         since = 0
         brier = 0.0
+        first_cell = o
         while o < occupied.size and occupied[o] // ntops == code:
-            top = tops[occupied[o] % ntops]
-            floor = top << _TOP
-            first = floor >> shift
-            cut = cut_tops[top + OFFSET]
+            top, floor, first, cut = _coarse(occupied[o], tops, ntops, shift, cut_tops)
             for r in range(bounds[o], bounds[o + 1]):
-                word = words[r]
-                key = floor | (word & _LOW52)
-                c = (key >> shift) - first
-                if cut:
-                    c += np.searchsorted(cuts, key, side="right") - np.searchsorted(cuts, floor)
-                label = (word >> _TOP) & 1
+                key, c, label = _row(words[r], floor, first, shift, cut, cuts)
                 window[c, label] += 1
                 score = _score(key)
                 q = min(max(score, eps), high)
@@ -312,9 +331,29 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
         counts[2, g] = 2 * pairs + ties
         counts[3, g] = ties
         sums[0, g] = ap
-        sums[1, g] = -(np.log(product) + power * _LN2_HIGH + power * _LN2_LOW)
+        loss = -(np.log(product) + power * _LN2_HIGH + power * _LN2_LOW)
+        if (bounds[o] - bounds[first_cell]) * _ROUNDING > _PRODUCT_TOLERANCE * loss:
+            cells = (first_cell, o)  # a confident model's: the product's rounding would show
+            loss = -_log_sum(words, bounds, occupied, tops, shift, cut_tops, cuts, eps, cells)
+        sums[1, g] = loss
         sums[2, g] = brier
     return codes, counts, sums, largest
+
+
+@jit
+def _log_sum(words, bounds, occupied, tops, shift, cut_tops, cuts, eps, cells):  # type: ignore[no-untyped-def]
+    """Σ of the log-loss terms of the coarse cells in range ``cells``, a ``log`` per row."""
+    start, stop = cells
+    ntops = tops.size
+    high = 1.0 - eps
+    total = 0.0
+    for o in range(start, stop):
+        _, floor, first, cut = _coarse(occupied[o], tops, ntops, shift, cut_tops)
+        for r in range(bounds[o], bounds[o + 1]):
+            key, _, label = _row(words[r], floor, first, shift, cut, cuts)
+            q = min(max(_score(key), eps), high)
+            total += np.log(abs(q - (1.0 - label)))
+    return total
 
 
 def hash_table() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

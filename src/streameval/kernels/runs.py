@@ -216,6 +216,7 @@ class Deferred(Staged):
     def _staged(self) -> Staged:
         if not hasattr(self, "_chosen"):
             self._chosen = self.kernel()
+            del self.kernel  # (it holds the unit's frame and codes)
         chosen: Staged = self._chosen
         return chosen
 
