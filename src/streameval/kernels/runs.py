@@ -220,7 +220,7 @@ class Deferred(Staged):
         chosen: Staged = self._chosen
         return chosen
 
-    def runs(self) -> Runs | None:
+    def _finish(self) -> Runs | None:
         """The chosen kernel's runs."""
         return self._staged().runs()
 

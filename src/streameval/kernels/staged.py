@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -11,7 +12,7 @@ if TYPE_CHECKING:
     from .runs import Runs
 
 
-class Staged:
+class Staged(ABC):
     """A unit's rows on their way to runs: the work left for the summing thread.
 
     :meth:`runs` finishes them (once; later calls give the same runs). :meth:`grouped` gives
@@ -25,8 +26,9 @@ class Staged:
             self._runs = self._finish()
         return self._runs
 
+    @abstractmethod
     def _finish(self) -> Runs | None:
-        raise NotImplementedError
+        """The runs, computed (each kernel its own way); :meth:`runs` calls it once."""
 
     def grouped(self, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
         """The grouped frame of the metric formulas (:func:`.metrics.runs_grouped` of :meth:`runs`).
