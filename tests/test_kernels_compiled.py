@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -14,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from polars.testing import assert_frame_equal
 from test_kernels_dense import ANY_THRESHOLDS
-from test_sort_kernel import frames
-from test_sort_kernel_bucketed import PRECISIONS, THRESHOLDS, assert_same_state
+from test_sort_kernel import frames, switched_off
+from test_sort_kernel_bucketed import PRECISIONS, THRESHOLDS, assert_same_state, hive_copy
 
 import streameval as se
 from streameval.accumulate import prepare, unit_staged
@@ -33,19 +32,10 @@ loops = compiled_module.loops()
 assert loops is not None, "numba is installed: the compiled loops must load"
 
 
-@contextmanager
-def numpy_only() -> Iterator[None]:
-    """The dense kernel (and String keys) with NumPy and Polars alone."""
-    compiled_module.ENABLED = False
-    try:
-        yield
-    finally:
-        compiled_module.ENABLED = True
-
-
 def compiled_and_numpy(call: Callable[[], Any]) -> tuple[Any, Any]:
+    """``call()`` with the compiled loops, then with NumPy and Polars alone."""
     fast = call()
-    with numpy_only():
+    with switched_off(compiled_module):
         slow = call()
     return fast, slow
 
@@ -66,10 +56,7 @@ def test_compiled_states_and_metrics_match_numpy(frame, precision, thresholds):
 @settings(max_examples=20)
 @given(frames(), PRECISIONS, THRESHOLDS)
 def test_compiled_hive_units_match_numpy(tmp_path_factory, frame, precision, thresholds):
-    df, keys, weight = frame
-    root = tmp_path_factory.mktemp("hive")
-    df.write_parquet(root, partition_by="d")
-    keys = ["d", *(k for k in keys if k != "d")]
+    root, keys, weight = hive_copy(tmp_path_factory, frame)
     kw: dict[str, Any] = dict(label="y", score="p", by=keys, weight=weight, precision=precision)
     with reusing():  # buffers handed from unit to unit, as in a pass
         fast, slow = compiled_and_numpy(lambda: se.accumulate(root, thresholds=thresholds, **kw))

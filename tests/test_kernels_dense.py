@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,7 +10,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_sort_kernel import assert_same_metrics, both, frames
+from test_sort_kernel import assert_same_metrics, both, frames, switched_off
 from test_sort_kernel_bucketed import PRECISIONS, THRESHOLDS, assert_same_state
 
 import streameval as se
@@ -22,20 +21,10 @@ from streameval.kernels.metrics import runs_metrics
 from streameval.tasks import Inputs
 
 
-@contextmanager
-def sorting() -> Iterator[None]:
-    """The sort kernel only, for bucketed states too."""
-    dense.ENABLED = False
-    try:
-        yield
-    finally:
-        dense.ENABLED = True
-
-
 def three(call: Callable[[], Any]) -> tuple[Any, Any, Any]:
     """``call()`` counted densely, then sorted, then by the Polars path."""
     fast, slow = both(call)
-    with sorting():
+    with switched_off(dense):  # the sort kernel only, for bucketed states too
         sorted_ = call()
     return fast, sorted_, slow
 

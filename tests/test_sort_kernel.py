@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -69,16 +71,23 @@ def frames(draw: st.DrawFn) -> tuple[pl.DataFrame, list[str], str | None]:
     return df, keys, weight
 
 
+@contextmanager
+def switched_off(module: ModuleType) -> Iterator[None]:
+    """``module.ENABLED`` False for the block (a kernel, or its compiled loops, off)."""
+    module.ENABLED = False
+    try:
+        yield
+    finally:
+        module.ENABLED = True
+
+
 def both(call: Callable[[], Any]) -> tuple[Any, Any]:
     """``call()`` with the sort kernel, then with the Polars path only."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         fast = call()
-        kernels.ENABLED = False
-        try:
+        with switched_off(kernels):
             slow = call()
-        finally:
-            kernels.ENABLED = True
     return fast, slow
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,14 +57,21 @@ def test_bucketed_state_and_metrics_match_the_polars_path(frame, precision, thre
 @settings(max_examples=15)
 @given(frames(), PRECISIONS, THRESHOLDS)
 def test_bucketed_hive_units_match_the_polars_path(tmp_path_factory, frame, precision, thresholds):
-    df, keys, weight = frame
-    root = tmp_path_factory.mktemp("hive")
-    df.write_parquet(root, partition_by="d")
-    keys = ["d", *(k for k in keys if k != "d")]
+    root, keys, weight = hive_copy(tmp_path_factory, frame)
     kw: dict[str, Any] = dict(label="y", score="p", by=keys, weight=weight, precision=precision)
     state = both(lambda: se.accumulate(root, thresholds=thresholds, **kw))
     assert_same_state(*state)
     assert_same_metrics(*both(lambda: se.evaluate(root, threshold=thresholds, **kw)))
+
+
+def hive_copy(
+    factory: pytest.TempPathFactory, frame: tuple[pl.DataFrame, list[str], str | None]
+) -> tuple[Path, list[str], str | None]:
+    """A :func:`frames` frame written partitioned by ``d``: root, keys (``d`` first), weight."""
+    df, keys, weight = frame
+    root = factory.mktemp("hive")
+    df.write_parquet(root, partition_by="d")
+    return root, ["d", *(k for k in keys if k != "d")], weight
 
 
 def _sample(n: int, seed: int) -> pl.DataFrame:
