@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from ..files import atomic_write_bytes, remove_temporaries
 from .config import JobConfig, OutputConfig
 from .partitions import safe_name
 from .rollup import digest_of
-from .store import Store, atomic_write_bytes
+from .store import Store
 
 PART = "part-0.parquet"
 
@@ -53,11 +54,11 @@ def _same(path: str, data: bytes) -> bool:
         return False
 
 
-def _put(path: str, data: bytes, done: Published) -> None:
+def _put(path: str, data: bytes, done: Published, tag: str) -> None:
     if _same(path, data):
         done.unchanged += 1
     else:
-        atomic_write_bytes(path, data)
+        atomic_write_bytes(path, data, tag=tag)
         done.written += 1
 
 
@@ -69,9 +70,17 @@ def day_file(output: OutputConfig, key: str | None, name: str) -> str:
 
 
 def publish(
-    job: JobConfig, store: Store, manifest: dict[str, Any], names: Sequence[str]
+    job: JobConfig,
+    store: Store,
+    manifest: dict[str, Any],
+    names: Sequence[str],
+    save: Callable[[], None],
 ) -> Published:
-    """Write every output from the rollups of ``names`` (the output days, in order)."""
+    """Write every output from the rollups of ``names`` (the output days, in order).
+
+    Before a Parquet output gains files, the manifest records them as ``pending`` (and is
+    saved), so that a run killed while writing them still knows which files are its own.
+    """
     done = Published()
     key = job.source.partition_key
     rollups = manifest["rollups"]
@@ -82,7 +91,9 @@ def publish(
 
     def rows(name: str, output: OutputConfig) -> pl.DataFrame:
         if name not in tables:
-            tables[name] = pl.read_parquet(store.path(rollups[name]["file"]))
+            entry = rollups[name]
+            what = f"the stored metric rows of {name!r}"
+            tables[name] = store.read_table(entry["file"], entry.get("blake2b"), what)
         wanted = [w.name for w in output.windows]
         return tables[name].filter(pl.col("window").is_in(wanted))
 
@@ -93,6 +104,11 @@ def publish(
         same_settings = record.get("settings") == settings
         if output.format == "parquet":
             expected = {n: day_file(output, key, n) for n in names}
+            owned = {day_file(output, key, n) for n in record.get("days", {})}
+            owned |= set(record.get("pending", []))
+            if not set(expected.values()) <= owned:
+                records[output.path] = {**record, "pending": sorted(owned | {*expected.values()})}
+                save()
             for n, path in expected.items():
                 if (
                     same_settings
@@ -101,39 +117,37 @@ def publish(
                 ):
                     done.unchanged += 1
                     continue
-                _put(path, serialize(rows(n, output), "parquet"), done)
-            done.removed += _remove_others(output.path, key, set(expected.values()))
+                _put(path, serialize(rows(n, output), "parquet"), done, store.tag)
+            done.removed += _remove_others(output.path, owned - set(expected.values()), store.tag)
         else:
             if same_settings and record.get("days") == days and os.path.exists(output.path):
                 done.unchanged += 1
             else:
                 parts = [rows(n, output) for n in names]
                 table = pl.concat(parts, how="vertical") if parts else pl.DataFrame()
-                _put(output.path, serialize(table, output.format), done)
-            _remove_temporaries(Path(output.path).parent)
+                _put(output.path, serialize(table, output.format), done, store.tag)
+            remove_temporaries(Path(output.path).parent, store.tag)
         records[output.path] = {"format": output.format, "settings": settings, "days": days}
     return done
 
 
-def _remove_temporaries(folder: Path) -> None:
-    for p in folder.glob(".*.tmp") if folder.is_dir() else []:
-        p.unlink(missing_ok=True)
+def _remove_others(root: str, stale: set[str], tag: str) -> int:
+    """Delete a Parquet output's files that the job wrote and no longer wants.
 
-
-def _remove_others(root: str, key: str | None, keep: set[str]) -> int:
-    """Delete the job's files in a Parquet output folder that are no longer wanted."""
+    ``stale`` holds only files the manifest records as written by the job; anything else in
+    the folder (another program's files, foreign temporaries) is left alone.
+    """
     base = Path(root)
     if not base.is_dir():
         return 0
-    _remove_temporaries(base)
+    for folder in [base, *(d for d in base.iterdir() if d.is_dir() and not d.is_symlink())]:
+        remove_temporaries(folder, tag)
     removed = 0
-    pattern = f"{key}=*/{PART}" if key else PART
-    for p in base.glob(pattern):
-        if str(p) not in keep:
-            p.unlink(missing_ok=True)
+    for name in sorted(stale):
+        p = Path(name)
+        if p.is_file() and not p.is_symlink():
+            p.unlink()
             removed += 1
-    for folder in base.glob(f"{key}=*") if key else []:
-        _remove_temporaries(folder)
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
+        if p.parent != base and p.parent.is_dir() and not any(p.parent.iterdir()):
+            p.parent.rmdir()
     return removed

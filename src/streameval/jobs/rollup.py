@@ -30,7 +30,7 @@ import polars as pl
 from ..spec import Spec
 from ..state import State, merge
 from .partitions import safe_name
-from .store import Store
+from .store import DamagedStateError, Store
 from .windows import Window
 
 ROLLUP_FORMAT = 1
@@ -153,7 +153,7 @@ class Rollups:
         def state(i: int) -> State:
             if i not in states:
                 what = f"the state of partition {entries[i].value!r}"
-                states[i] = self.store.read_state(entries[i].state, what)
+                states[i] = self.store.read_state(entries[i].state, what, entries[i].value)
             return states[i]
 
         todo, rows = set(stale), 0
@@ -214,14 +214,19 @@ class Rollups:
         if not usable:
             return {}, 0
         what = "a stored running window"
-        return {w.name: self.store.read_state(files[w.name], what) for w in running}, index + 1  # type: ignore[operator]
+        try:
+            folds = {w.name: self.store.read_state(files[w.name], what) for w in running}
+        except DamagedStateError as exc:  # recomputed from the partition states
+            self.warn(f"{exc}; recomputing the running windows from the partition states")
+            return {}, 0
+        return folds, index + 1  # type: ignore[operator]
 
     def _checkpoint(
         self, entry: Entry, chains: dict[str, str], folds: dict[str, State], running: list[Window]
     ) -> None:
         files = {}
         for w in running:
-            rel = f"running/{w.name}.{chains[w.name]}.parquet"
+            rel = self.store.place(f"running/{w.name}.{chains[w.name]}.parquet")
             if not os.path.exists(self.store.path(rel)):
                 self.store.write_state(folds[w.name], rel)
             files[w.name] = rel
@@ -259,9 +264,14 @@ class Rollups:
             rows = parts.get((e.day,), out.clear())
             name = self.name(e)
             label = f"{self.key}={e.value}" if self.key else "all"
-            rel = f"metrics/{safe_name(label)}.{digests[i]}.parquet"
-            self.store.write_table(rows, rel)
-            cached[name] = {"digest": digests[i], "file": rel, "rows": rows.height}
+            rel = self.store.place(f"metrics/{safe_name(label)}.{digests[i]}.parquet")
+            content = self.store.write_table(rows, rel)
+            cached[name] = {
+                "digest": digests[i],
+                "file": rel,
+                "rows": rows.height,
+                "blake2b": content,
+            }
         save()
 
     def _order(self, out: pl.DataFrame) -> pl.DataFrame:

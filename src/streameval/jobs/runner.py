@@ -56,7 +56,7 @@ from .outputs import publish
 from .partitions import Partition, discover, safe_name
 from .progress import Progress
 from .rollup import Entry, Rollups
-from .store import Store
+from .store import DamagedStateError, Store, StoreError
 
 SAVE_EVERY = 0.5  # seconds between manifest writes while partitions are computed
 
@@ -161,14 +161,22 @@ def run_job(
             store, manifest, job.windows, job.source.partition_key,
             job.task.metric_kwargs(), job.task.by, warn,
         )  # fmt: skip
-        stored = entries(job, manifest)
 
         def save() -> None:
             store.save(manifest)
 
-        report.rollup_days = rollups.run(stored, save)
-        names = list(dict.fromkeys(rollups.name(e) for e in stored)) if job.outputs else []
-        published = publish(job, store, manifest, names)
+        for _ in range(len(parts) + 3):  # each repair recomputes a damaged file once
+            stored = entries(job, manifest)
+            try:
+                report.rollup_days += rollups.run(stored, save)
+                store.switch(manifest)  # a full refresh takes the store's place here
+                names = list(dict.fromkeys(rollups.name(e) for e in stored)) if job.outputs else []
+                published = publish(job, store, manifest, names, save)
+                break
+            except DamagedStateError as exc:
+                _repair(job, store, manifest, parts, exc, progress, warn)
+        else:  # pragma: no cover - each repair replaces one damaged file
+            raise StoreError(f"the store {store.root!r} keeps failing its checks")
         report.written, report.unchanged = published.written, published.unchanged
         report.removed = published.removed
         store.save(manifest)
@@ -206,7 +214,7 @@ def _compute(
             "already in the store (another streameval version?); hint: run with --full-refresh"
         )
     manifest["spec"] = spec
-    rel = f"states/{safe_name(label)}.{p.digest}.parquet"
+    rel = store.place(f"states/{safe_name(label)}.{p.digest}.parquet")
     size = store.write_state(state, rel)
     manifest["partitions"][p.value] = {
         "digest": p.digest,
@@ -219,6 +227,37 @@ def _compute(
         "seconds": round(time.monotonic() - tick, 3),
     }
     progress.done(label, files=p.files, rows=p.rows)
+
+
+def _repair(
+    job: JobConfig,
+    store: Store,
+    manifest: dict[str, Any],
+    parts: list[Partition],
+    exc: DamagedStateError,
+    progress: Progress,
+    warn: Any,
+) -> None:
+    """Recompute a damaged store file: a partition's state from its source, or a rollup."""
+    if exc.partition is None:  # metric rows or a running window: recomputed from the states
+        for name, entry in list(manifest["rollups"].items()):
+            if entry.get("file") == exc.file:
+                del manifest["rollups"][name]
+        if exc.file in (manifest.get("running") or {}).get("files", {}).values():
+            manifest["running"] = {}
+        warn(f"{exc}; recomputing it")
+        return
+    source = {p.value: p for p in parts}.get(exc.partition)
+    if source is None:
+        raise StoreError(
+            f"{exc}; its source files are no longer there, so it cannot be recomputed; hint: "
+            "restore the state file from a backup, or drop the partition from the store with "
+            "--full-refresh (which keeps the old store until it completes)"
+        ) from None
+    warn(f"{exc}; recomputing that partition from its source")
+    manifest["partitions"].pop(exc.partition, None)
+    _compute(job, store, manifest, source, progress, warn)
+    store.save(manifest)
 
 
 def _summary(r: RunReport) -> str:

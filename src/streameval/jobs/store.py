@@ -7,26 +7,36 @@ Layout of a store folder::
     states/day=2026-10-01.<hash>.parquet     # one state per source partition
     metrics/day=2026-10-01.<hash>.parquet    # the metric rows of every window ending that day
     running/<window>.<hash>.parquet    # running windows (mtd, ytd, all) at the last day
+    g2/...                             # the same three folders, after a full refresh
 
 Every file is written to a temporary file in its folder, fsynced and renamed into place;
 the manifest only ever names complete files, and files it no longer names are deleted
 after it has been written. The manifest records its own format version, the state schema
 version and the job settings the states depend on; a store written differently is refused
 with a clear message, never misread.
+
+A full refresh never touches what the manifest names: it writes a new *generation* of files
+into a folder of its own (``g2/``, with its progress in ``g2/manifest.json``) and switches
+over by replacing ``manifest.json`` in one rename once every state and rollup is written.
+Killed or failed before that, it leaves the old store byte for byte as it was; the next run
+deletes the unfinished generation. Only files the store's own naming proves it wrote are
+deleted: Parquet files in its three folders, its generation manifests and its own tagged
+temporaries.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-import tempfile
-from collections.abc import Callable
+import re
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from ..errors import StateFileError
+from ..files import atomic_write, atomic_write_bytes, remove_temporaries
 from ..io import read_state, write_state
 from ..spec import SCHEMA_VERSION
 from ..state import State
@@ -35,50 +45,20 @@ STORE_FORMAT = 1
 MANIFEST = "manifest.json"
 LOCK = "LOCK"
 FOLDERS = ("states", "metrics", "running")
+GENERATION = re.compile(r"g[0-9]+")
+STORE_FILE = re.compile(r"[A-Za-z0-9._=-]+\.parquet")
 
 
 class StoreError(StateFileError):
     """A state store that cannot be used as it is (other version, other job, damaged)."""
 
 
-def fsync_dir(folder: str | os.PathLike[str]) -> None:
-    """Flush a folder's entries (a rename) to disk, where the platform allows it."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+class DamagedStateError(StoreError):
+    """A stored state file fails its checks; ``partition`` names its partition, if any."""
 
-
-def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> None:
-    """Write ``path`` through ``write(temporary path)``, fsync, then rename into place."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_dir(target.parent)
-
-
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically."""
-
-    def write(tmp: str) -> None:
-        Path(tmp).write_bytes(data)
-
-    atomic_write(path, write)
+    def __init__(self, message: str, file: str, partition: str | None = None) -> None:
+        super().__init__(message)
+        self.file, self.partition = file, partition
 
 
 def canonical(state: State) -> State:
@@ -93,7 +73,7 @@ def canonical(state: State) -> State:
     return State(state.spec, state.table.sort(order, nulls_last=False, maintain_order=True))
 
 
-def new_manifest(identity: dict[str, Any]) -> dict[str, Any]:
+def new_manifest(identity: dict[str, Any], generation: int = 0) -> dict[str, Any]:
     """An empty manifest for a job whose states depend on ``identity``."""
     from .. import __version__
 
@@ -102,12 +82,27 @@ def new_manifest(identity: dict[str, Any]) -> dict[str, Any]:
         "state_schema_version": SCHEMA_VERSION,
         "written_by": f"streameval {__version__}",
         "identity": identity,
+        "generation": generation,
         "spec": None,
         "partitions": {},
         "rollups": {},
         "running": {},
         "outputs": {},
     }
+
+
+def folder_of(generation: int) -> str:
+    """The folder (relative to the store) of a generation's files: '' for the first."""
+    return f"g{generation}" if generation else ""
+
+
+def file_digest(path: str) -> str:
+    """The BLAKE2b-128 hex digest of a file's bytes."""
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _differences(old: Any, new: Any, path: str = "") -> list[str]:
@@ -126,11 +121,19 @@ class Store:
         self.root = root
         self.manifest_path = os.path.join(root, MANIFEST)
         self.lock_path = os.path.join(root, LOCK)
+        self.folder = ""  # where new files go: the generation's folder
+        real = os.path.realpath(root)
+        self.tag = "streameval-" + hashlib.sha256(real.encode()).hexdigest()[:12]
         self._saved: str | None = None
+        self._refresh: dict[str, Any] | None = None  # the manifest a full refresh replaces
 
     def path(self, relative: str) -> str:
         """Absolute path of a file named relative to the store."""
         return os.path.join(self.root, relative)
+
+    def place(self, relative: str) -> str:
+        """The store-relative name of a new file ``relative`` in the current generation."""
+        return f"{self.folder}/{relative}" if self.folder else relative
 
     def read_manifest(self) -> dict[str, Any] | None:
         """The manifest as stored, or None for a new store; refuse one this version cannot read."""
@@ -138,6 +141,10 @@ class Store:
             text = Path(self.manifest_path).read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise StoreError(
+                f"cannot read the store manifest {self.manifest_path!r}: {exc.strerror}"
+            ) from None
         try:
             manifest = json.loads(text)
             assert isinstance(manifest, dict)
@@ -148,6 +155,7 @@ class Store:
             ) from None
         self._saved = text
         self.check_versions(manifest)
+        self.folder = folder_of(int(manifest.get("generation") or 0))
         return manifest
 
     def check_versions(self, manifest: dict[str, Any]) -> None:
@@ -167,8 +175,14 @@ class Store:
                 )
 
     def open(self, identity: dict[str, Any], full_refresh: bool) -> dict[str, Any]:
-        """The manifest to run with: the stored one, checked against the job, or a new one."""
-        manifest = None if full_refresh else self.read_manifest()
+        """The manifest to run with: the stored one, checked against the job, or a new one.
+
+        With ``full_refresh`` the stored manifest stays in place: the returned manifest is a
+        new generation's, saved beside it until :meth:`switch` puts it in its place.
+        """
+        if full_refresh:
+            return self._begin_refresh(identity)
+        manifest = self.read_manifest()
         if manifest is None:
             manifest = new_manifest(identity)
             self.save(manifest)
@@ -182,32 +196,78 @@ class Store:
             )
         return manifest
 
+    def _begin_refresh(self, identity: dict[str, Any]) -> dict[str, Any]:
+        try:
+            old = self.read_manifest()
+        except StoreError:  # unreadable or of another version: the refresh replaces it
+            old = None
+        used = [int(d.name[1:]) for d in self._generations()]
+        generation = max([0, *used, int((old or {}).get("generation") or 0)]) + 1
+        self._refresh = old or {}
+        self.folder = folder_of(generation)
+        manifest = new_manifest(identity, generation)
+        manifest["outputs"] = dict(self._refresh.get("outputs") or {})
+        self.manifest_path = self.path(f"{self.folder}/{MANIFEST}")
+        self._saved = None
+        self.save(manifest)
+        return manifest
+
+    @property
+    def refreshing(self) -> bool:
+        """Whether a full refresh is building a new generation not yet switched to."""
+        return self._refresh is not None
+
+    def switch(self, manifest: dict[str, Any]) -> None:
+        """Make a full refresh's manifest the store's (one atomic rename); no-op otherwise."""
+        if self._refresh is None:
+            return
+        staged = self.manifest_path
+        self.manifest_path = os.path.join(self.root, MANIFEST)
+        self._saved = None
+        self.save(manifest)
+        self._refresh = None
+        Path(staged).unlink(missing_ok=True)
+
     def save(self, manifest: dict[str, Any]) -> bool:
         """Write the manifest atomically if it changed; return whether it was written."""
         text = json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n"
         if text == self._saved:
             return False
-        atomic_write_bytes(self.manifest_path, text.encode())
+        atomic_write_bytes(self.manifest_path, text.encode(), tag=self.tag)
         self._saved = text
         return True
 
     def write_state(self, state: State, relative: str) -> int:
         """Write a state (rows in canonical order) atomically; return its size in bytes."""
-        atomic_write(self.path(relative), lambda tmp: write_state(canonical(state), tmp))
+        atomic_write(
+            self.path(relative), lambda tmp: write_state(canonical(state), tmp), tag=self.tag
+        )
         return os.path.getsize(self.path(relative))
 
-    def read_state(self, relative: str, what: str) -> State:
-        """Read a state file of the store; a missing or unreadable one is a clear error."""
+    def read_state(self, relative: str, what: str, partition: str | None = None) -> State:
+        """Read a state file of the store; a missing or damaged one is a clear error."""
         try:
             return read_state(self.path(relative))
         except StateFileError as exc:
-            raise StoreError(
-                f"{what}: {exc}; hint: run with --full-refresh to recompute the store"
-            ) from None
+            raise DamagedStateError(f"{what}: {exc}", relative, partition) from None
 
-    def write_table(self, table: pl.DataFrame, relative: str) -> None:
-        """Write a plain Parquet table (metric rows) atomically."""
-        atomic_write(self.path(relative), lambda tmp: table.write_parquet(tmp))
+    def write_table(self, table: pl.DataFrame, relative: str) -> str:
+        """Write a plain Parquet table (metric rows) atomically; return its bytes' digest."""
+        atomic_write(self.path(relative), lambda tmp: table.write_parquet(tmp), tag=self.tag)
+        return file_digest(self.path(relative))
+
+    def read_table(self, relative: str, digest: str | None, what: str) -> pl.DataFrame:
+        """Read a table written by :meth:`write_table`, checked against its recorded digest."""
+        path = self.path(relative)
+        try:
+            if digest is not None and file_digest(path) != digest:
+                raise ValueError("its content does not match the digest the manifest records")
+            return pl.read_parquet(path)
+        except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
+            raise DamagedStateError(
+                f"{what}: cannot read {path!r} ({exc}); hint: run again to recompute it",
+                relative,
+            ) from None
 
     def referenced(self, manifest: dict[str, Any]) -> set[str]:
         """Every file the manifest names, relative to the store."""
@@ -216,23 +276,49 @@ class Store:
         names |= set((manifest.get("running") or {}).get("files", {}).values())
         return {os.path.normpath(n) for n in names}
 
+    def _generations(self) -> list[Path]:
+        root = Path(self.root)
+        if not root.is_dir():
+            return []
+        return [d for d in root.iterdir() if GENERATION.fullmatch(d.name) and d.is_dir()]
+
+    def _folders(self) -> list[str]:
+        """Every generation folder of the store ('' for the first), relative to it."""
+        return ["", *sorted(d.name for d in self._generations())]
+
     def remove_temporaries(self) -> int:
-        """Delete temporary files left by a run that was killed; return how many."""
+        """Delete this store's temporary files left by a killed run; return how many."""
         removed = 0
-        for folder in (self.root, *(self.path(f) for f in FOLDERS)):
-            for p in Path(folder).glob(".*.tmp") if os.path.isdir(folder) else []:
-                p.unlink(missing_ok=True)
-                removed += 1
+        for g in self._folders():
+            base = self.path(g) if g else self.root
+            for folder in (base, *(os.path.join(base, f) for f in FOLDERS)):
+                removed += remove_temporaries(folder, self.tag)
         return removed
 
     def remove_unreferenced(self, manifest: dict[str, Any]) -> int:
-        """Delete files in the store's folders that the (saved) manifest does not name."""
+        """Delete the store files the (saved) manifest does not name, and dead generations.
+
+        Only the store's own files are candidates: ``*.parquet`` files named as the store
+        names them in its three folders, and the manifests of unfinished generations; a
+        folder is removed only once empty.
+        """
+        if self.refreshing:
+            raise RuntimeError("remove_unreferenced before a full refresh switched over")
         keep = self.referenced(manifest)
         removed = 0
-        for folder in FOLDERS:
-            base = Path(self.path(folder))
-            for p in sorted(base.glob("*.parquet")) if base.is_dir() else []:
-                if os.path.normpath(f"{folder}/{p.name}") not in keep:
-                    p.unlink(missing_ok=True)
-                    removed += 1
+        for g in self._folders():
+            for folder in FOLDERS:
+                rel = f"{g}/{folder}" if g else folder
+                base = Path(self.path(rel))
+                for p in sorted(base.glob("*.parquet")) if base.is_dir() else []:
+                    name = os.path.normpath(f"{rel}/{p.name}")
+                    if STORE_FILE.fullmatch(p.name) and name not in keep and p.is_file():
+                        p.unlink(missing_ok=True)
+                        removed += 1
+                if g != self.folder and base.is_dir() and not any(base.iterdir()):
+                    base.rmdir()
+            if g:  # a refresh's progress manifest, once switched over or abandoned
+                Path(self.path(f"{g}/{MANIFEST}")).unlink(missing_ok=True)
+                if g != self.folder and not any(Path(self.path(g)).iterdir()):
+                    Path(self.path(g)).rmdir()
         return removed
