@@ -201,19 +201,21 @@ def test_a_held_lock_is_refused_and_a_stale_one_taken_over(setup, main):
     store = job.parent / "store"
     store.mkdir()
     lock = store / "LOCK"
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    hold = (
+        "import sys, time\nfrom streameval.jobs.lock import StoreLock\n"
+        f"StoreLock({str(lock)!r}, 'holder').acquire()\nprint('held', flush=True)\ntime.sleep(60)"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE, text=True)
     try:
-        import socket
-
-        info = {"pid": holder.pid, "host": socket.gethostname(), "started": 0}
-        lock.write_text(json.dumps(info | {"started_at": "2026-10-01T00:00:00+00:00"}))
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         result = main("run", str(job))
         assert result.returncode == 2
         assert f"another run holds the store's lock {lock}" in result.stderr
         assert f"pid {holder.pid}" in result.stderr and f"rm {lock}" in result.stderr
     finally:
-        holder.kill()
+        holder.kill()  # SIGKILL: the lock file stays, its flock goes with the process
         holder.wait()
+    assert lock.exists()
     result = main("run", str(job))  # the holder is gone: its lock is stale
     assert result.returncode == 0, result.stderr
     assert f"took over a stale lock left by pid {holder.pid}" in result.stderr

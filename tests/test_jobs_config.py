@@ -68,7 +68,7 @@ def test_a_good_job_file_resolves_paths_against_its_folder(tmp_path):
         (('by = ["segment"]', 'by = ["segment", "day"]'), "task.by: expected group keys other"),
         (('by = ["segment"]', 'precision = "fast"'), "task.precision: expected precision"),
         (('by = ["segment"]', "level = 1.5"), "task.level: expected a level between 0 and 1"),
-        (('path = "out/metrics"', 'path = "state/m"'), "outputs[0].path: expected a path outside"),
+        (('path = "out/metrics"', 'path = "state/m"'), "outputs[0].path: expected a path apart from store.path"),
         (('partition_key = "day"', ""),
          "outputs[0].windows[0]: window '1d' needs dated partitions"),
         (('partition_key = "day"', 'partition_key = "day"\ntable = "t"'),

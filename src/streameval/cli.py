@@ -295,12 +295,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         commands = {"evaluate": _evaluate, "report": _report, "demo": _demo}
         return commands[args.command](args)
     except StreamevalError as exc:
-        print(f"streameval: error: {exc}", file=sys.stderr)
+        print(f"streameval: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except (pl.exceptions.PolarsError, OSError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"streameval: error: {first}; hint: check the source files", file=sys.stderr)
+        print(
+            f"streameval: error: {one_line(first)}; hint: check the source files", file=sys.stderr
+        )
         return 2
+
+
+def one_line(text: str) -> str:
+    r"""An error message as one printable line: control characters shown escaped.
+
+    >>> one_line("cannot read 'a.parquet': bad \x0e\n byte")
+    "cannot read 'a.parquet': bad \\x0e\\n byte"
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 if __name__ == "__main__":

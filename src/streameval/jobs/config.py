@@ -223,20 +223,61 @@ def _cross_checks(top: Table, job: JobConfig) -> None:
         for output in job.outputs:
             if any(w.kind != "all" for w in output.windows):
                 raise top.error("source.partition_key", "missing; windows need dated partitions")
-    seen: dict[str, int] = {}
-    for i, output in enumerate(job.outputs):
-        if output.path in seen:
-            raise top.error(f"outputs[{i}].path", f"same path as outputs[{seen[output.path]}]")
-        if _inside(output.path, job.store) or _inside(job.store, output.path):
-            raise top.error(f"outputs[{i}].path", "expected a path outside the state store")
-        seen[output.path] = i
+    _no_overlaps(top, job)
+
+
+def _no_overlaps(top: Table, job: JobConfig) -> None:
+    """Refuse a store or output that is, holds or lies in a source path or another output.
+
+    Paths are compared resolved (symlinks followed); a glob counts as the folder before its
+    first wildcard. A job writing into its own source would overwrite predictions with metric
+    rows, or read its own outputs back as predictions on the next run.
+    """
+    sources = [
+        (f"source.paths[{i}]", _real(_static_part(p))) for i, p in enumerate(job.source.paths)
+    ]
+    targets = [("store.path", _real(job.store))]
+    targets += [(f"outputs[{i}].path", _real(o.path)) for i, o in enumerate(job.outputs)]
+    for n, (where, target) in enumerate(targets):
+        for what, source in sources:
+            if _inside(target, source) or _inside(source, target):
+                raise top.error(
+                    where,
+                    f"expected a path apart from the source, but {target!r} "
+                    f"{_relation(target, source)} the source path {what} ({source!r}); hint: "
+                    "write the job's store and metric tables to folders of their own",
+                )
+        for other_where, other in targets[:n]:
+            if _inside(target, other) or _inside(other, target):
+                raise top.error(
+                    where,
+                    f"expected a path apart from {other_where}, but {target!r} "
+                    f"{_relation(target, other)} it ({other!r}); hint: give each output and "
+                    "the store a path of its own",
+                )
+
+
+def _static_part(path: str) -> str:
+    """A path up to the folder holding its first wildcard (the path itself if it has none)."""
+    wild = [path.index(c) for c in "*?[" if c in path]
+    return os.path.dirname(path[: min(wild)]) if wild else path
+
+
+def _real(path: str) -> str:
+    return path if "://" in path else os.path.realpath(path)
+
+
+def _relation(path: str, other: str) -> str:
+    if path == other:
+        return "is"
+    return "lies inside" if _inside(path, other) else "holds"
 
 
 def _inside(path: str, folder: str) -> bool:
     """Whether ``path`` is ``folder`` or below it."""
+    if "://" in path or "://" in folder:
+        return path.rstrip("/") == folder.rstrip("/") or path.startswith(folder.rstrip("/") + "/")
     try:
-        return os.path.commonpath([os.path.abspath(path), os.path.abspath(folder)]) == (
-            os.path.abspath(folder)
-        )
+        return os.path.commonpath([path, folder]) == folder
     except ValueError:
         return False

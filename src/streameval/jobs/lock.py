@@ -1,11 +1,12 @@
 """The store's lock: one run at a time, with stale-lock detection.
 
-The lock is a file created with ``O_CREAT | O_EXCL`` holding the owner's pid, host name,
-start time and (on Linux) the process's start tick, so a reused pid is not mistaken for the
-owner. A lock is stale when its owner is on this host and no longer runs (or is a zombie,
-or the pid now belongs to another process), or, for an owner on another host, when it is
-older than :data:`OTHER_HOST_TIMEOUT` (24 hours). A stale lock is taken over through a
-second ``O_EXCL`` guard file, so two runs cannot both take over the same stale lock.
+The lock file holds the owner's pid, host name, start time and command, and the owner holds
+an exclusive ``flock`` on it for as long as it runs. The kernel drops that lock when the
+process ends, however it ends, so a lock file nobody holds a ``flock`` on was left by a run
+that is gone and is taken over at once (an empty or unreadable one too). The file is written
+complete before it appears (a temporary file linked into place), so no run ever sees a lock
+being created. An owner on another host (a store on a network folder, where ``flock`` may
+not reach other hosts) is trusted for :data:`OTHER_HOST_TIMEOUT` (24 hours).
 
 >>> import tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "LOCK")
@@ -20,17 +21,20 @@ False
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
+import tempfile
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from ..errors import StreamevalError
+from ..files import default_mode, write_failed
 
 OTHER_HOST_TIMEOUT = 24 * 3600.0
-UNREADABLE_TIMEOUT = 60.0
 
 
 class StoreLockedError(StreamevalError):
@@ -84,7 +88,7 @@ def owner_alive(info: dict[str, Any]) -> bool:
 
 def _read(path: str) -> tuple[dict[str, Any] | None, str]:
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
     except FileNotFoundError:
         return None, ""
@@ -97,8 +101,16 @@ def _read(path: str) -> tuple[dict[str, Any] | None, str]:
 
 def _describe(info: dict[str, Any] | None) -> str:
     if info is None:
-        return "an unreadable lock"
+        return "an empty or unreadable lock"
     return f"pid {info.get('pid')} on host {info.get('host')!r}, started {info.get('started_at')}"
+
+
+def _try_flock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 class StoreLock:
@@ -108,6 +120,7 @@ class StoreLock:
         self.path, self.command = path, command
         self.text: str | None = None
         self.took_over: str | None = None
+        self._fd: int | None = None
 
     def __enter__(self) -> StoreLock:
         self.acquire()
@@ -116,17 +129,71 @@ class StoreLock:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def _create(self, path: str) -> str | None:
+    def _prepare(self) -> tuple[int, str, str]:
+        """A flocked temporary file holding this run's details: (fd, path, text)."""
         text = json.dumps(_now_info(self.command), sort_keys=True)
+        folder = os.path.dirname(self.path) or "."
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            return None
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        return text
+            fd, tmp = tempfile.mkstemp(prefix=".LOCK.", suffix=".new", dir=folder)
+            os.fchmod(fd, default_mode())
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.write(fd, text.encode())
+            os.fsync(fd)
+        except OSError as exc:
+            raise write_failed(self.path, exc) from None
+        return fd, tmp, text
+
+    def acquire(self) -> None:
+        """Take the lock, taking over a stale one; raise StoreLockedError if it is held."""
+        try:
+            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        except OSError as exc:
+            raise write_failed(self.path, exc) from None
+        fd, tmp, text = self._prepare()
+        try:
+            for _ in range(5):
+                try:
+                    os.link(tmp, self.path)  # appears complete, and held, or not at all
+                except FileExistsError:
+                    if self._take_over(tmp):
+                        break
+                    continue
+                break
+            else:
+                raise self._refuse(None, " and it changed hands repeatedly while this run waited")
+        except BaseException:
+            os.close(fd)
+            raise
+        finally:
+            Path(tmp).unlink(missing_ok=True)  # taken over: already renamed into place
+        self._fd, self.text = fd, text
+
+    def _take_over(self, tmp: str) -> bool:
+        """Replace a lock whose owner is gone by ours; refuse one that is held."""
+        try:
+            old = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return False  # released meanwhile: try to create it again
+        try:
+            info, _ = _read(self.path)
+            if not _try_flock(old):
+                raise self._refuse(info)
+            elsewhere = info is not None and info.get("host") != socket.gethostname()
+            if elsewhere and owner_alive(info):  # type: ignore[arg-type]  # flock: this host
+                raise self._refuse(info)
+            try:  # the file we hold is still the lock (not replaced by another run)?
+                if os.stat(self.path).st_ino != os.fstat(old).st_ino:
+                    return False
+            except FileNotFoundError:
+                return False
+            os.replace(tmp, self.path)
+            self.took_over = (
+                f"took over a stale lock left by {_describe(info)} "
+                "(that process is no longer running)"
+            )
+            return True
+        finally:
+            os.close(old)
 
     def _refuse(self, info: dict[str, Any] | None, why: str = "") -> StoreLockedError:
         return StoreLockedError(
@@ -135,53 +202,15 @@ class StoreLock:
             f"rm {self.path}"
         )
 
-    def _stale(self, info: dict[str, Any] | None, path: str) -> bool:
-        if info is None:  # being written, or its writer died right after creating it
-            try:
-                return time.time() - os.stat(path).st_mtime > UNREADABLE_TIMEOUT
-            except FileNotFoundError:
-                return False
-        return not owner_alive(info)
-
-    def acquire(self) -> None:
-        """Take the lock, taking over a stale one; raise StoreLockedError if it is held."""
-        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-        for _ in range(5):
-            self.text = self._create(self.path)
-            if self.text is not None:
-                return
-            info, text = _read(self.path)
-            if not text and not os.path.exists(self.path):
-                continue
-            if not self._stale(info, self.path):
-                raise self._refuse(info)
-            self._take_over(info, text)
-        raise self._refuse(None, " and it changed hands repeatedly while this run waited")
-
-    def _take_over(self, info: dict[str, Any] | None, text: str) -> None:
-        guard = self.path + ".takeover"
-        if self._create(guard) is None:
-            guard_info, _ = _read(guard)
-            if self._stale(guard_info, guard):
-                os.unlink(guard)
-                return
-            raise self._refuse(info, "; another run is taking it over right now")
-        try:
-            _, now = _read(self.path)
-            if now == text:
-                os.unlink(self.path)
-                self.took_over = (
-                    f"took over a stale lock left by {_describe(info)} "
-                    "(that process is no longer running)"
-                )
-        finally:
-            os.unlink(guard)
-
     def release(self) -> None:
-        """Remove the lock file if it is still this run's."""
-        if self.text is None:
+        """Remove the lock file if it is still this run's, and drop the flock."""
+        if self.text is None or self._fd is None:
             return
-        _, now = _read(self.path)
-        if now == self.text:
-            os.unlink(self.path)
-        self.text = None
+        try:
+            if os.stat(self.path).st_ino == os.fstat(self._fd).st_ino:
+                os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(self._fd)
+            self._fd, self.text = None, None

@@ -114,7 +114,6 @@ def run_job(
     stream: TextIO | None = None,
 ) -> RunReport:
     """Run a job file; see the module docstring. Returns what was done."""
-    started = time.monotonic()
     job = load_job(path)
     parts = discover(job.source, job.base)
     store = Store(job.store)
@@ -129,60 +128,79 @@ def run_job(
     command = f"streameval run {os.path.abspath(os.fspath(path))} on {socket.gethostname()}"
     with StoreLock(store.lock_path, command) as lock:
         manifest = store.open(job.identity(), full_refresh)
-        report = plan(parts, manifest, store)
-        todo = [p for p in parts if p.value in set(report.new) | set(report.changed)]
-        progress = Progress(
-            sum(p.files for p in todo), sum(p.rows for p in todo), stream=out, quiet=quiet
-        )
-        if lock.took_over:
-            progress.log(lock.took_over, always=True)
-        store.remove_temporaries()
-        warned: set[str] = set()
+        try:
+            report = _run(job, store, manifest, parts, lock.took_over, out, quiet)
+        except BaseException:
+            store.abandon()  # a full refresh that failed leaves the old store as it was
+            raise
+    return report
 
-        def warn(message: str) -> None:
-            if message not in warned:
-                warned.add(message)
-                progress.log(f"warning: {message}", always=True)
 
-        for value in report.dropped:
-            del manifest["partitions"][value]
-        store.save(manifest)
-        saved = time.monotonic()
-        for p in todo:
-            _compute(job, store, manifest, p, progress, warn)
-            report.processed += 1
-            report.rows += p.rows
-            if time.monotonic() - saved >= SAVE_EVERY:  # a killed run resumes from here
-                store.save(manifest)
-                saved = time.monotonic()
-        store.save(manifest)
-        progress.finish()
-        rollups = Rollups(
-            store, manifest, job.windows, job.source.partition_key,
-            job.task.metric_kwargs(), job.task.by, warn,
-        )  # fmt: skip
+def _run(
+    job: JobConfig,
+    store: Store,
+    manifest: dict[str, Any],
+    parts: list[Partition],
+    took_over: str | None,
+    out: TextIO,
+    quiet: bool,
+) -> RunReport:
+    """The body of a run, holding the store's lock."""
+    started = time.monotonic()
+    report = plan(parts, manifest, store)
+    todo = [p for p in parts if p.value in set(report.new) | set(report.changed)]
+    progress = Progress(
+        sum(p.files for p in todo), sum(p.rows for p in todo), stream=out, quiet=quiet
+    )
+    if took_over:
+        progress.log(took_over, always=True)
+    store.remove_temporaries()
+    warned: set[str] = set()
 
-        def save() -> None:
+    def warn(message: str) -> None:
+        if message not in warned:
+            warned.add(message)
+            progress.log(f"warning: {message}", always=True)
+
+    for value in report.dropped:
+        del manifest["partitions"][value]
+    store.save(manifest)
+    saved = time.monotonic()
+    for p in todo:
+        _compute(job, store, manifest, p, progress, warn)
+        report.processed += 1
+        report.rows += p.rows
+        if time.monotonic() - saved >= SAVE_EVERY:  # a killed run resumes from here
             store.save(manifest)
+            saved = time.monotonic()
+    store.save(manifest)
+    progress.finish()
+    rollups = Rollups(
+        store, manifest, job.windows, job.source.partition_key,
+        job.task.metric_kwargs(), job.task.by, warn,
+    )  # fmt: skip
 
-        for _ in range(len(parts) + 3):  # each repair recomputes a damaged file once
-            stored = entries(job, manifest)
-            try:
-                report.rollup_days += rollups.run(stored, save)
-                store.switch(manifest)  # a full refresh takes the store's place here
-                names = list(dict.fromkeys(rollups.name(e) for e in stored)) if job.outputs else []
-                published = publish(job, store, manifest, names, save)
-                break
-            except DamagedStateError as exc:
-                _repair(job, store, manifest, parts, exc, progress, warn)
-        else:  # pragma: no cover - each repair replaces one damaged file
-            raise StoreError(f"the store {store.root!r} keeps failing its checks")
-        report.written, report.unchanged = published.written, published.unchanged
-        report.removed = published.removed
+    def save() -> None:
         store.save(manifest)
-        store.remove_unreferenced(manifest)
-        report.seconds = time.monotonic() - started
-        progress.log(_summary(report))
+
+    for _ in range(len(parts) + 3):  # each repair recomputes a damaged file once
+        stored = entries(job, manifest)
+        try:
+            report.rollup_days += rollups.run(stored, save)
+            store.switch(manifest)  # a full refresh takes the store's place here
+            names = list(dict.fromkeys(rollups.name(e) for e in stored)) if job.outputs else []
+            published = publish(job, store, manifest, names, save)
+            break
+        except DamagedStateError as exc:
+            _repair(job, store, manifest, parts, exc, progress, warn)
+    else:  # pragma: no cover - each repair replaces one damaged file
+        raise StoreError(f"the store {store.root!r} keeps failing its checks")
+    report.written, report.unchanged = published.written, published.unchanged
+    report.removed = published.removed
+    store.save(manifest)
+    store.remove_unreferenced(manifest)
+    report.seconds = time.monotonic() - started
+    progress.log(_summary(report))
     return report
 
 

@@ -305,20 +305,36 @@ class Store:
         if self.refreshing:
             raise RuntimeError("remove_unreferenced before a full refresh switched over")
         keep = self.referenced(manifest)
+        return sum(self._remove_files(g, keep) for g in self._folders())
+
+    def abandon(self) -> None:
+        """Delete the files of a full refresh that failed; the store stays as it was."""
+        if self._refresh is None:
+            return
+        unfinished = self.folder
+        self.folder = folder_of(int(self._refresh.get("generation") or 0))
+        self.manifest_path = os.path.join(self.root, MANIFEST)
+        self._refresh = None
+        for folder in ("", *FOLDERS):
+            remove_temporaries(self.path(f"{unfinished}/{folder}"), self.tag)
+        self._remove_files(unfinished, set())
+
+    def _remove_files(self, g: str, keep: set[str]) -> int:
+        """Delete generation ``g``'s store files not in ``keep``; drop it if dead and empty."""
         removed = 0
-        for g in self._folders():
-            for folder in FOLDERS:
-                rel = f"{g}/{folder}" if g else folder
-                base = Path(self.path(rel))
-                for p in sorted(base.glob("*.parquet")) if base.is_dir() else []:
-                    name = os.path.normpath(f"{rel}/{p.name}")
-                    if STORE_FILE.fullmatch(p.name) and name not in keep and p.is_file():
-                        p.unlink(missing_ok=True)
-                        removed += 1
-                if g != self.folder and base.is_dir() and not any(base.iterdir()):
-                    base.rmdir()
-            if g:  # a refresh's progress manifest, once switched over or abandoned
-                Path(self.path(f"{g}/{MANIFEST}")).unlink(missing_ok=True)
-                if g != self.folder and not any(Path(self.path(g)).iterdir()):
-                    Path(self.path(g)).rmdir()
+        for folder in FOLDERS:
+            rel = f"{g}/{folder}" if g else folder
+            base = Path(self.path(rel))
+            for p in sorted(base.glob("*.parquet")) if base.is_dir() else []:
+                name = os.path.normpath(f"{rel}/{p.name}")
+                if STORE_FILE.fullmatch(p.name) and name not in keep and p.is_file():
+                    p.unlink(missing_ok=True)
+                    removed += 1
+            if g != self.folder and base.is_dir() and not any(base.iterdir()):
+                base.rmdir()
+        if g:  # a refresh's progress manifest, once switched over or abandoned
+            Path(self.path(f"{g}/{MANIFEST}")).unlink(missing_ok=True)
+            dead = g != self.folder and os.path.isdir(self.path(g))
+            if dead and not any(Path(self.path(g)).iterdir()):
+                Path(self.path(g)).rmdir()
         return removed

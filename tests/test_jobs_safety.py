@@ -1,0 +1,271 @@
+"""Jobs never lose a user's data: overlapping paths, foreign files, full refreshes, modes.
+
+Every case here runs a real job on real Parquet files in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from jobs_support import ENV, cli, tree, write_day, write_job, write_log
+
+from streameval.jobs import run_job
+from streameval.jobs.config import JobConfigError, load_job
+
+
+@pytest.fixture
+def setup(tmp_path):
+    source = write_log(tmp_path / "preds", days=6, rows=120)
+    job = write_job(tmp_path / "job", source)
+    return tmp_path, source, job
+
+
+def job_text(source: str, store: str, outputs: list[str]) -> str:
+    text = (
+        f'[source]\npaths = ["{source}"]\npartition_key = "day"\n\n'
+        '[task]\nlabel = "label"\nscore = "score"\n\n'
+        f'[store]\npath = "{store}"\n'
+    )
+    return text + "".join(f'\n[[outputs]]\npath = "{o}"\n' for o in outputs)
+
+
+@pytest.mark.parametrize(
+    ("source", "store", "outputs", "where", "relation"),
+    [
+        ("preds", "store", ["preds"], "outputs[0].path", "is the source path"),
+        ("preds/", "store", ["preds/metrics"], "outputs[0].path", "lies inside the source"),
+        ("preds", "store", ["preds/m.csv"], "outputs[0].path", "lies inside the source"),
+        ("preds/day=*/*.parquet", "store", ["preds/m"], "outputs[0].path", "lies inside"),
+        ("preds", "preds/store", ["out"], "store.path", "lies inside the source"),
+        ("preds", ".", ["out"], "store.path", "holds the source"),
+        ("preds", "store", ["."], "outputs[0].path", "holds the source"),
+        ("preds", "store", ["linked"], "outputs[0].path", "is the source path"),
+        ("preds", "store", ["out", "out/m.csv"], "outputs[1].path", "lies inside it"),
+        ("preds", "store", ["out/a.csv", "out/a.csv"], "outputs[1].path", "is it"),
+        ("preds", "store", ["store/m"], "outputs[0].path", "apart from store.path"),
+    ],
+)  # fmt: skip
+def test_a_job_writing_into_its_source_or_another_output_is_refused(
+    tmp_path, source, store, outputs, where, relation
+):
+    write_log(tmp_path / "preds", days=2, rows=20)
+    (tmp_path / "linked").symlink_to(tmp_path / "preds")
+    job = tmp_path / "job.toml"
+    job.write_text(job_text(source, store, outputs))
+    before = tree(tmp_path / "preds")
+    with pytest.raises(JobConfigError) as info:
+        load_job(job)
+    assert f"{where}: expected a path apart from" in str(info.value)
+    assert relation in str(info.value)
+    result = cli("run", str(job))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert tree(tmp_path / "preds") == before
+
+
+def test_outputs_beside_the_source_are_fine(tmp_path):
+    write_log(tmp_path / "data" / "preds", days=2, rows=20)
+    job = tmp_path / "job.toml"
+    job.write_text(job_text("data/preds", "data/store", ["data/metrics", "data/m.csv"]))
+    assert run_job(job, quiet=True).processed == 2
+
+
+def test_files_the_job_did_not_write_are_never_deleted(setup):
+    _tmp, source, job = setup
+    run_job(job, quiet=True)
+    out = job.parent / "out"
+    day = next(p for p in sorted((out / "metrics").iterdir()) if p.is_dir())
+    foreign = [
+        out / ".metrics.csv.backup.tmp",  # beside a CSV output
+        out / "metrics" / ".notes.tmp",  # inside a Parquet output folder
+        day / ".x.tmp",
+        day / "extra.parquet",
+        out / "metrics" / "day=2020-01-01" / "part-0.parquet",  # looks like one of ours
+        job.parent / "store" / ".manifest.json.other.tmp",
+    ]
+    for f in foreign:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(b"not the job's")
+    write_day(source, "binary", 1, 50, seed=9)  # a changed day: outputs rewritten
+    run_job(job, quiet=True)
+    run_job(job, quiet=True, full_refresh=True)
+    for f in foreign:
+        assert f.read_bytes() == b"not the job's", f
+
+
+def test_output_files_the_job_wrote_are_removed_when_their_day_goes(setup):
+    _tmp, source, job = setup
+    run_job(job, quiet=True)
+    out = job.parent / "out" / "metrics"
+    last = sorted(p.name for p in out.iterdir())[-1]
+    for f in (source / last).iterdir():
+        f.unlink()
+    (source / last).rmdir()
+    report = run_job(job, quiet=True)
+    assert report.removed == 1 and not (out / last).exists()
+
+
+def test_a_failed_full_refresh_leaves_store_and_outputs_as_they_were(setup, tmp_path):
+    _tmp, source, job = setup
+    good = job.read_text()
+    run_job(job, quiet=True)
+    before = tree(job.parent)
+    job.write_text(good.replace('label = "label"', 'label = "lable"'))
+    result = cli("run", "--full-refresh", str(job))
+    assert result.returncode == 2 and "'lable'" in result.stderr
+    job.write_text(good)
+    assert tree(job.parent) == before  # no byte of the store or the outputs changed
+    # the old store still serves a normal run, even once a day's source files are gone
+    day = sorted(source.iterdir())[0]
+    for f in day.iterdir():
+        f.unlink()
+    day.rmdir()
+    result = cli("run", str(job))
+    assert result.returncode == 0, result.stderr
+    assert "1 dropped" in result.stderr
+
+
+def test_a_full_refresh_switches_over_and_leaves_only_the_new_files(setup):
+    _tmp, _source, job = setup
+    run_job(job, quiet=True)
+    store = job.parent / "store"
+    old = json.loads((store / "manifest.json").read_text())
+    job.write_text(job.read_text().replace('precision = "exact"', "precision = 8"))
+    result = cli("run", str(job))
+    assert result.returncode == 2 and "--full-refresh" in result.stderr
+    assert run_job(job, quiet=True, full_refresh=True).processed == 6
+    new = json.loads((store / "manifest.json").read_text())
+    assert new["generation"] == old.get("generation", 0) + 1
+    assert new["identity"]["accumulate"]["precision"] == 8
+    named = {e["state"] for e in new["partitions"].values()}
+    named |= {e["file"] for e in new["rollups"].values()}
+    named |= set(new["running"]["files"].values())
+    on_disk = {str(p.relative_to(store)) for p in store.rglob("*") if p.is_file()}
+    assert on_disk == named | {"manifest.json"}
+    assert run_job(job, quiet=True).processed == 0
+    # the outputs equal those of a store built at the new precision from the start
+    fresh = write_job(job.parent.parent / "fresh", _source)
+    fresh.write_text(job.read_text())
+    run_job(fresh, quiet=True)
+    assert tree(job.parent / "out") == tree(fresh.parent / "out")
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_written_files_get_the_users_mode(setup, umask):
+    _tmp, _source, job = setup
+    result = subprocess.run(
+        [sys.executable, "-m", "streameval", "run", str(job), "--quiet"],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.umask(umask),
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    files = [p for p in job.parent.rglob("*") if p.is_file() and p.name != "job.toml"]
+    assert any(p.name == "manifest.json" for p in files)
+    assert any(p.name == "metrics.csv" for p in files)
+    assert any("states" in p.parts for p in files)
+    modes = {str(p.relative_to(job.parent)): stat.S_IMODE(p.stat().st_mode) for p in files}
+    assert set(modes.values()) == {0o666 & ~umask}, modes
+
+
+def test_a_state_file_written_by_the_library_gets_the_users_mode(tmp_path):
+    import streameval as se
+
+    state = se.accumulate(pl.DataFrame({"y": [0, 1], "p": [0.2, 0.7]}), label="y", score="p")
+    old = os.umask(0o027)
+    try:
+        state.write(tmp_path / "s.parquet")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "s.parquet").stat().st_mode) == 0o640
+
+
+def corrupt(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_state_is_recomputed_from_its_source(setup):
+    _tmp, source, job = setup
+    run_job(job, quiet=True)
+    expected = tree(job.parent / "out")
+    store = job.parent / "store"
+    manifest = json.loads((store / "manifest.json").read_text())
+    value = sorted(manifest["partitions"])[2]
+    corrupt(store / manifest["partitions"][value]["state"])
+    write_day(source, "binary", 3, 120)  # rewrites day 3 (same rows): its windows reread day 2
+    result = cli("run", str(job))
+    assert result.returncode == 0, result.stderr
+    assert f"the state of partition {value!r}" in result.stderr
+    assert "recomputing that partition from its source" in result.stderr
+    assert tree(job.parent / "out") == expected
+
+
+def test_reading_a_store_with_a_damaged_state_names_the_partition(setup):
+    _tmp, _source, job = setup
+    run_job(job, quiet=True)
+    store = job.parent / "store"
+    manifest = json.loads((store / "manifest.json").read_text())
+    value = sorted(manifest["partitions"])[2]
+    corrupt(store / manifest["partitions"][value]["state"])
+    result = cli("state", "metrics", str(store))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert f"partition {value!r}" in result.stderr
+
+
+def test_damaged_stored_metric_rows_are_recomputed(setup):
+    _tmp, _source, job = setup
+    run_job(job, quiet=True)
+    expected = tree(job.parent / "out")
+    store = job.parent / "store"
+    manifest = json.loads((store / "manifest.json").read_text())
+    first = sorted(manifest["rollups"])[0]
+    corrupt(store / manifest["rollups"][first]["file"])
+    for f in (job.parent / "out").rglob("*.parquet"):
+        f.unlink()
+    (job.parent / "out" / "metrics.csv").unlink()
+    result = cli("run", str(job))
+    assert result.returncode == 0, result.stderr
+    assert "recomputing it" in result.stderr
+    assert tree(job.parent / "out") == expected
+
+
+def test_an_empty_lock_left_by_a_killed_run_is_taken_over_at_once(setup):
+    _tmp, _source, job = setup
+    store = job.parent / "store"
+    store.mkdir()
+    (store / "LOCK").write_text("")
+    result = cli("run", str(job))
+    assert result.returncode == 0, result.stderr
+    assert "took over a stale lock left by an empty or unreadable lock" in result.stderr
+    assert not (store / "LOCK").exists()
+
+
+def test_a_write_that_fails_names_its_path(setup):
+    """The file size limit makes the kernel refuse the write, as a full disk does."""
+    _tmp, _source, job = setup
+    code = (
+        "import resource, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (300, 300))\n"
+        "from streameval.cli import main\n"
+        f"sys.exit(main(['run', {str(job)!r}, '--quiet']))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=ENV, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert f"cannot write '{job.parent}" in result.stderr
+    assert "File too large" in result.stderr
