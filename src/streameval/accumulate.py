@@ -16,6 +16,7 @@ from .kernels.buckets import bucketed_state
 from .kernels.runs import Collected, Runs, runs_state
 from .kernels.staged import Staged
 from .metrics.binary import as_thresholds
+from .options import check_options
 from .source import (
     Engine,
     Source,
@@ -163,6 +164,7 @@ def accumulate(
     └─────┴─────┴─────┘
 
     """
+    check_options(locals())
     if is_spark_frame(source):
         from .spark import accumulate as on_spark
 
@@ -230,7 +232,7 @@ def prepare(
     boot = resample_plan.bootstrap_options(inputs)
     keys = _as_list(by)
     files = source_files(source) if not isinstance(source, pl.LazyFrame | pl.DataFrame) else None
-    lf = to_lazyframe(source)
+    lf = to_lazyframe(source, files)
     schema = schema_of(lf, files)
     roles = module.roles(inputs)
     if inputs.weight is not None:
@@ -265,6 +267,7 @@ def prepare(
                 f"starting with '_', and the state's and metric table's own columns, got "
                 f"{name!r}; hint: rename it in a LazyFrame"
             )
+    _check_key_types(schema, keys)
     numeric = module.numeric(inputs) + ([(inputs.weight, "weight")] if inputs.weight else [])
     for column, role in numeric:
         if not schema[column].is_numeric():
@@ -290,6 +293,16 @@ def prepare(
         and type(source).__name__ in ("Table", "RecordBatch")
     )
     return Plan(lf, schema, files, engine, wanted, task, units, in_memory, replication)
+
+
+def _check_key_types(schema: pl.Schema, keys: Sequence[str]) -> None:
+    """Refuse group keys whose type Polars cannot group or sort (Python objects)."""
+    for name in keys:
+        if schema[name] == pl.Object:
+            raise InputError(
+                f"expected the group key {name!r} to be a column Polars can group by, got "
+                f"{schema[name]} (Python objects); hint: convert it to strings or numbers"
+            )
 
 
 def unit_rows(plan: Plan, unit: Unit | None = None) -> Collected | None:

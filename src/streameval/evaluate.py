@@ -14,6 +14,7 @@ from .accumulate import Plan, combine, prepare, state_table, unit_staged, units_
 from .errors import DomainWarning
 from .kernels.metrics import grouped_metrics
 from .metrics.binary import ALL, as_thresholds
+from .options import check_options
 from .source import Engine, Source, is_spark_frame
 from .spec import parse_precision
 from .state import State
@@ -85,6 +86,7 @@ def evaluate(
     0.5
 
     """
+    check_options(locals())
     if is_spark_frame(source):
         from .spark import evaluate as on_spark
 

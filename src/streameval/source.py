@@ -15,11 +15,15 @@ streameval.errors.InputError: expected a score column 'score', but the data has 
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import glob as globlib
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote
@@ -79,27 +83,37 @@ def is_spark_frame(source: Any) -> bool:
 
 
 def source_files(source: Source) -> list[str] | None:
-    """The Parquet files behind a path-like source, or None for in-memory sources."""
+    """The Parquet files behind a path-like source, or None for in-memory sources.
+
+    Raises InputError when two directory names spell one hive partition value
+    (:func:`check_partition_spellings`).
+    """
     if isinstance(source, str | os.PathLike):
-        return _expand(source)
-    if isinstance(source, list | tuple) and all(isinstance(s, str | os.PathLike) for s in source):
+        files = _expand(source)
+    elif isinstance(source, list | tuple) and all(isinstance(s, str | os.PathLike) for s in source):
         if not source:
             raise InputError("expected at least one source path, got an empty list")
-        files: list[str] = []
-        for s in source:
-            files.extend(_expand(s))
-        return files
-    return None
+        files = [f for s in source for f in _expand(s)]
+    else:
+        return None
+    check_partition_spellings(files)
+    return files
 
 
-def to_lazyframe(source: Source) -> pl.LazyFrame:
-    """Lazy view of ``source``; paths are scanned (hive partitions included), never read here."""
+def to_lazyframe(source: Source, files: list[str] | None = None) -> pl.LazyFrame:
+    """Lazy view of ``source``; paths are scanned (hive partitions included), never read here.
+
+    ``files`` are the source's files when already listed (:func:`source_files`). A file whose
+    own column is named like a hive key of its path must hold the directory's value
+    (:func:`check_hive_columns`, from the footers).
+    """
     if isinstance(source, pl.LazyFrame):
         return source
     if isinstance(source, pl.DataFrame):
         return source.lazy()
-    files = source_files(source)
+    files = source_files(source) if files is None else files
     if files is not None:
+        check_hive_columns(source, files)
         # One directory or glob goes to Polars as it is, so that only the folders below it
         # count as hive partitions (a `k=v` folder above the root is not a column).
         single = isinstance(source, str | os.PathLike) and hive_root(source) is not None
@@ -113,7 +127,13 @@ def to_lazyframe(source: Source) -> pl.LazyFrame:
         if isinstance(source, ds.Dataset):
             return pl.scan_pyarrow_dataset(source)
         if isinstance(source, pa.Table | pa.RecordBatch):
-            frame = pl.from_arrow(source)
+            try:
+                frame = pl.from_arrow(source)
+            except (pl.exceptions.PolarsError, pa.ArrowException) as exc:
+                raise InputError(
+                    f"expected Arrow data Polars can read, but converting it failed: "
+                    f"{_first_line(exc)}; hint: cast the unsupported columns in pyarrow first"
+                ) from None
             assert isinstance(frame, pl.DataFrame)
             return frame.lazy()
     raise InputError(
@@ -132,6 +152,161 @@ def hive_root(source: Source) -> str | None:
         head = text[: min(text.index(c) for c in _GLOB_CHARS if c in text)]
         return os.path.dirname(head) or "."
     return text if os.path.isdir(text) else None
+
+
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _decoded(raw: str) -> str | None:
+    """A hive directory's value as Polars reads it: URL-decoded, None for the null partition."""
+    return None if raw == HIVE_NULL else unquote(raw)
+
+
+def _meanings(text: str | None) -> set[tuple[str, Any]]:
+    """What a partition value can stand for: the text itself, a number, a boolean, a date.
+
+    Two names share a meaning when they denote one value (``1`` and ``01``, ``2026-10-01`` and
+    ``20261001``), whatever type the key is read as.
+
+    >>> sorted(kind for kind, _ in _meanings("20261001"))
+    ['date', 'datetime', 'number', 'text']
+    >>> [kind for kind, _ in _meanings("01") & _meanings("1.0")]
+    ['number']
+    """
+    if text is None:
+        return {("null", None)}
+    found: set[tuple[str, Any]] = {("text", text)}
+    if _NUMBER.fullmatch(text):
+        found.add(("number", Decimal(text)))
+    if text.lower() in ("true", "false"):
+        found.add(("bool", text.lower() == "true"))
+    for kind, parse in (("date", date.fromisoformat), ("datetime", datetime.fromisoformat)):
+        with contextlib.suppress(ValueError):
+            found.add((kind, parse(text)))
+    return found
+
+
+def _hive_pairs(parts: Sequence[str]) -> dict[str, str]:
+    """The ``key=value`` directory names among ``parts``, as key → raw value."""
+    return dict(p.split("=", 1) for p in parts if "=" in p[1:])
+
+
+def check_partition_spellings(files: Sequence[str]) -> None:
+    """Refuse two directory names that give one hive key the same value, naming both.
+
+    ``day=2026-10-01/`` and ``day=20261001/`` (or ``seg=1/`` and ``seg=01/``, ``seg=a%20b/``
+    and ``seg=a b/``) are one value spelled two ways: Polars reads them as two groups, or one
+    group counted from both, and totals count both. Only directory names are looked at.
+
+    >>> check_partition_spellings(["p/day=2026-10-01/a.parquet", "p/day=2026-10-02/a.parquet"])
+    >>> check_partition_spellings(["p/seg=1/a.parquet", "p/seg=01/a.parquet"])
+    Traceback (most recent call last):
+    ...
+    streameval.errors.InputError: expected one directory name per value of the hive key 'seg', ...
+    """
+    named: dict[str, dict[str, str]] = {}  # key -> raw value -> the first directory so named
+    for folder in dict.fromkeys(os.path.dirname(f) for f in files):
+        parts = Path(folder).parts
+        for i, part in enumerate(parts):
+            if "=" in part[1:]:
+                key, raw = part.split("=", 1)
+                named.setdefault(key, {}).setdefault(raw, str(Path(*parts[: i + 1])))
+    for key, folders in named.items():
+        first: dict[tuple[str, Any], str] = {}
+        for raw in sorted(folders) if len(folders) > 1 else ():
+            for meaning in sorted(_meanings(_decoded(raw)), key=str):
+                other = first.setdefault(meaning, raw)
+                if other != raw:
+                    raise InputError(
+                        f"expected one directory name per value of the hive key {key!r}, but "
+                        f"'{key}={other}' and '{key}={raw}' both hold {meaning[1]!s} "
+                        f"({folders[other]!r} and {folders[raw]!r}), so its rows would be "
+                        "counted twice or split; hint: move the files into one of the two "
+                        "directories"
+                    )
+
+
+def check_hive_columns(source: Source, files: Sequence[str]) -> None:
+    """Refuse a file whose own column, named like a hive key of its path, differs from it.
+
+    Polars replaces such a column with the directory's value. The column may stay in the file
+    (Polars' ``partition_by`` writes keep it) if its footer statistics show every row equal
+    to the directory's value; otherwise the file is named. Reads footers only, and only of
+    files with ``key=value`` directories (those below ``source`` when it is one directory).
+    """
+    root = os.fspath(source) if isinstance(source, str | os.PathLike) else None
+    root = root if root is not None and os.path.isdir(root) else None
+    for f in files:
+        pairs = _hive_pairs(Path(os.path.relpath(f, root) if root else f).parts[:-1])
+        if pairs:
+            _check_file_keys(f, pairs)
+
+
+def _check_file_keys(path: str, pairs: dict[str, str]) -> None:
+    """Raise InputError if a column of ``path`` named like a key in ``pairs`` differs from it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_metadata(path)
+        names = meta.schema.to_arrow_schema().names
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(
+            f"cannot read {path!r} as Parquet ({exc}); hint: remove or rewrite that file"
+        ) from None
+    for key in (k for k in pairs if k in names):
+        value = _decoded(pairs[key])
+        found = _footer_disagreement(meta, key, value)
+        if found:
+            raise InputError(
+                f"expected the column {key!r} of {path!r} to hold its directory's value "
+                f"{value!r} in every row (the hive key {key!r} replaces it when read), but "
+                f"{found}; hint: drop the column from the file, or move the file to the "
+                "directory of its value"
+            )
+
+
+def _footer_disagreement(meta: Any, key: str, value: str | None) -> str | None:
+    """Why the footer statistics do not show every row of ``key`` equal to ``value``, or None."""
+    leaves = [meta.schema.column(i).path for i in range(meta.num_columns)]
+    if key not in leaves:
+        return "it is a nested column"
+    index, wanted = leaves.index(key), _meanings(value)
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        stats = group.column(index).statistics
+        if group.num_rows == 0:
+            continue
+        if (
+            stats is None
+            or not stats.has_null_count
+            or (value is not None and not stats.has_min_max)
+        ):
+            return "the file has no statistics for it, so this cannot be checked without a read"
+        if value is None:
+            if stats.null_count != group.num_rows:
+                return "it holds values other than null"
+            continue
+        if stats.null_count:
+            return f"it holds {stats.null_count} null(s)"
+        low, high = (_stat_text(v, stats.physical_type) for v in (stats.min, stats.max))
+        if not (_meanings(low) & wanted and _meanings(high) & wanted):
+            return f"it holds values from {low!r} to {high!r}"
+    return None
+
+
+def _stat_text(value: Any, physical_type: str) -> str:
+    """A footer statistic as text comparable with a directory name."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, date):  # datetime too
+        return value.isoformat()
+    if physical_type == "FLOAT":
+        import numpy as np
+
+        return str(np.float32(value))
+    return str(value)
 
 
 @dataclass
@@ -158,9 +333,10 @@ def hive_units(
     for key in keys:
         if all(sum(p.startswith(f"{key}=") for p in fp) == 1 for fp in parts):
             named = {p[len(key) + 1 :] for fp in parts for p in fp if p.startswith(f"{key}=")}
-            values = _partition_values(lf, key, sorted(named))
+            values = _partition_values(lf, key, sorted(named), files)
             if values is None:  # read from the rows (each row carries its file's value)
-                values = lf.select(pl.col(key).unique()).collect().to_series().to_list()
+                found = collect(lf.select(pl.col(key).unique()), "streaming", list(files))
+                values = found.to_series().to_list()
             return [
                 Unit(
                     lf.filter(pl.col(key).is_null() if v is None else pl.col(key) == v),
@@ -171,7 +347,9 @@ def hive_units(
     return None
 
 
-def _partition_values(lf: pl.LazyFrame, key: str, named: list[str]) -> list[Any] | None:
+def _partition_values(
+    lf: pl.LazyFrame, key: str, named: list[str], files: Sequence[str] = ()
+) -> list[Any] | None:
     """A hive key's values from its directory names (None when they cannot be trusted).
 
     The names are decoded and parsed to the key's type as Polars reads them; the parse is
@@ -190,7 +368,7 @@ def _partition_values(lf: pl.LazyFrame, key: str, named: list[str]) -> list[Any]
     True
     """
     dtype = lf.collect_schema()[key]
-    decoded = [None if n == "__HIVE_DEFAULT_PARTITION__" else unquote(n) for n in named]
+    decoded = [_decoded(n) for n in named]
     text = pl.Series(key, decoded, pl.String)
     try:
         if dtype == pl.Date:
@@ -209,7 +387,12 @@ def _partition_values(lf: pl.LazyFrame, key: str, named: list[str]) -> list[Any]
     named_rows = col.is_in(parsed.drop_nulls().implode()) | (
         col.is_null() if parsed.null_count() else pl.lit(False)
     )
-    matched, total = pl.collect_all([lf.filter(named_rows).select(pl.len()), lf.select(pl.len())])
+    try:
+        matched, total = pl.collect_all(
+            [lf.filter(named_rows).select(pl.len()), lf.select(pl.len())]
+        )
+    except _ENGINE_ERRORS as exc:
+        raise read_error(exc, list(files)) from None
     if matched.item() != total.item():  # a name parsed to a value the rows do not have
         return None
     return parsed.to_list()
@@ -289,26 +472,51 @@ def _type_name(arrow_type: Any) -> str:
         return str(arrow_type)
 
 
+_ENGINE_ERRORS = (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (Polars appends its query plan)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def read_error(
+    exc: BaseException, files: list[str] | None, columns: Sequence[str] = ()
+) -> InputError:
+    """The InputError for an engine error while reading: the file to blame, if one is found."""
+    hint = diagnose_files(files, columns, deep=True) if files else None
+    if hint:
+        return InputError(hint)
+    if files:
+        return InputError(
+            f"reading the source failed: {_first_line(exc)}; "
+            "hint: check that every file is readable Parquet with the same schema"
+        )
+    return InputError(
+        f"computing the source failed: {_first_line(exc)}; hint: check the expressions of the "
+        "LazyFrame (casts, parses) on the rows it holds"
+    )
+
+
 def collect(
     query: pl.LazyFrame, engine: Engine, files: list[str] | None, columns: Sequence[str] = ()
 ) -> pl.DataFrame:
     """Collect, turning engine errors about files into one clear message."""
     try:
         return query.collect(engine=engine)
-    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
-        hint = diagnose_files(files, columns, deep=True) if files else None
-        if hint:
-            raise InputError(hint) from None
-        raise InputError(
-            f"reading the source failed: {str(exc).splitlines()[0]}; "
-            "hint: check that every file is readable Parquet with the same schema"
-        ) from None
+    except _ENGINE_ERRORS as exc:
+        raise read_error(exc, files, columns) from None
 
 
 def schema_of(lf: pl.LazyFrame, files: list[str] | None) -> pl.Schema:
     """The source's schema, or an InputError naming the unreadable file."""
     try:
         return lf.collect_schema()
-    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
+    except _ENGINE_ERRORS as exc:
         hint = diagnose_files(files) if files else None
-        raise InputError(hint or f"cannot read the source's schema: {exc}") from None
+        raise InputError(
+            hint
+            or f"cannot read the source's schema: {_first_line(exc)}; hint: check the columns "
+            "the LazyFrame's expressions name"
+        ) from None

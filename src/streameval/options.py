@@ -1,0 +1,154 @@
+"""The types of the options of :func:`streameval.evaluate` and :func:`streameval.accumulate`.
+
+:func:`check_options` checks every option's type at the entry, in one place, so that a wrong
+type is an :class:`~streameval.errors.InputError` naming the argument and what it takes,
+instead of an ``AttributeError`` from deep inside. Values (a task's name, a precision in
+0–52, a threshold not NaN, …) are checked where they are used.
+
+>>> check_options({"label": "y", "score": "p", "by": ["segment", "day"]})
+>>> check_options({"label": "y", "score": 3})
+Traceback (most recent call last):
+...
+streameval.errors.InputError: expected score= to be a column name (str) or None, got int 3; ...
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import date
+from typing import Any
+
+from .errors import InputError
+
+Check = Callable[[Any], bool]
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _optional(check: Check) -> Check:
+    return lambda value: value is None or check(value)
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _listed(value: Any) -> bool:
+    """A list-like of items: a sequence or an array, but not a string or a mapping."""
+    if isinstance(value, str | bytes | Mapping):
+        return False
+    return isinstance(value, Sequence) or (
+        hasattr(value, "__array__") and hasattr(value, "__len__") and isinstance(value, Iterable)
+    )
+
+
+def _names(value: Any) -> bool:
+    """One column name or a list of them."""
+    return _text(value) or (_listed(value) and all(_text(v) for v in value))
+
+
+def _score_columns(value: Any) -> bool:
+    """A list of column names, or a mapping of classes to column names."""
+    if isinstance(value, Mapping):
+        return all(_text(v) for v in value.values())
+    return _listed(value) and all(_text(v) for v in value)
+
+
+def _thresholds(value: Any) -> bool:
+    """A number or a list of numbers."""
+    return _real(value) or (_listed(value) and all(_real(v) for v in value))
+
+
+def _scalar(value: Any) -> bool:
+    """A single label value: text, a number, a boolean or a date."""
+    return isinstance(value, str | bytes | numbers.Number | date) or (
+        hasattr(value, "item") and getattr(value, "ndim", None) == 0
+    )
+
+
+#: Each option: the check of its type, what it takes (for the message), and an example.
+EXPECTED: dict[str, tuple[Check, str, str]] = {
+    "label": (_text, "a column name (str)", "label='y'"),
+    "score": (_optional(_text), "a column name (str) or None", "score='p'"),
+    "weight": (_optional(_text), "a column name (str) or None", "weight='w'"),
+    "prediction": (_optional(_text), "a column name (str) or None", "prediction='y_hat'"),
+    "folds": (_optional(_text), "a column name (str) or None", "folds='fold'"),
+    "repeats": (_optional(_text), "a column name (str) or None", "repeats='repeat'"),
+    "jackknife": (_optional(_text), "a group key name (str) or None", "jackknife='day'"),
+    "by": (
+        _optional(_names),
+        "a column name or a list of column names",
+        "by=['segment', 'day']",
+    ),
+    "row_id": (
+        _optional(_names),
+        "a column name or a list of column names",
+        "row_id='request_id'",
+    ),
+    "scores": (
+        _optional(_score_columns),
+        "a list of column names or a mapping of class to column name",
+        "scores=['p_cat', 'p_dog'] or scores={'cat': 'p_cat', 'dog': 'p_dog'}",
+    ),
+    "classes": (_optional(_listed), "a list of class values", "classes=['cat', 'dog']"),
+    "positive": (
+        _optional(_scalar),
+        "one label value (text, number, boolean or date)",
+        "positive='churned'",
+    ),
+    "task": (_text, "a task name (str)", "task='binary'"),
+    "precision": (
+        lambda v: v is None or _text(v) or _integer(v),
+        "'exact' or a number of mantissa bits (int)",
+        "precision='exact' or precision=11",
+    ),
+    "threshold": (_thresholds, "a number or a list of numbers", "threshold=0.5"),
+    "thresholds": (_thresholds, "a number or a list of numbers", "thresholds=[0.3, 0.5]"),
+    "top_k": (_integer, "an integer (int)", "top_k=2"),
+    "power": (_real, "a number", "power=1.5"),
+    "alpha": (_real, "a number", "alpha=0.5"),
+    "level": (_real, "a number", "level=0.95"),
+    "metrics": (
+        _optional(_names),
+        "a metric name or a list of metric names",
+        "metrics=['roc_auc', 'log_loss']",
+    ),
+    "ci": (_optional(_text), "an interval method (str) or None", "ci='wilson'"),
+    "auc_method": (_text, "an AUC interval method (str)", "auc_method='delong'"),
+    "bootstrap": (_optional(_integer), "a number of replicates (int)", "bootstrap=200"),
+    "seed": (_integer, "an integer (int)", "seed=0"),
+    "drop_nulls": (lambda v: isinstance(v, bool), "True or False", "drop_nulls=True"),
+    "engine": (
+        lambda v: v in ("streaming", "in-memory"),
+        "'streaming' or 'in-memory'",
+        "engine='streaming'",
+    ),
+}
+
+
+def _shown(value: Any) -> str:
+    """A value with its type, shortened: ``int 3``, ``list ['w']``."""
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """Raise InputError for the first option whose type is not the one :data:`EXPECTED`.
+
+    ``options`` are a call's arguments by name (``locals()`` at the entry of ``evaluate``);
+    ``source`` is skipped (:func:`streameval.source.to_lazyframe` checks it).
+    """
+    for name, value in options.items():
+        if name == "source":
+            continue
+        check, what, example = EXPECTED[name]
+        if not check(value):
+            raise InputError(f"expected {name}= to be {what}, got {_shown(value)}; hint: {example}")
