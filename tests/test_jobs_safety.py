@@ -269,3 +269,46 @@ def test_a_write_that_fails_names_its_path(setup):
     assert len(result.stderr.strip().splitlines()) == 1
     assert f"cannot write '{job.parent}" in result.stderr
     assert "File too large" in result.stderr
+
+
+def plain(frame: pl.DataFrame, path: Path) -> None:
+    """Parquet whose size depends only on the row count (no compression, no dictionary)."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(frame.to_arrow(), path, compression="none", use_dictionary=False)
+
+
+def rewrite_keeping_size_and_mtime(target: Path, seed: int) -> None:
+    stamp, size = target.stat().st_mtime_ns, target.stat().st_size
+    plain(pl.read_parquet(target).with_columns(pl.col("label").shuffle(seed)), target)
+    assert target.stat().st_size == size
+    os.utime(target, ns=(stamp, stamp))
+
+
+def test_a_content_fingerprint_sees_a_rewrite_that_keeps_size_and_mtime(setup):
+    _tmp, source, job = setup
+    target = sorted(source.glob("day=*/part-0.parquet"))[2]
+    plain(pl.read_parquet(target), target)
+    run_job(job, quiet=True)
+    rewrite_keeping_size_and_mtime(target, 1)
+    assert run_job(job, quiet=True).changed == []  # size and mtime: not seen (documented)
+    content = 'partition_key = "day"\nfingerprint = "content"'
+    job.write_text(job.read_text().replace('partition_key = "day"', content))
+    assert run_job(job, quiet=True).processed == 6  # every fingerprint changed its kind
+    rewrite_keeping_size_and_mtime(target, 2)
+    assert run_job(job, quiet=True).changed == [target.parent.name.split("=")[1]]
+
+
+def test_a_content_fingerprint_applies_to_parquet_sources_only(tmp_path):
+    job = tmp_path / "job.toml"
+    job.write_text(
+        '[source]\npaths = ["t"]\nformat = "delta"\nfingerprint = "content"\n'
+        '[task]\nlabel = "y"\nscore = "p"\n[store]\npath = "s"\n'
+    )
+    with pytest.raises(JobConfigError, match=r"source\.fingerprint: applies to format = 'parquet'"):
+        load_job(job)
+    job.write_text(
+        job.read_text().replace('format = "delta"\nfingerprint = "content"', 'fingerprint = "hash"')
+    )
+    with pytest.raises(JobConfigError, match=r"source\.fingerprint: expected one of"):
+        load_job(job)

@@ -61,6 +61,7 @@ class SourceConfig:
     catalog: dict[str, str] = field(default_factory=dict)
     engine: str = "polars"
     spark: dict[str, str] = field(default_factory=dict)
+    fingerprint: str = "metadata"
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,10 @@ def load_job(path: str | os.PathLike[str]) -> JobConfig:
     return job
 
 
-_SOURCE_KEYS = ["paths", "partition_key", "format", "table", "catalog", "engine", "spark"]
+_SOURCE_KEYS = [
+    "paths", "partition_key", "format", "table", "catalog", "engine", "spark", "fingerprint"
+]  # fmt: skip
+FINGERPRINTS = ("metadata", "content")
 
 
 def _resolve(base: str, path: str) -> str:
@@ -162,6 +166,13 @@ def _source(t: Table, base: str) -> SourceConfig:
         raise t.error(t.path("catalog"), "applies to format = 'iceberg' with engine = 'polars'")
     if not on_spark and t.has("spark"):
         raise t.error(t.path("spark"), "applies to engine = 'spark' only")
+    if (fmt != "parquet" or on_spark) and t.has("fingerprint"):
+        raise t.error(
+            t.path("fingerprint"),
+            "applies to format = 'parquet' with engine = 'polars' (the data files of Delta, "
+            "Iceberg and Spark tables are fingerprinted by their table's log)",
+        )
+    fingerprint = choice(t, "fingerprint", t.take("fingerprint", "str", "metadata"), FINGERPRINTS)
     table = t.take("table", "str", None)
     catalog = t.take("catalog", "table", {})
     spark = t.take("spark", "table", {})
@@ -178,7 +189,7 @@ def _source(t: Table, base: str) -> SourceConfig:
                 )
     t.done()
     resolved = tuple(_resolve(base, p) for p in paths)
-    return SourceConfig(resolved, key, fmt, table, dict(catalog), engine, dict(spark))
+    return SourceConfig(resolved, key, fmt, table, dict(catalog), engine, dict(spark), fingerprint)
 
 
 def _output(t: Table, base: str, source: SourceConfig) -> OutputConfig:
