@@ -34,7 +34,12 @@ class Spec:
     positive : Any
         The positive label value of a binary task (JSON-representable).
     classes : tuple
-        A multiclass task's classes, in order (JSON-representable values).
+        A multiclass task's classes, in order (JSON-representable values); a binary task's
+        label values found in the data when its labels are not 0/1 or booleans.
+    found : bool
+        Whether ``classes`` were found in the data (sorted) rather than given: merging then
+        takes the union of the states' classes, so that what depends on which values occur
+        is decided over all rows.
     scores : tuple of str
         A multiclass task's score columns, one per class in ``classes`` order.
     top_k : int
@@ -63,6 +68,7 @@ class Spec:
     positive: Any = 1
     prediction: str | None = None
     classes: tuple[Any, ...] = ()
+    found: bool = False
     scores: tuple[str, ...] = ()
     top_k: int = 2
     power: float = 1.5
@@ -90,7 +96,14 @@ class Spec:
         return cls(**data)
 
     def check_mergeable(self, other: Spec) -> None:
-        """Raise SpecMismatchError naming every field where the two specs differ."""
+        """Raise SpecMismatchError naming every field where the two specs differ.
+
+        Classes found in the data (``found``) may differ: merging takes their union.
+        """
+        if self.found and other.found:
+            from dataclasses import replace
+
+            other = replace(other, classes=self.classes)
         if self == other:
             return
         diffs = [
@@ -104,6 +117,24 @@ class Spec:
             + "); hint: accumulate every part with the same columns, keys, precision, "
             "thresholds and bootstrap settings (replicates, seed, row_id)"
         )
+
+
+def merged_spec(specs: list[Spec]) -> Spec:
+    """The spec of the merge of states with these specs (classes found: their sorted union).
+
+    >>> from dataclasses import replace
+    >>> a = Spec(kind="multiclass", keys=(), precision=11, classes=(0, 2), found=True)
+    >>> merged_spec([a, replace(a, classes=(1,))]).classes
+    (0, 1, 2)
+    """
+    first = specs[0]
+    for other in specs[1:]:
+        first.check_mergeable(other)
+    if not first.found:
+        return first
+    from dataclasses import replace
+
+    return replace(first, classes=tuple(sorted({c for s in specs for c in s.classes})))
 
 
 def parse_precision(precision: int | str | None) -> int:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 import polars as pl
 
 from .errors import InputError, SpecMismatchError
-from .spec import Spec
+from .spec import Spec, merged_spec
 from .states import kind_module
 
 
@@ -388,10 +388,9 @@ def merge(states: Iterable[State]) -> State:
     items = list(states)
     if not items:
         raise InputError("expected at least one state to merge, got none")
-    spec = items[0].spec
+    spec = merged_spec([s.spec for s in items])
     schema = items[0].table.schema
     for other in items[1:]:
-        spec.check_mergeable(other.spec)
         if other.table.schema != schema:
             diffs = [
                 f"{name}: {schema.get(name)} vs {dtype}"
@@ -406,6 +405,9 @@ def merge(states: Iterable[State]) -> State:
     if len(items) == 1:
         return items[0]
     kind = kind_module(spec)
+    if spec.found:
+        kind.check_found(spec)
+        items = [State(spec, kind.reindex(s.table, s.spec, spec)) for s in items]
     ops = kind.merge_ops(spec)
     table = pl.concat([s.table for s in items], how="vertical")
     group = [*spec.keys, *kind.group_columns(spec)]

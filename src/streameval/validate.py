@@ -58,42 +58,66 @@ def label_expr(
     positive: Any,
     engine: Engine,
     files: list[str] | None,
-) -> tuple[pl.Expr, pl.Expr, Any]:
-    """(y as Boolean, 'label not allowed' as Boolean, positive value for the spec)."""
+) -> tuple[pl.Expr, pl.Expr, Any, tuple[Any, ...] | None]:
+    """(y as Boolean, 'label not allowed' as Boolean, positive value, label values found).
+
+    The label values are read (one pass) when the labels are neither booleans nor 0/1 with
+    the default positive; they are None otherwise. Which values occur is checked here as far
+    as one part of the data can tell (at most one value other than ``positive``), and over
+    all parts when states merge (:func:`check_label_values`): a part without positives is
+    ordinary.
+    """
     dtype = schema[label]
     col = pl.col(label)
     positive = _coerce_positive(positive, dtype, label)
     if dtype == pl.Boolean:
         pos = True if positive is None else positive
-        return (col if pos else ~col), pl.lit(False), pos
+        return (col if pos else ~col), pl.lit(False), pos, None
     if dtype.is_numeric() and positive is None:
-        return col == 1, ~((col == 0) | (col == 1)), 1
+        return col == 1, ~((col == 0) | (col == 1)), 1, None
     if not (dtype.is_numeric() or dtype in (pl.String, pl.Categorical, pl.Enum)):
         raise InputError(
             f"expected the label column {label!r} to be boolean, numeric or string, got {dtype}; "
             "hint: cast it, or pass a LazyFrame with a derived label column"
         )
     values = _label_values(lf, label, engine, files)
-    shown = ", ".join(repr(v) for v in values[:10]) + (" …" if len(values) > 10 else "")
     if positive is None:
         raise InputError(
-            f"expected 0/1 or boolean labels in {label!r}, found {dtype} values {shown}; "
-            "hint: pass positive=<the positive class>"
+            f"expected 0/1 or boolean labels in {label!r}, found {dtype} values "
+            f"{_shown(values)}; hint: pass positive=<the positive class>"
         )
     if dtype in (pl.Categorical, pl.Enum):
         col = col.cast(pl.String)
+    check_label_values(values, positive, label)
+    return col == positive, pl.lit(False), positive, tuple(values)
+
+
+def _shown(values: list[Any]) -> str:
+    return ", ".join(repr(v) for v in values[:10]) + (" …" if len(values) > 10 else "")
+
+
+def check_label_values(values: list[Any], positive: Any, label: str) -> None:
+    """Raise unless the label values are ``positive`` and at most one other value.
+
+    >>> check_label_values(["ham", "spam"], "spam", "y")
+    >>> check_label_values(["ham"], "spam", "y")  # no positives: ordinary
+    >>> check_label_values(["ham", "eggs"], "spam", "y")
+    Traceback (most recent call last):
+    ...
+    streameval.errors.InputError: expected two classes in 'y' with positive='spam', but ...
+    """
     others = [v for v in values if v != positive]
     if len(others) > 1:
         what = (
             "more than two label values"
             if positive in values
-            else (f"the positive value {positive!r} never occurs")
+            else f"the positive value {positive!r} never occurs"
         )
         raise InputError(
             f"expected two classes in {label!r} with positive={positive!r}, but {what}: "
-            f"found {shown}; hint: filter the rows or fix positive= (values are case-sensitive)"
+            f"found {_shown(sorted(values))}; hint: filter the rows or fix positive= (values "
+            "are case-sensitive)"
         )
-    return col == positive, pl.lit(False), positive
 
 
 def diagnose_bad_rows(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal
 import polars as pl
 
 from ..errors import InputError
+from ..states.multiclass import check_count
 from .binary import ALL, with_group_key
 from .ranking import ranking
 
@@ -36,7 +37,13 @@ def weight_column(state: State) -> pl.Expr:
 
 
 def confusion_rows(state: State) -> tuple[pl.LazyFrame, list[str]]:
-    """Confusion rows (keys, actual, predicted, _w) and the keys (a constant key when none)."""
+    """Confusion rows (keys, actual, predicted, _w) and the keys (a constant key when none).
+
+    Classes found in the data with a list of score columns must, over all rows, be one per
+    column: only then is it known which column is which class.
+    """
+    if state.spec.found and state.spec.scores:
+        check_count(list(state.spec.classes), list(state.spec.scores), exact=True)
     lf, keys = with_group_key(state.table, state.keys)
     rows = lf.filter(pl.col("column").is_null()).select(
         *keys, "actual", "predicted", "n", weight_column(state).alias("_w")

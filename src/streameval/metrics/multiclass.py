@@ -206,19 +206,42 @@ def metric_table(state: State, *, metrics: Sequence[str] | None = None) -> pl.Da
     )
     if state.spec.scores:
         _warn_about_scores(table, names, explicit=metrics is not None)
+    if table.height and len(state.spec.classes) < 2:
+        _warn_one_class(state, table, names)
     table = table.select(*keys, "n", *names)
     return table.drop(ALL) if keys == [ALL] else table
+
+
+def _warn_one_class(state: State, table: pl.DataFrame, names: list[str]) -> None:
+    """One warning when all the data holds one class: the metrics it leaves undefined."""
+    undefined = [n for n in names if table[n].null_count() == table.height]
+    if undefined:
+        warnings.warn(
+            f"only one class ({state.spec.classes[0]!r}) occurs in {state.spec.label!r}, so "
+            f"{', '.join(undefined)} are null (undefined with one class); the other metrics "
+            "follow scikit-learn (hint: pass classes=[...] if other classes exist)",
+            stacklevel=4,
+        )
 
 
 def _warn_about_scores(table: pl.DataFrame, names: list[str], *, explicit: bool) -> None:
     outside = int(table["_n_outside"].sum())
     if outside and {"log_loss", "brier"} & set(names):
-        text = f"{outside} row(s) have scores outside [0, 1], so log_loss and brier are null"
+        groups = table.filter(pl.col("_n_outside") > 0).height
         if explicit:
             from ..errors import InputError
 
-            raise InputError(f"expected probabilities, but {text}; hint: pass probabilities")
-        warnings.warn(text + " (they need probabilities)", stacklevel=4)
+            raise InputError(
+                f"expected probabilities, but {outside} row(s) have scores outside [0, 1], so "
+                "log_loss and brier are null; hint: pass probabilities"
+            )
+        # The wording (and count of group rows) of the binary warning, which evaluate sums
+        # over the units it finalizes one by one.
+        warnings.warn(
+            f"log_loss and brier are null for {groups} group row(s) whose scores fall outside "
+            f"[0, 1] ({outside} row(s)); they need probabilities (other metrics are computed)",
+            stacklevel=4,
+        )
     unnormalized = int(table["_n_unnormalized"].sum())
     if unnormalized and {"log_loss", "brier"} & set(names):
         warnings.warn(

@@ -48,6 +48,17 @@ def _pairwise(state: State, keys: list[str]) -> pl.LazyFrame:
     )
 
 
+def _row_sums(lf: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+    """Per group: the loss sums, top-k hits and row counts of the rows.
+
+    A row's loss terms sit on the score row whose column is its class; states written before
+    they moved there hold them on the confusion rows (and 0 on the score rows): both add up.
+    """
+    columns = ("log_loss", "brier", "top_k", "n_outside", "n_unnormalized")
+    own = pl.col("column").is_null() | (pl.col("column") == pl.col("actual"))
+    return lf.filter(own).group_by(keys).agg([pl.col(c).sum().alias(f"_{c}") for c in columns])
+
+
 def _averages(auc: pl.Expr, err: pl.Expr, weight: pl.Expr, name: str) -> list[pl.Expr]:
     """Macro and weighted means of the defined AUCs and of their bounds."""
     some = weight.sum() > 0
@@ -62,16 +73,7 @@ def _averages(auc: pl.Expr, err: pl.Expr, weight: pl.Expr, name: str) -> list[pl
 def score_aggregates(state: State, keys: list[str]) -> pl.LazyFrame:
     """Per group: loss sums, top-k hits and one-vs-rest / one-vs-one AUC averages."""
     lf, _ = with_group_key(state.table, state.keys)
-    sums = (
-        lf.filter(pl.col("column").is_null())
-        .group_by(keys)
-        .agg(
-            [
-                pl.col(c).sum().alias(f"_{c}")
-                for c in ("log_loss", "brier", "top_k", "n_outside", "n_unnormalized")
-            ]
-        )
-    )
+    sums = _row_sums(lf, keys)
     bound = 0.0 if state.spec.exact else 0.5
     pairs = _pairwise(state, keys).collect().lazy()  # read by both averages: compute once
     P, N = pl.col("_P"), pl.col("_N")

@@ -36,6 +36,7 @@ from ..bucketing import (
 )
 from ..codes import key_code, pack, unpack
 from ..spec import Spec
+from ..validate import check_label_values
 
 SUM = "sum"
 ALL_COLUMNS = ("pos", "neg", "n", "log_loss", "brier", "psum", "n_outside")
@@ -50,6 +51,16 @@ def merge_ops(spec: Spec) -> dict[str, str]:
     if not spec.exact:
         cols += ["log_loss", "brier", "psum"]
     return dict.fromkeys(cols, SUM)
+
+
+def check_found(spec: Spec) -> None:
+    """Raise unless the label values found over all merged parts make two classes."""
+    check_label_values(list(spec.classes), spec.positive, spec.label)
+
+
+def reindex(table: pl.DataFrame, old: Spec, new: Spec) -> pl.DataFrame:
+    """The table of a state with spec ``old`` under the merged spec ``new``: unchanged."""
+    return table
 
 
 def group_columns(spec: Spec) -> list[str]:

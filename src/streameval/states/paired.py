@@ -16,6 +16,8 @@ import polars as pl
 
 from ..bucketing import bucket_expr
 from ..spec import Spec
+from .binary import check_found as check_found  # merged label values: as binary
+from .binary import reindex as reindex
 
 ALL_COLUMNS = ("pos", "neg", "n")
 

@@ -42,7 +42,7 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
     bits = inputs.precision
     cuts = {t for t in inputs.thresholds if not is_bucket_edge(t, bits)}
     splits = () if bits >= EXACT_BITS else tuple(sorted(cuts | {ABOVE_ONE}))
-    y, not_allowed, pos_value = label_expr(
+    y, not_allowed, pos_value, values = label_expr(
         lf, schema, inputs.label, inputs.positive, opened.engine, opened.files
     )
     p = pl.col(score).cast(pl.Float64)
@@ -63,6 +63,8 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
         score=score,
         weight=inputs.weight,
         positive=pos_value if isinstance(pos_value, bool | int | float | str) else str(pos_value),
+        classes=values or (),
+        found=values is not None,
     )
 
     def build(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Any:

@@ -12,6 +12,8 @@ from ..errors import InputError
 from ..metrics.multiclass import COLUMNS
 from ..spec import Spec
 from ..states import multiclass
+from ..states.multiclass import MAX_CLASSES as MAX_CLASSES  # re-exported (spark)
+from ..states.multiclass import check_count
 from ..validate import _coerce_positive
 from . import (
     Check,
@@ -25,7 +27,6 @@ from . import (
 )
 
 RESERVED = {*multiclass.ALL_COLUMNS, *COLUMNS, "class"}
-MAX_CLASSES = 10_000
 
 
 def _score_columns(inputs: Inputs) -> list[str]:
@@ -81,8 +82,14 @@ def _found_values(opened: Opened, columns: list[str]) -> list[Any]:
     return values
 
 
-def _classes(opened: Opened, inputs: Inputs) -> tuple[list[Any], list[str]]:
-    """The classes in order and their score columns (empty without scores=)."""
+def _classes(opened: Opened, inputs: Inputs) -> tuple[list[Any], list[str], bool]:
+    """The classes in order, their score columns (empty without scores=) and whether found.
+
+    Classes not given (by ``classes=`` or a scores mapping) are the sorted values found in
+    the label and prediction columns of this part of the data; how many there are is decided
+    where all rows have been seen (merge and finalize), so a part with one class is ordinary.
+    A list of score columns then names the classes in sorted order, one column each.
+    """
     dtype = opened.schema[inputs.label]
     if not (dtype.is_numeric() or dtype in (pl.String, pl.Categorical, pl.Enum, pl.Boolean)):
         raise InputError(
@@ -100,24 +107,44 @@ def _classes(opened: Opened, inputs: Inputs) -> tuple[list[Any], list[str]]:
             ) from None
 
     scores = inputs.scores
+    if inputs.classes is None and not isinstance(scores, Mapping):
+        columns = [inputs.label] + ([inputs.prediction] if inputs.prediction else [])
+        found = [coerce(c) for c in _found_values(opened, columns)]
+        _check_finite(found)
+        score_columns = _score_columns(inputs)
+        if score_columns:
+            if len(score_columns) < 2:
+                raise InputError(
+                    f"expected at least two score columns, got {score_columns!r}; hint: a "
+                    "two-class problem with one score column is task='binary'"
+                )
+            check_count(found, score_columns)
+        return found, score_columns, True
     if inputs.classes is not None:
         if isinstance(inputs.classes, str) or not isinstance(inputs.classes, Sequence):
             raise InputError(f"expected classes= to be a list, got {inputs.classes!r}")
         classes = [coerce(c) for c in inputs.classes]
-    elif isinstance(scores, Mapping):
-        classes = [coerce(c) for c in scores]
     else:
-        columns = [inputs.label] + ([inputs.prediction] if inputs.prediction else [])
-        classes = [coerce(c) for c in _found_values(opened, columns)]
+        classes = [coerce(c) for c in scores]  # type: ignore[union-attr]
     if len(set(classes)) < len(classes) or len(classes) < 2:
         raise InputError(
             f"expected at least two distinct classes, got {classes!r}; hint: a two-class "
             "problem with one score column is task='binary'"
         )
+    _check_finite(classes)
+    return classes, _given_columns(inputs, classes, coerce), False
+
+
+def _check_finite(classes: list[Any]) -> None:
     if any(isinstance(c, float) and not math.isfinite(c) for c in classes):
         raise InputError(f"expected finite class values, got {classes!r}")
+
+
+def _given_columns(inputs: Inputs, classes: list[Any], coerce: Any) -> list[str]:
+    """The score columns of given classes, in class order (empty without scores=)."""
+    scores = inputs.scores
     if scores is None:
-        return classes, []
+        return []
     if isinstance(scores, Mapping):
         by_class = {coerce(k): str(v) for k, v in scores.items()}
         missing = [c for c in classes if c not in by_class]
@@ -127,15 +154,11 @@ def _classes(opened: Opened, inputs: Inputs) -> tuple[list[Any], list[str]]:
                 f"expected one score column per class, but classes {missing!r} have none and "
                 f"{extra!r} are not classes; hint: classes are {classes!r}"
             )
-        return classes, [by_class[c] for c in classes]
+        return [by_class[c] for c in classes]
     columns = _score_columns(inputs)
     if len(columns) != len(classes):
-        raise InputError(
-            f"expected one score column per class ({len(classes)} classes: {classes!r}), got "
-            f"{len(columns)} columns {columns!r}; hint: pass classes=[...] in the scores' order "
-            "or scores={class: column}"
-        )
-    return classes, columns
+        check_count(classes, columns, exact=True)
+    return columns
 
 
 def _index(column: str, schema: pl.Schema, classes: list[Any]) -> pl.Expr:
@@ -151,7 +174,7 @@ def _index(column: str, schema: pl.Schema, classes: list[Any]) -> pl.Expr:
 def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
     """Spec and state query of a multiclass task."""
     top_k = require_int(inputs.top_k, "top_k", 1)
-    classes, score_columns = _classes(opened, inputs)
+    classes, score_columns, found = _classes(opened, inputs)
     schema, label = opened.schema, inputs.label
     actual = _index(label, schema, classes)
     ps = [pl.col(c).cast(pl.Float64) for c in score_columns]
@@ -179,6 +202,7 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
         positive=None,
         prediction=inputs.prediction,
         classes=tuple(classes),
+        found=found,
         scores=tuple(score_columns),
         top_k=top_k,
     )

@@ -46,7 +46,7 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
     """Spec and state query of a paired task."""
     lf, schema = opened.lf, opened.schema
     scores = _scores(inputs)
-    y, not_allowed, pos_value = label_expr(
+    y, not_allowed, pos_value, values = label_expr(
         lf, schema, inputs.label, inputs.positive, opened.engine, opened.files
     )
     w, bad_weight, weight_checks = weight_expr(inputs.weight)
@@ -61,6 +61,8 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
         label=inputs.label,
         weight=inputs.weight,
         positive=pos_value if isinstance(pos_value, bool | int | float | str) else str(pos_value),
+        classes=values or (),
+        found=values is not None,
         scores=tuple(scores),
     )
 
