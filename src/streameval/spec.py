@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .bucketing import EXACT_BITS
-from .errors import InputError, SpecMismatchError
+from .errors import InputError, SpecMismatchError, StateFileError
 
 SCHEMA_VERSION = 2
 DEFAULT_PRECISION = 11
+KINDS = ("binary", "multiclass", "regression", "paired")
 
 
 @dataclass(frozen=True)
@@ -87,12 +90,31 @@ class Spec:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> Spec:
-        """Inverse of :meth:`to_json`."""
-        data = json.loads(text)
-        data["keys"] = tuple(data["keys"])
-        for name in ("splits", "classes", "scores", "row_id"):
-            data[name] = tuple(data.get(name, ()))
+    def from_json(cls, text: str, *, source: str = "the state spec") -> Spec:
+        """Inverse of :meth:`to_json`; a malformed spec is a :class:`StateFileError`.
+
+        Fields left out (by an older writer) take their defaults; ``kind``, ``keys`` and
+        ``precision`` are required, and every field must have its type and range.
+
+        >>> Spec.from_json('{"kind": "binary", "keys": [], "precision": 8}').precision
+        8
+        >>> Spec.from_json('{"kind": "binary", "keys": [], "precision": "x"}')
+        Traceback (most recent call last):
+        ...
+        streameval.errors.StateFileError: expected the state spec to be well formed, but ...
+        """
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        problems = spec_problems(data) if isinstance(data, dict) else ["it is not a JSON object"]
+        if problems:
+            raise StateFileError(
+                f"expected {source} to be well formed, but {'; '.join(problems)}; hint: it was "
+                "altered or written by another program: recompute the state"
+            )
+        assert isinstance(data, dict)
+        data = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
         return cls(**data)
 
     def check_mergeable(self, other: Spec) -> None:
@@ -156,3 +178,89 @@ def parse_precision(precision: int | str | None) -> int:
         f"expected precision to be 'exact' or a number of mantissa bits 0–52, got {precision!r}; "
         f"hint: the default {DEFAULT_PRECISION} bits bounds the AUC error to about 1e-4"
     )
+
+
+def _integer(value: Any, low: int = -(2**63), high: int = 2**63 - 1) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | bool) or _number(value)
+
+
+def _name(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _optional_name(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _list_of(item: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, list) and all(item(v) for v in value)
+
+
+_FIELD_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "kind": (lambda v: v in KINDS, f"one of {', '.join(KINDS)}"),
+    "keys": (_list_of(_name), "a list of column names"),
+    "precision": (lambda v: _integer(v, 0, EXACT_BITS), "a number of mantissa bits 0–52"),
+    "splits": (_list_of(_number), "a list of finite numbers"),
+    "weighted": (lambda v: isinstance(v, bool), "true or false"),
+    "label": (_name, "a column name"),
+    "score": (_optional_name, "a column name or null"),
+    "weight": (_optional_name, "a column name or null"),
+    "positive": (_scalar, "a label value (string, number, boolean or null)"),
+    "prediction": (_optional_name, "a column name or null"),
+    "classes": (_list_of(_scalar), "a list of label values"),
+    "scores": (_list_of(_name), "a list of column names"),
+    "top_k": (lambda v: _integer(v, 1), "a positive integer"),
+    "power": (_number, "a finite number"),
+    "replicates": (lambda v: _integer(v, 0), "a number of replicates ≥ 0"),
+    "seed": (_integer, "an integer"),
+    "row_id": (_list_of(_name), "a list of column names"),
+    "schema_version": (_integer, "an integer"),
+}
+_REQUIRED = ("kind", "keys", "precision")
+
+
+def _field_check(name: str) -> tuple[Callable[[Any], bool], str]:
+    """How a field's JSON value is checked: declared above, or by its default's type."""
+    if name in _FIELD_CHECKS:
+        return _FIELD_CHECKS[name]
+    default = Spec.__dataclass_fields__[name].default
+    if isinstance(default, bool):
+        return lambda v: isinstance(v, bool), "true or false"
+    if isinstance(default, int):
+        return _integer, "an integer"
+    if isinstance(default, float):
+        return _number, "a finite number"
+    if isinstance(default, str):
+        return _name, "a string"
+    if isinstance(default, tuple):
+        return lambda v: isinstance(v, list), "a list"
+    return lambda v: True, "anything"
+
+
+def spec_problems(data: dict[str, Any]) -> list[str]:
+    """What is wrong with a spec's JSON fields (types, ranges, required fields); [] if none.
+
+    >>> spec_problems({"kind": "binary", "keys": ["a", "a"], "precision": 52, "top_k": 0})
+    ['top_k is 0, expected a positive integer', "keys name 'a' twice"]
+    """
+    fields = Spec.__dataclass_fields__
+    problems = [f"{name!r} is missing" for name in _REQUIRED if name not in data]
+    problems += [f"{name!r} is not a spec field" for name in data if name not in fields]
+    for name in fields:
+        valid, expected = _field_check(name)
+        if name in data and not valid(data[name]):
+            shown = repr(data[name])
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            problems.append(f"{name} is {shown}, expected {expected}")
+    keys = data.get("keys")
+    if isinstance(keys, list) and _list_of(_name)(keys):
+        problems += [f"keys name {k!r} twice" for k in sorted(set(keys)) if keys.count(k) > 1]
+    return problems
