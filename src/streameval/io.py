@@ -13,15 +13,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import files
 from .bucketing import EXACT_BITS, float_to_key_scalar
 from .errors import StateFileError
 from .spec import SCHEMA_VERSION, Spec
@@ -35,8 +34,13 @@ ALGORITHM = "sha256"
 _RECOMPUTE = "hint: recompute the state from its source and write it again"
 
 
-def write_state(state: State, path: str | os.PathLike[str]) -> None:
+def write_state(
+    state: State, path: str | os.PathLike[str], *, tag: str = files.DEFAULT_TAG
+) -> None:
     """Write ``state`` to ``path`` atomically (temporary file in the same folder, then rename).
+
+    The file gets the user's default mode; ``tag`` marks its temporary file (see
+    :mod:`streameval.files`).
 
     >>> import polars as pl, streameval as se, tempfile, os
     >>> st = se.accumulate(pl.DataFrame({"y": [0, 1], "p": [0.2, 0.9]}), label="y", score="p")
@@ -45,8 +49,6 @@ def write_state(state: State, path: str | os.PathLike[str]) -> None:
     >>> se.read_state(path).table.equals(st.table)
     True
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     table = state.table.to_arrow()
     spec = state.spec.to_json().encode()
     version = str(SCHEMA_VERSION).encode()
@@ -55,14 +57,11 @@ def write_state(state: State, path: str | os.PathLike[str]) -> None:
     meta[VERSION_KEY] = version
     meta[CHECKSUM_KEY] = f"{ALGORITHM}:{content_digest(version, spec, state.table)}".encode()
     table = table.replace_schema_metadata(meta)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    try:
+
+    def write(tmp: str) -> None:
         pq.write_table(table, tmp, compression="zstd", write_page_checksum=True)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    files.atomic_write(path, write, tag=tag)
 
 
 def read_state(path: str | os.PathLike[str]) -> State:

@@ -239,9 +239,7 @@ class Store:
 
     def write_state(self, state: State, relative: str) -> int:
         """Write a state (rows in canonical order) atomically; return its size in bytes."""
-        atomic_write(
-            self.path(relative), lambda tmp: write_state(canonical(state), tmp), tag=self.tag
-        )
+        write_state(canonical(state), self.path(relative), tag=self.tag)
         return os.path.getsize(self.path(relative))
 
     def read_state(self, relative: str, what: str, partition: str | None = None) -> State:
