@@ -256,6 +256,8 @@ def _partial_states(
     plan = prepare(_probe(df, empty, inputs), inputs, by=keys)
     settled = _options(_settled(inputs, plan.spec), keys)
     target = local_accumulate(empty, **settled)
+    if plan.spec.found:  # classes / label values the driver found over all rows
+        target = State(plan.spec, target.table)
     rows = df.select(*plan.wanted)
     if arguments["drop_nulls"]:
         used = [c for c in plan.wanted if c not in keys]
