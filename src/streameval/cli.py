@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
@@ -32,7 +33,8 @@ SUMMARY = {
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"streameval: error: {message}; hint: see 'streameval {self.prog} --help'\n")
+        hint = "" if "hint:" in message else f"; hint: see '{self.prog} --help'"
+        self.exit(2, f"streameval: error: {message}{hint}\n")
 
 
 def _precision(text: str) -> int:
@@ -129,6 +131,18 @@ def _build() -> argparse.ArgumentParser:
     return parser
 
 
+@contextmanager
+def output_errors(output: str) -> Iterator[None]:
+    """Report a failure to write ``--output`` as an error naming that path."""
+    try:
+        yield
+    except OSError as exc:
+        raise StreamevalError(
+            f"expected to write --output {output!r}, but that failed ({exc}); hint: check that "
+            "its folder exists or can be created, is writable, and that the path is no folder"
+        ) from None
+
+
 def _write(table: pl.DataFrame, output: str) -> None:
     path = Path(output)
     suffix = path.suffix.lower()
@@ -137,13 +151,14 @@ def _write(table: pl.DataFrame, output: str) -> None:
             f"expected --output to end in .parquet, .csv or .json, got {output!r}; "
             "hint: pick one of those formats"
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".parquet":
-        table.write_parquet(path)
-    elif suffix == ".csv":
-        table.write_csv(path)
-    else:
-        table.write_json(path)
+    with output_errors(output):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if suffix == ".parquet":
+            table.write_parquet(path)
+        elif suffix == ".csv":
+            table.write_csv(path)
+        else:
+            table.write_json(path)
     print(f"wrote {table.height} rows to {path}", file=sys.stderr)
 
 
@@ -209,7 +224,8 @@ def _report(args: argparse.Namespace) -> int:
 
     source = args.source if len(args.source) > 1 else args.source[0]
     state = accumulate(source, **_columns(args))  # type: ignore[arg-type]
-    write_report(state, args.output, title=args.title, level=args.level)
+    with output_errors(args.output):
+        write_report(state, args.output, title=args.title, level=args.level)
     print(f"wrote a report of {len(state):,} state rows to {args.output}", file=sys.stderr)
     return 0
 
@@ -288,7 +304,10 @@ def _demo(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    args = _build().parse_args(argv)
+    try:
+        args = _build().parse_args(argv)
+    except SystemExit as exc:  # a usage error (one line, status 2) or --help (status 0)
+        return exc.code if isinstance(exc.code, int) else 0
     try:
         if hasattr(args, "handler"):  # subcommands registered by other modules
             return int(args.handler(args))

@@ -72,12 +72,17 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
+    from ..cli import output_errors
     from .tools import load_states
 
-    state = load_states(args.paths)
     if Path(args.output).suffix.lower() != ".parquet":
-        raise StreamevalError(f"expected --output to end in .parquet, got {args.output!r}")
-    state.write(args.output)
+        raise StreamevalError(
+            f"expected --output to end in .parquet, got {args.output!r}; hint: a merged state "
+            "is a Parquet file: name it FILE.parquet"
+        )
+    state = load_states(args.paths)
+    with output_errors(args.output):
+        state.write(args.output)
     print(f"wrote a state of {state.table.height:,} rows to {args.output}", file=sys.stderr)
     return 0
 
@@ -85,6 +90,7 @@ def _merge(args: argparse.Namespace) -> int:
 def _metrics(args: argparse.Namespace) -> int:
     import polars as pl
 
+    from ..cli import output_errors
     from .tools import is_store, load_states, window_metrics
 
     options: dict[str, Any] = {}
@@ -112,10 +118,12 @@ def _metrics(args: argparse.Namespace) -> int:
         }
         if suffix not in writers:
             raise StreamevalError(
-                f"expected --output to end in .parquet, .csv or .json, got {args.output!r}"
+                f"expected --output to end in .parquet, .csv or .json, got {args.output!r}; "
+                "hint: pick one of those formats"
             )
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        writers[suffix](args.output)
+        with output_errors(args.output):
+            Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+            writers[suffix](args.output)
         print(f"wrote {table.height} rows to {args.output}", file=sys.stderr)
         return 0
     with pl.Config(tbl_rows=200, tbl_cols=-1, tbl_width_chars=250, float_precision=4):

@@ -17,6 +17,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import date
 from typing import Any
 
 import polars as pl
@@ -110,6 +111,16 @@ def load_states(paths: Sequence[str]) -> State:
     return merge(states)
 
 
+def _end_day(end: str) -> date:
+    try:
+        return date.fromisoformat(end)
+    except ValueError:
+        raise InputError(
+            f"expected --end to be a day like 2026-10-01, got {end!r}; hint: the windows end "
+            "on that day (default: the store's last day)"
+        ) from None
+
+
 def window_metrics(
     path: str, windows: Sequence[str], end: str | None, options: dict[str, Any]
 ) -> pl.DataFrame:
@@ -125,7 +136,7 @@ def window_metrics(
     days = {v: parse_day(v, key, path) for v in parts}
     if not days:
         raise StateFileError(f"expected states in the store {path!r}, found none")
-    last = parse_day(end, key, "--end") if end else max(days.values())
+    last = _end_day(end) if end else max(days.values())
     tables, spec = [], None
     for text in windows:
         try:
@@ -144,7 +155,10 @@ def window_metrics(
             )
         )
     if spec is None:
-        raise InputError(f"expected partitions on or before {last}, found none in {path!r}")
+        raise InputError(
+            f"expected partitions on or before {last}, found none in {path!r}; hint: its first "
+            f"day is {min(days.values())}: pass a later --end"
+        )
     state = State(replace(spec, keys=(*spec.keys, "window", key)), pl.concat(tables))
     out = state.metrics(**options)
     head = [*spec.keys, "window", key]
