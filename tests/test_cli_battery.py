@@ -37,11 +37,6 @@ def case(*marks: pytest.MarkDecorator) -> Callable[[Callable[..., Case]], Callab
     return register
 
 
-def pending(reason: str) -> pytest.MarkDecorator:
-    """A case of the state-file and task validation being finished elsewhere."""
-    return pytest.mark.xfail(strict=True, reason=reason)
-
-
 # ------------------------------------------------------------------------ data on disk
 
 
@@ -407,32 +402,21 @@ def classes_and_codes(tmp: Path) -> Path:
     return parquet(tmp / "m.parquet", table)
 
 
-MULTICLASS_TYPES = pending(
-    "tasks/multiclass.py: a prediction column of another type than the label raises a "
-    "TypeError while the classes are found (sorting str with int; Int64 Series from floats)"
-)
-
-
-@case(MULTICLASS_TYPES)
+@case()
 def multiclass_integer_prediction_of_string_labels(tmp: Path) -> Case:
     path = classes_and_codes(tmp)
     argv = ["evaluate", str(path), "--task", "multiclass", "--label", "animal"]
     return [*argv, "--prediction", "code"], "code"
 
 
-@case(MULTICLASS_TYPES)
+@case()
 def multiclass_float_prediction_of_integer_labels(tmp: Path) -> Case:
     path = classes_and_codes(tmp)
     argv = ["evaluate", str(path), "--task", "multiclass", "--label", "code"]
     return [*argv, "--prediction", "level"], "level"
 
 
-@case(
-    pending(
-        "tasks/multiclass.py: with --classes, an integer prediction column of string classes "
-        "fails inside Polars: the error names column 'literal', not 'code'"
-    )
-)
+@case()
 def multiclass_integer_prediction_of_listed_classes(tmp: Path) -> Case:
     path = classes_and_codes(tmp)
     argv = ["evaluate", str(path), "--task", "multiclass", "--label", "animal"]

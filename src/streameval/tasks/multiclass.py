@@ -97,6 +97,8 @@ def _classes(opened: Opened, inputs: Inputs) -> tuple[list[Any], list[str], bool
             f"{dtype}; hint: cast it, or pass a LazyFrame with a derived label column"
         )
 
+    _check_prediction_type(opened.schema, inputs)
+
     def coerce(value: Any) -> Any:
         try:
             return _coerce_positive(value, dtype, inputs.label)
@@ -133,6 +135,35 @@ def _classes(opened: Opened, inputs: Inputs) -> tuple[list[Any], list[str], bool
         )
     _check_finite(classes)
     return classes, _given_columns(inputs, classes, coerce), False
+
+
+def _kind(dtype: pl.DataType) -> str:
+    if dtype == pl.Boolean:
+        return "boolean"
+    if dtype.is_integer():
+        return "integer"
+    if dtype.is_numeric():
+        return "number"
+    return "string"
+
+
+def _check_prediction_type(schema: pl.Schema, inputs: Inputs) -> None:
+    """Refuse a prediction column that cannot hold the label's classes (strings vs codes).
+
+    An integer or float prediction of float labels is fine; a float prediction of integer
+    labels is not (0.5 is no class), nor numbers for string labels or the other way round.
+    """
+    if not inputs.prediction:
+        return
+    label, prediction = schema[inputs.label], schema[inputs.prediction]
+    kinds = (_kind(label), _kind(prediction))
+    if kinds[0] == kinds[1] or kinds == ("number", "integer"):
+        return
+    raise InputError(
+        f"expected the prediction column {inputs.prediction!r} to hold classes as the label "
+        f"column {inputs.label!r} does ({label}), got {prediction}; hint: cast one of them "
+        "(e.g. map class codes to their names) so that both hold the same values"
+    )
 
 
 def _check_finite(classes: list[Any]) -> None:
