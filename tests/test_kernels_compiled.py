@@ -103,7 +103,12 @@ def test_metrics_straight_from_the_rows_match_sklearn_on_long_groups(monkeypatch
 
 
 def test_counts_and_sums_are_the_same_bits_as_numpy():
-    """Each cell's sums are added in row order, as np.bincount adds them."""
+    """Each cell's sums are added in row order, as np.bincount adds them.
+
+    Counts and weight sums are the same bits; the log-loss terms agree to rounding, since
+    NumPy's vectorised ``log`` (SIMD on AVX-512 machines) and the compiled ``log`` may round
+    a term's last bit differently.
+    """
     rng = np.random.default_rng(3)
     n = 50_000
     df = pl.DataFrame(
@@ -119,7 +124,10 @@ def test_counts_and_sums_are_the_same_bits_as_numpy():
         fast, slow = compiled_and_numpy(lambda kw=kw: se.accumulate(df, thresholds=[0.3], **kw))
         left, right = (s.table.sort("g", "bucket", nulls_last=False) for s in (fast, slow))
         assert left.height > 1000
-        assert_frame_equal(left, right, check_exact=True)
+        logs = [c for c in left.columns if "log" in c]
+        assert logs, left.columns
+        assert_frame_equal(left.drop(logs), right.drop(logs), check_exact=True)
+        assert_frame_equal(left.select(logs), right.select(logs), rel_tol=1e-13, abs_tol=0)
 
 
 def test_splits_inside_buckets_in_every_binade():
