@@ -14,7 +14,8 @@ shape: (2, 3)
 └─────┴─────────┴──────────┘
 """
 
-from __future__ import annotations
+import importlib as _importlib
+from types import ModuleType as _ModuleType
 
 from . import split
 from .accumulate import accumulate
@@ -44,3 +45,18 @@ __all__ = [
     "split",
 ]
 __version__ = "0.1.0"
+
+# Submodules the README documents, beside ``split``: imported on first use, so that
+# ``import streameval`` loads neither the job runner nor Spark's or matplotlib's wrappers.
+_SUBMODULES = ("jobs", "kernels", "plot", "spark")
+
+
+def __getattr__(name: str) -> _ModuleType:
+    if name in _SUBMODULES:
+        return _importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    dunders = (name for name in globals() if name.startswith("__"))
+    return sorted({*__all__, *_SUBMODULES, *dunders})
