@@ -166,9 +166,13 @@ def test_rollups_equal_evaluate_over_the_same_days(tmp_path, task, columns):
         columns = {**columns, "precision": None}
     else:
         columns = {**columns, "precision": "exact"}
-    expected = se.evaluate(
-        windowed(frame, days, windows), by=["segment", "window", "end"], weight="weight", **columns
-    ).rename({"end": "day"})
+    rows = windowed(frame, days, windows)
+    covered = rows.group_by("window", "end").agg(days=pl.col("day").n_unique().cast(pl.Int32))
+    expected = (
+        se.evaluate(rows, by=["segment", "window", "end"], weight="weight", **columns)
+        .join(covered, on=["window", "end"])
+        .rename({"end": "day"})
+    )
     keys = ["segment", "window", "day", *(["threshold"] if task == "binary" else [])]
     got, expected = got.sort(keys), expected.select(got.columns).sort(keys)
     assert got.height == expected.height == 9 * 4 * 3 * (2 if task == "binary" else 1)
@@ -193,7 +197,7 @@ def test_a_changed_task_is_refused_and_full_refresh_rebuilds(setup, main):
     job.write_text(job.read_text().replace("by = [", 'metrics = ["roc_auc"]\nby = ['))
     report = run_job(job, quiet=True)
     assert report.processed == 0 and report.rollup_days == 10
-    assert pl.read_csv(job.parent / "out" / "metrics.csv").columns[3:5] == ["n", "roc_auc"]
+    assert pl.read_csv(job.parent / "out" / "metrics.csv").columns[3:6] == ["days", "n", "roc_auc"]
 
 
 def test_a_held_lock_is_refused_and_a_stale_one_taken_over(setup, main):

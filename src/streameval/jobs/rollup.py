@@ -8,6 +8,9 @@ in the store, so a new day costs one merge per running window. The metrics of ma
 day) pairs are computed in one vectorized :meth:`State.metrics` call, ``window`` and the
 partition key acting as two more group keys.
 
+Every row carries ``days``: the number of partition days whose states were merged into its
+window (a ``7d`` window on the source's first day covers 1; null without a partition key).
+
 Each day's rows carry a digest of everything they depend on (the settings, and the
 fingerprints of every partition in each of its windows); a day whose digest is unchanged is
 not recomputed, and every computation is done in one fixed order, so equal inputs give
@@ -33,7 +36,7 @@ from .partitions import safe_name
 from .store import DamagedStateError, Store
 from .windows import Window
 
-ROLLUP_FORMAT = 1
+ROLLUP_FORMAT = 2  # 2: the days column
 BATCH_ROWS = 2_000_000
 FLAT = "*"  # the one output "day" of a source without a partition key
 
@@ -76,7 +79,7 @@ def plan_digests(
 
 
 def _members(entries: Sequence[Entry], i: int, window: Window) -> list[Entry]:
-    """The entries of a trailing window ending at entry ``i``, in day order."""
+    """The entries of the window ending at entry ``i``, in day order."""
     end = entries[i].day
     j = i
     while j > 0 and window.contains(entries[j - 1].day, end):  # type: ignore[arg-type]
@@ -158,22 +161,23 @@ class Rollups:
 
         todo, rows = set(stale), 0
         batch: list[tuple[int, list[pl.DataFrame]]] = []
+        # partition days in each running fold (a resumed fold holds the days of its window)
+        sizes = {w.name: self._days(entries, begin - 1, w) for w in running if w.name in folds}
         for i in range(begin, last + 1):
             for w in running:
                 prev = folds.get(w.name)
                 go_on = prev is not None and w.continues(entries[i - 1].day, entries[i].day)  # type: ignore[arg-type]
                 folds[w.name] = merge([prev, state(i)]) if go_on else state(i)  # type: ignore[list-item]
+                sizes[w.name] = sizes[w.name] + 1 if go_on else 1
             if i in todo:
                 tables = []
                 for w in self.windows:
                     if w.running:
-                        st = folds[w.name]
+                        st, size = folds[w.name], sizes[w.name]
                     else:
-                        members = [
-                            state(j) for j in range(i - len(_members(entries, i, w)) + 1, i + 1)
-                        ]
-                        st = merge(members)
-                    tables.append(self._tag(st.table, w.name, entries[i].day))
+                        size = len(_members(entries, i, w))
+                        st = merge([state(j) for j in range(i - size + 1, i + 1)])
+                    tables.append(self._tag(st.table, w.name, entries[i].day, size))
                 batch.append((i, tables))
                 rows += sum(t.height for t in tables)
                 if rows >= BATCH_ROWS:
@@ -232,10 +236,16 @@ class Rollups:
             files[w.name] = rel
         self.manifest["running"] = {"value": entry.value, "chains": chains, "files": files}
 
-    def _tag(self, table: pl.DataFrame, window: str, day: date | None) -> pl.DataFrame:
+    def _days(self, entries: Sequence[Entry], i: int, window: Window) -> int:
+        """The partition days in ``window`` ending at entry ``i``."""
+        return len(_members(entries, i, window)) if self.key else 0
+
+    def _tag(self, table: pl.DataFrame, window: str, day: date | None, days: int) -> pl.DataFrame:
+        """The state's rows with the window, its end day and the partition days it covers."""
         extra = [pl.lit(window, pl.String).alias("window")]
         if self.key:
             extra.append(pl.lit(day, pl.Date).alias(self.key))
+        extra.append(pl.lit(days if self.key else None, pl.Int32).alias("days"))
         return table.with_columns(extra)
 
     def _flush(
@@ -246,7 +256,7 @@ class Rollups:
         save: Callable[[], None],
     ) -> None:
         assert self.spec is not None
-        extra = ("window", self.key) if self.key else ("window",)
+        extra = ("window", self.key, "days") if self.key else ("window", "days")
         spec = replace(self.spec, keys=(*self.spec.keys, *extra))
         table = pl.concat([t for _, tables in batch for t in tables], how="vertical")
         with warnings.catch_warnings(record=True) as caught:
@@ -275,8 +285,8 @@ class Rollups:
         save()
 
     def _order(self, out: pl.DataFrame) -> pl.DataFrame:
-        """Columns: keys, window, the end day, then the metrics; rows in window order."""
-        head = [*self.by, "window", *([self.key] if self.key else [])]
+        """Columns: keys, window, the end day, days, then the metrics; rows in window order."""
+        head = [*self.by, "window", *([self.key] if self.key else []), "days"]
         rank = {w.name: i for i, w in enumerate(self.windows)}
         extra = [c for c in ("model", "threshold") if c in out.columns]
         order = pl.col("window").replace_strict(rank, return_dtype=pl.Int32)
