@@ -214,11 +214,12 @@ def unpaired_test(state: State, column: str, baseline: Any, alternative: str) ->
     table = state.table.lazy().with_columns(pl.col("pos", "neg").cast(pl.Float64))
     per_group = delong(table, state.keys).with_columns((pl.col("_P") + pl.col("_N")).alias("_n"))
     dtype = state.table.schema[column]
+    baseline = _baseline(state, column, baseline)
     base = per_group.filter(pl.col(column) == pl.lit(baseline, dtype)).collect()
     if base.is_empty():
-        values = state.table[column].unique().sort().head(10).to_list()
         raise InputError(
-            f"expected baseline to be a value of {column!r}, got {baseline!r}; values are {values}"
+            f"expected baseline to be a value of {column!r}, got {baseline!r}; "
+            f"values are {_values(state, column)}"
         )
     others = per_group.filter(pl.col(column) != pl.lit(baseline, dtype)).collect()
     b = base.select(*rest, *(pl.col(c).alias(f"{c}_b") for c in ("_auc", "_var", "_n")))
@@ -245,3 +246,30 @@ def unpaired_test(state: State, column: str, baseline: Any, alternative: str) ->
         pl.Series("p_value", _pvalue(d, alternative, df)).fill_nan(None),
     )
     return out.sort([*rest, column], nulls_last=False)
+
+
+def _values(state: State, column: str) -> list[str]:
+    """The first ten values of a key, as text."""
+    return [str(v) for v in state.table[column].unique().sort().head(10).to_list()]
+
+
+def _baseline(state: State, column: str, baseline: Any) -> Any:
+    """``baseline`` as a value of the key ``column`` (a day string for a Date key, say)."""
+    dtype = state.table.schema[column]
+    series = pl.Series([baseline])
+    try:
+        if isinstance(baseline, str) and dtype == pl.Date:
+            value = series.str.to_date("%Y-%m-%d", strict=True)
+        elif isinstance(baseline, str) and isinstance(dtype, pl.Datetime):
+            value = series.str.to_datetime(strict=True).cast(dtype, strict=True)
+        else:
+            value = series.cast(dtype, strict=True)
+    except (pl.exceptions.PolarsError, TypeError, ValueError, OverflowError):
+        value = None
+    if value is None or value.null_count() > (baseline is None):
+        hint = " (a datetime.date, or a day like '2026-10-01')" if dtype == pl.Date else ""
+        raise InputError(
+            f"expected baseline to be a value of {column!r} ({dtype}){hint}, got {baseline!r}; "
+            f"values are {_values(state, column)}"
+        )
+    return value.item()
