@@ -1,8 +1,178 @@
-"""Collection settings for the doctests under src/ (tests/ has its own conftest)."""
+"""Collection settings for the doctests under src/, and the README's code blocks as tests.
+
+``README.md`` is collected by pytest-markdown-docs (its ```python blocks; ```python notest
+blocks are documentation only). Each block runs in a fresh folder holding a small prediction
+log written by :func:`write_readme_data` (``preds/day=…/part-0.parquet`` with the columns
+every example uses), the README's job file as ``job.toml``, and a few names the README uses
+for "your data" (``source``, ``df``, ``resubstitution``, ``oob``). The README's ```bash
+blocks run in ``tests/test_readme.py``.
+"""
+
+from __future__ import annotations
 
 import importlib.util
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
 
 # Modules built on numba (the ``fast`` extra) have doctests only where it is installed.
 collect_ignore = []
 if importlib.util.find_spec("numba") is None:
     collect_ignore += ["src/streameval/kernels/loops.py", "src/streameval/kernels/hashcodes.py"]
+
+ROOT = Path(__file__).resolve().parent
+README = ROOT / "README.md"
+DAYS = [date(2026, 9, 29) + timedelta(days=d) for d in range(4)]  # 2026-10-01 among them
+_GLOBALS: dict[str, Any] = {}
+
+
+def readme_blocks(language: str) -> list[str]:
+    """The README's fenced code blocks of one language (the fence's first word)."""
+    text = README.read_text(encoding="utf-8")
+    pattern = rf"^```{language}[^\S\n]*([^\n]*)\n(.*?)^```$"
+    return [
+        body for options, body in re.findall(pattern, text, re.M | re.S) if "notest" not in options
+    ]
+
+
+def day_frame(day: int, rows: int = 120) -> pl.DataFrame:
+    """One day of predictions with the columns of every README example."""
+    rng = np.random.default_rng(day)
+    label = rng.random(rows) < 0.4
+    animals = np.array(["cat", "dog", "bird"])
+    actual = rng.integers(0, 3, rows)
+    p = rng.dirichlet([1, 1, 1], rows) + np.eye(3)[actual]
+    p /= p.sum(axis=1, keepdims=True)
+    y = rng.lognormal(2, 0.3, rows)
+    return pl.DataFrame(
+        {
+            "id": np.arange(rows) + day * rows,
+            "segment": rng.choice(["a", "b"], rows),
+            "label": label.astype(np.int8),
+            "score": np.round(rng.random(rows) * 0.6 + 0.4 * label, 3),
+            "weight": rng.choice([0.5, 1.0, 2.0], rows),
+            "model_a": np.round(rng.random(rows) * 0.5 + 0.5 * label, 3),
+            "model_b": np.round(rng.random(rows) * 0.7 + 0.3 * label, 3),
+            "animal": animals[actual],
+            "guess": animals[p.argmax(axis=1)],
+            **{f"p_{k}": p[:, i] for i, k in enumerate(animals)},
+            "y": y,
+            "y_hat": y * rng.lognormal(0, 0.1, rows),
+        }
+    )
+
+
+def write_readme_data(folder: Path) -> dict[str, Any]:
+    """Write the README's data into ``folder``; return the names its examples use."""
+    frames = []
+    for i, day in enumerate(DAYS):
+        part = folder / "preds" / f"day={day.isoformat()}"
+        part.mkdir(parents=True)
+        frame = day_frame(i)
+        frame.write_parquet(part / "part-0.parquet")
+        frames.append(frame.with_columns(day=pl.lit(day)))
+    df = pl.concat(frames)
+    (folder / "oof").mkdir()
+    folds = df.with_columns(fold=(pl.col("id") % 5).cast(pl.Int32))
+    for k, rows in folds.partition_by("fold", as_dict=True).items():
+        rows.write_parquet(folder / "oof" / f"fold-{k[0]}.parquet")
+    oob = pl.concat(
+        df.sample(fraction=0.4, seed=r).with_columns(replicate=pl.lit(r, pl.Int32))
+        for r in range(5)
+    )
+    jobs = [body for body in readme_blocks("toml") if "[source]" in body]
+    if jobs:
+        (folder / "job.toml").write_text(jobs[0], encoding="utf-8")
+    import streameval as se
+
+    return {"se": se, "source": "preds/", "df": df, "resubstitution": df, "oob": oob}
+
+
+@pytest.fixture
+def readme_workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder with the README's data, made the working directory."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [sys.argv[0]])  # the cross-validation example reads argv
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    _GLOBALS.clear()
+    _GLOBALS.update(write_readme_data(tmp_path))
+    yield tmp_path
+    _GLOBALS.clear()
+
+
+@pytest.fixture
+def readme_spark(readme_workdir: Path, spark_classic: Any) -> Any:
+    """The README's Spark example: a catalog table ``ml.predictions`` and ``spark``."""
+    spark_classic.sql("CREATE DATABASE IF NOT EXISTS ml")
+    frame = spark_classic.read.parquet(str(readme_workdir / "preds"))
+    frame.write.mode("overwrite").saveAsTable("ml.predictions")
+    _GLOBALS["spark"] = spark_classic
+    return spark_classic
+
+
+def pytest_markdown_docs_globals() -> dict[str, Any]:
+    """Names the README's Python blocks may use without defining them."""
+    return dict(_GLOBALS)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """Collect README.md's Python blocks (without --markdown-docs, which takes every file)."""
+    if file_path != README or parent.config.option.markdowndocs:
+        return None
+    from pytest_markdown_docs.plugin import MarkdownTextFile
+
+    return MarkdownTextFile.from_parent(parent, path=file_path)  # type: ignore[no-any-return]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The README's blocks run in a folder holding its data (and Spark for the Spark one)."""
+    for item in items:
+        if item.path == README and hasattr(item, "code"):
+            fixture = "readme_spark" if "spark.table(" in item.code else "readme_workdir"
+            item.add_marker(pytest.mark.usefixtures(fixture))
+            # set up before the plugin asks pytest_markdown_docs_globals for the block's names
+            item.fixturenames = (*item.fixturenames, fixture)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def spark_classic() -> Iterator[Any]:
+    """A real local Spark session (local[2]) for the whole test session, stopped at the end."""
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    port = _free_port()
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("streameval-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="se-spark-warehouse-"))
+        .config("spark.connect.grpc.binding.port", str(port))
+        .config("spark.driver.extraJavaOptions", "-Dlog4j.rootLogger=ERROR")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    session.conf.set("streameval.tests.connect.port", str(port))
+    yield session
+    session.stop()
+
+
+os.environ.setdefault("MPLBACKEND", "Agg")

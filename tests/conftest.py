@@ -1,5 +1,4 @@
 import os
-import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -14,38 +13,7 @@ settings.register_profile("ci", parent=settings.get_profile("default"), derandom
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="session")
-def spark_classic():
-    """A real local Spark session (local[2]) for the whole test session, stopped at the end."""
-    pytest.importorskip("pyspark")
-    from pyspark.sql import SparkSession
-
-    port = _free_port()
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("streameval-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="se-spark-warehouse-"))
-        .config("spark.connect.grpc.binding.port", str(port))
-        .config("spark.driver.extraJavaOptions", "-Dlog4j.rootLogger=ERROR")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    session.conf.set("streameval.tests.connect.port", str(port))
-    yield session
-    session.stop()
-
-
+# spark_classic (one local Spark session for the whole run) is in the root conftest.py.
 @pytest.fixture(scope="session")
 def spark_connect(spark_classic):
     """A Spark Connect session served by the test session's own Spark (same JVM)."""
