@@ -126,7 +126,7 @@ def pytest_markdown_docs_globals() -> dict[str, Any]:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     """Collect README.md's Python blocks (without --markdown-docs, which takes every file)."""
-    if file_path != README or parent.config.option.markdowndocs:
+    if file_path != README or getattr(parent.config.option, "markdowndocs", False):
         return None
     from pytest_markdown_docs.plugin import MarkdownTextFile
 
