@@ -199,7 +199,13 @@ class CompiledCells(Staged):
             ALL,
             (positives, negatives, scale),
             (counts[2], counts[3]),
-            {"_ap_num": sums[0] * scale, "_log_loss": sums[1], "_brier": sums[2]},
+            {
+                "_ap_num": sums[0] * scale,
+                "_log_loss": sums[1],
+                "_brier": sums[2],
+                "_ap_over": sums[3] * scale,
+                "_ap_under": sums[4] * scale,
+            },
             outside,
             tp_fp,
         )

@@ -231,7 +231,8 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
     Σ pos·neg, then the positives and negatives below each mark (``marks``: binade and slot
     columns, in ascending order). In float64, a row each of ``sums``: Σ pos times the
     precision at or above the bucket (a second pass over the group's buckets, kept aside),
-    minus the log-loss terms' sum, and the squared errors' sum.
+    minus the log-loss terms' sum, the squared errors' sum, and the AP bound's two sums
+    (:func:`_ap_bound_terms`, in that second pass).
 
     The terms' sum is the log of their product, kept as a float in [1, 2) times a power of
     two counted apart (renormalized every 16 rows: a clipped probability is at least eps),
@@ -257,7 +258,7 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
     nmarks = marks.shape[1]
     codes = np.empty(groups, np.uint64)
     counts = np.zeros((4 + 2 * nmarks, groups), np.int64)
-    sums = np.zeros((3, groups), np.float64)
+    sums = np.zeros((5, groups), np.float64)
     kept = np.empty((most, 2), np.int64)  # a group's buckets, for the second pass
     shift = _TOP - p
     high = 1.0 - eps
@@ -329,10 +330,15 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
         ap = 0.0
         above_pos = below_pos
         above_neg = below_neg
+        over = 0.0
+        under = 0.0
         for k in range(nkept):  # from the lowest bucket up, as the runs' order
             cp = kept[k, 0]
             if cp > 0:
                 ap += cp * (np.float64(above_pos) / np.float64(above_pos + above_neg))
+                up, down = _ap_bound_terms(cp, kept[k, 1], above_pos, above_neg)
+                over += up
+                under += down
             above_pos -= cp
             above_neg -= kept[k, 1]
         counts[0, g] = below_pos
@@ -346,7 +352,22 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
             loss = -_log_sum(words, bounds, occupied, tops, shift, cut_tops, cuts, eps, cells)
         sums[1, g] = loss
         sums[2, g] = brier
+        sums[3, g] = over
+        sums[4, g] = under
     return codes, counts, sums, largest
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ap_bound_terms(cp, cn, cpos, cneg):  # type: ignore[no-untyped-def]
+    """A bucket's AP bound terms (over, under), as :func:`.metrics.ap_bound_terms` does."""
+    p = np.float64(cp)
+    c = np.float64(cpos)
+    d = np.float64(cneg)
+    total = c + d
+    over = p * c * np.float64(cn) / ((total - np.float64(cn)) * total)
+    if cneg == 0:
+        return over, 0.0
+    return over, d * p * p / (2.0 * total * (total - p))
 
 
 @jit

@@ -160,7 +160,7 @@ def aggregates(
         neg = runs.neg.astype(np.int64, copy=False)
         ties = np.add.reduceat(pos * neg, firsts)
         over_neg = np.add.reduceat(neg * rpos[:-1], firsts)
-    floats: dict[str, npt.NDArray[np.generic]] = {"_ap_num": _ap_num(pos, at, g, scale)}
+    floats: dict[str, npt.NDArray[np.generic]] = dict(_ap_sums(pos, at, g, scale))
     if losses is None:
         with np.errstate(over="ignore", invalid="ignore"):  # huge scores: null metrics later
             floats.update(_losses(runs, pos, firsts))
@@ -214,15 +214,39 @@ def grouped_frame(
     return pl.DataFrame(cols)
 
 
-def _ap_num(pos: I64, at: I64, g: _Groups, scale: float) -> F64:
-    """Σ over runs with positives (``at``) of pos·precision there (scaled as the Polars path)."""
+def _ap_sums(pos: I64, at: I64, g: _Groups, scale: float) -> dict[str, F64]:
+    """Σ over runs with positives (``at``) of pos·precision there (scaled as the Polars path).
+
+    Also the AP bound's sums ``_ap_over`` and ``_ap_under`` (:func:`ap_bound_terms`).
+    """
     group = np.searchsorted(g.firsts, at, side="right") - 1
     end = g.ends[group]
     cpos = (g.rpos[at] - g.rpos[end]).astype(np.float64)
     cneg = (g.rneg(at) - g.rneg(end)).astype(np.float64)
-    terms = (pos[at] * scale) * (cpos / (cpos + cneg))
-    out: F64 = np.bincount(group, weights=terms, minlength=g.firsts.size).astype(np.float64)
+    p = pos[at].astype(np.float64)
+    terms = (p * scale) * (cpos / (cpos + cneg))
+    neg = (g.rneg(at) - g.rneg(at + 1)).astype(np.float64)
+    over, under = ap_bound_terms(p, neg, cpos, cneg)
+    out = {}
+    for name, x in (("_ap_num", terms), ("_ap_over", over), ("_ap_under", under)):
+        out[name] = np.bincount(group, weights=x, minlength=g.firsts.size).astype(np.float64)
+    out["_ap_over"] *= scale
+    out["_ap_under"] *= scale
     return out
+
+
+def ap_bound_terms(p: F64, n: F64, cpos: F64, cneg: F64) -> tuple[F64, F64]:
+    """:func:`streameval.metrics.binary.ap_bound_terms` of arrays (unscaled counts).
+
+    >>> over, under = ap_bound_terms(*(np.array([x]) for x in (1.0, 1.0, 1.0, 1.0)))
+    >>> float(over[0]), float(under[0])  # U − T = 1 − ½; T − ∫₀¹ x/(1 + x) = 0.193… ≤ ¼
+    (0.5, 0.25)
+    """
+    total = cpos + cneg
+    over: F64 = p * cpos * n / ((total - n) * total)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        under: F64 = np.where(cneg > 0, cneg * p * p / (2.0 * total * (total - p)), 0.0)
+    return over, under
 
 
 def _losses(runs: Runs, pos: I64, firsts: I64) -> dict[str, npt.NDArray[np.generic]]:

@@ -64,6 +64,35 @@ def average_precision() -> pl.Expr:
     return pl.when(P > 0).then(pl.col("_ap_num") / _P)
 
 
+def average_precision_error() -> pl.Expr:
+    """Bound on |bucketed − exact| AP: max(Σ_b over_b, Σ_b under_b) / P; 0 in exact mode.
+
+    Per bucket (:func:`ap_bound_terms`): how far the orderings of its positives and
+    negatives could move its term up (``_ap_over``) or down (``_ap_under``).
+    """
+    worst = pl.max_horizontal(pl.col("_ap_over"), pl.col("_ap_under"))
+    return pl.when(P > 0).then(worst / _P * (2 * pl.col("_bound_factor")))
+
+
+def ap_bound_terms(p: pl.Expr, n: pl.Expr, cpos: pl.Expr, cneg: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """Per bucket with positives: how far its AP term may lie below and above the exact one.
+
+    ``p``, ``n``: the bucket's positive and negative weight; ``cpos``, ``cneg``: those from
+    the top score down to the bucket's end. With A, B the weights above the bucket, the
+    bucketed term is T = p·cpos/(cpos + cneg). Any order inside the bucket puts a positive
+    at cumulative positive weight a ∈ (0, p] at precision ≤ (A + p)/(A + B + p), so the
+    exact term is at most U = p·cpos/(cpos + cneg − n): ``over`` = U − T. Its precision is
+    at least f(a) = (A + a)/(A + B + n + a), increasing in a, so the exact term is at least
+    ∫₀ᵖ f = T − cneg·h(u), u = p/(cpos + cneg), h(u) = −ln(1 − u) − u = Σ_{k≥2} uᵏ/k
+    ≤ u²/(2(1 − u)): ``under`` = cneg·p²/(2·(cpos + cneg)·(cpos + cneg − p)), no log (so
+    every path computes the same float).
+    """
+    total = cpos + cneg
+    over = p * cpos * n / ((total - n) * total)
+    under = pl.when(cneg > 0).then(cneg * p * p / (2.0 * total * (total - p))).otherwise(0.0)
+    return over, under
+
+
 def _probability_mean(column: str) -> pl.Expr:
     ok = (pl.col("_n_outside") == 0) & (P + N > 0)
     return pl.when(ok).then(pl.col(column) / (P + N))
@@ -158,6 +187,7 @@ RANKING: dict[str, Metric] = {
     "roc_auc": roc_auc,
     "roc_auc_error": roc_auc_error,
     "average_precision": average_precision,
+    "average_precision_error": average_precision_error,
     "log_loss": log_loss,
     "brier": brier,
 }
@@ -294,6 +324,7 @@ def _finalize(
     # Sorting by bucket alone (one Int64 column) orders every group from the top score down,
     # and a window keeps frame order within its group: cumulative sums need no key sort.
     cpos, cneg = fpos.cum_sum(), fneg.cum_sum()
+    ap_over, ap_under = ap_bound_terms(fpos, fneg, pl.col("_cpos"), pl.col("_cneg"))
     per_threshold = []
     for i, t in enumerate(thresholds):
         k = float_to_key_scalar(t)
@@ -319,6 +350,8 @@ def _finalize(
             .filter(pos > 0)
             .sum()
             .alias("_ap_num"),
+            ap_over.filter(pos > 0).sum().alias("_ap_over"),
+            ap_under.filter(pos > 0).sum().alias("_ap_under"),
             cols["log_loss"].sum().alias("_log_loss"),
             cols["brier"].sum().alias("_brier"),
             cols["n_outside"].sum().alias("_n_outside"),

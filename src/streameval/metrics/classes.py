@@ -135,7 +135,7 @@ def ovr_ranking(state: State) -> tuple[pl.LazyFrame, list[str]]:
 
 
 PER_CLASS = ["support", "precision", "recall", "f1", "specificity", "npv", "fpr", "fnr"]
-SCORE_COLUMNS = ["roc_auc", "roc_auc_error", "average_precision"]
+SCORE_COLUMNS = ["roc_auc", "roc_auc_error", "average_precision", "average_precision_error"]
 
 
 def per_class(

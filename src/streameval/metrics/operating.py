@@ -222,27 +222,97 @@ def areas(state: State, max_fpr: float | None = None) -> pl.DataFrame:
         .then((m - x0) * (y0 + cut) / 2)
         .otherwise(0.0)
     )
+    # Inside a bucket the exact curve is a monotone path in the box of its segment: its area
+    # differs from the segment's by at most half the box, or the box where max_fpr cuts it.
+    box = (ya - y0) * (pl.min_horizontal(xa, m) - x0)
+    segment_error = pl.when(xa <= m).then(box / 2).when(x0 < m).then(box).otherwise(0.0)
     partial = roc.group_by(keys).agg(
-        segment.sum().alias("_area"), P.first().alias("_P"), N.first().alias("_N")
+        segment.sum().alias("_area"),
+        segment_error.sum().alias("_area_error"),
+        P.first().alias("_P"),
+        N.first().alias("_N"),
     )
     low = m * m / 2
     mcclish = 0.5 * (1 + (pl.col("_area") - low) / (m - low)) if m < 1 else pl.col("_area")
+    stretch = 0.5 / (m - low) if m < 1 else 1.0
+    bounded = 0.0 if state.spec.exact else 1.0
     both = (pl.col("_P") > 0) & (pl.col("_N") > 0)
-    partial = partial.select(*keys, pl.when(both).then(mcclish).alias("partial_auc"))
+    partial = partial.select(
+        *keys,
+        pl.when(both).then(mcclish).alias("partial_auc"),
+        pl.when(both).then(pl.col("_area_error") * (stretch * bounded)).alias("partial_auc_error"),
+    )
     ks = operating_points(state, "youden").select(
         *state.keys, pl.col("value").alias("ks"), pl.col("threshold").alias("ks_threshold")
     )
+    ks = _with_ks_error(ks, lf, keys, state)
     # Every group of the state gets a row, also one whose weights are all 0 (no points).
     groups = with_group_key(state.table, state.keys)[0].select(keys).unique()
+    pr_error = _pr_auc_error(lf, keys, bounded)
     out = (
         groups.join(partial, on=keys, how="left", nulls_equal=True)
         .join(_pr_areas(state), on=keys, how="left", nulls_equal=True)
+        .join(pr_error, on=keys, how="left", nulls_equal=True)
+        .select(*keys, "partial_auc", "partial_auc_error", "pr_auc", "pr_auc_error", "break_even")
         .collect()
     )
     out = out.drop(ALL) if keys == [ALL] else out
     out = _attach(out, expected_cost(state), state.keys)
     out = _attach(out, ks, state.keys)
     return out.sort(state.keys, nulls_last=False) if state.keys else out
+
+
+def _with_ks_error(
+    ks: pl.DataFrame, points: pl.LazyFrame, keys: list[str], state: State
+) -> pl.DataFrame:
+    """``ks`` with ``ks_error`` after ``ks``: how far the exact KS may lie above it.
+
+    The bucketed KS is the largest tpr − fpr over bucket edges, all exact thresholds, so
+    it is at most the exact KS. A threshold inside bucket b has at most all of the bucket's
+    positives and none of its negatives above it: tpr − fpr ≤ (A + P_b)/P − B/N, with A
+    and B the weights above the bucket. The bound is the largest of these less the KS.
+    """
+    tp, P, N = pl.col("tp"), pl.col("_P"), pl.col("_N")
+    above_fp = pl.col("fp").shift(1).over(keys).fill_null(0.0)
+    best = (
+        points.with_columns((tp / P - above_fp / N).alias("_j"))
+        .group_by(keys)
+        .agg(pl.col("_j").max().alias("_best"), P.first(), N.first())
+        .collect()
+    )
+    best = best.drop(ALL) if keys == [ALL] else best
+    joined = _attach(ks, best, state.keys)
+    bounded = 0.0 if state.spec.exact else 1.0
+    error = pl.max_horizontal(pl.col("_best") - pl.col("ks"), 0.0) * bounded
+    both = (P > 0) & (N > 0) & pl.col("ks").is_not_null()
+    return joined.select(
+        *state.keys, "ks", pl.when(both).then(error).alias("ks_error"), "ks_threshold"
+    )
+
+
+def _pr_auc_error(lf: pl.LazyFrame, keys: list[str], bounded: float) -> pl.LazyFrame:
+    """Per group: ``pr_auc_error``, how far the exact PR trapezoid area may lie from it.
+
+    Between bucket b's point and the one above (A, B: the weights above b, the closing
+    point when both are 0) the exact curve gains recall P_b/P through points whose
+    precision lies in [A/(A + B + N_b), (A + P_b)/(A + B + P_b)]: its area there lies
+    between P_b/P times those, the segment's is P_b/P times the mean of its ends.
+    """
+    tp, fp, P = pl.col("tp"), pl.col("fp"), pl.col("_P")
+    tp0, fp0 = (pl.col(c).shift(1).over(keys) for c in ("tp", "fp"))
+    p1 = tp / (tp + fp)
+    p0 = pl.when(tp0 + fp0 > 0).then(tp0 / (tp0 + fp0)).otherwise(1.0)
+    low = pl.when(tp0 + fp > 0).then(tp0 / (tp0 + fp)).otherwise(1.0)
+    high = tp / (tp + fp0)
+    width = (tp - tp0) / P
+    mid = (p0 + p1) / 2
+    segments = lf.with_columns(
+        (width * (high - mid)).alias("_above"),
+        (width * (mid - low)).alias("_below"),
+        (tp0.is_not_null() & (tp > tp0)).alias("_gains"),
+    ).filter(pl.col("_gains"))
+    worst = pl.max_horizontal(pl.col("_above").sum(), pl.col("_below").sum())
+    return segments.group_by(keys).agg((worst * bounded).alias("pr_auc_error"))
 
 
 def _attach(table: pl.DataFrame, extra: pl.DataFrame, keys: list[str]) -> pl.DataFrame:

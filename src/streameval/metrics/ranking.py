@@ -3,14 +3,17 @@
 Input rows: group columns, ``bucket`` (ordered score key), ``pos`` and ``neg`` (Float64
 weights of positives and negatives in the bucket). Output per group: ``_P``, ``_N``,
 ``roc_auc`` (ties ½, as sklearn), ``roc_auc_error`` (the bound ½·Σ P_b·N_b / (P·N), 0 in
-exact mode) and ``average_precision`` (sklearn's step sum). One sort and one group_by
-serve every group: the one-vs-rest and one-vs-one problems of a multiclass state are all
-computed in one query.
+exact mode), ``average_precision`` (sklearn's step sum) and its bound
+``average_precision_error`` (:func:`streameval.metrics.binary.ap_bound_terms`). One sort
+and one group_by serve every group: the one-vs-rest and one-vs-one problems of a multiclass
+state are all computed in one query.
 """
 
 from __future__ import annotations
 
 import polars as pl
+
+from .binary import ap_bound_terms
 
 
 def ranking(lf: pl.LazyFrame, groups: list[str], *, exact: bool) -> pl.LazyFrame:
@@ -28,6 +31,7 @@ def ranking(lf: pl.LazyFrame, groups: list[str], *, exact: bool) -> pl.LazyFrame
     cpos, cneg = pl.col("_cpos"), pl.col("_cneg")
     P, N = pl.col("_P"), pl.col("_N")
     both = (P > 0) & (N > 0)
+    over, under = ap_bound_terms(pos, neg, cpos, cneg)
     return (
         lf.sort("bucket", descending=True)
         .with_columns(
@@ -40,6 +44,8 @@ def ranking(lf: pl.LazyFrame, groups: list[str], *, exact: bool) -> pl.LazyFrame
             (neg * (cpos - 0.5 * pos)).sum().alias("_auc"),
             (pos * neg).sum().alias("_ties"),
             (pos * cpos / (cpos + cneg)).filter(pos > 0).sum().alias("_ap"),
+            over.filter(pos > 0).sum().alias("_ap_over"),
+            under.filter(pos > 0).sum().alias("_ap_under"),
         )
         .with_columns(
             pl.when(both).then(pl.col("_auc") / P / N).alias("roc_auc"),
@@ -47,6 +53,9 @@ def ranking(lf: pl.LazyFrame, groups: list[str], *, exact: bool) -> pl.LazyFrame
             .then(pl.col("_ties") / P / N * (0.0 if exact else 0.5))
             .alias("roc_auc_error"),
             pl.when(P > 0).then(pl.col("_ap") / P).alias("average_precision"),
+            pl.when(P > 0)
+            .then(pl.max_horizontal("_ap_over", "_ap_under") / P * (0.0 if exact else 1.0))
+            .alias("average_precision_error"),
         )
-        .drop("_auc", "_ties", "_ap")
+        .drop("_auc", "_ties", "_ap", "_ap_over", "_ap_under")
     )
