@@ -66,6 +66,7 @@ def test_a_good_job_file_resolves_paths_against_its_folder(tmp_path):
           'kind = "multiclass"\nlabel = "label"\nprediction = "guess"'),
          "task.classes: missing; a job accumulates each partition on its own"),
         (('by = ["segment"]', 'by = ["segment", "day"]'), "task.by: expected group keys other"),
+        (('by = ["segment"]', 'by = ["days"]'), "task.by: expected group keys other than 'days'"),
         (('by = ["segment"]', 'precision = "fast"'), "task.precision: expected precision"),
         (('by = ["segment"]', "level = 1.5"), "task.level: expected a level between 0 and 1"),
         (('path = "out/metrics"', 'path = "state/m"'),

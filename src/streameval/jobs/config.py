@@ -47,7 +47,7 @@ __all__ = ["JobConfig", "JobConfigError", "OutputConfig", "SourceConfig", "load_
 FORMATS = ("parquet", "delta", "iceberg")
 ENGINES = ("polars", "spark")
 OUTPUT_FORMATS = ("parquet", "csv", "json")
-RESERVED = ("window",)
+RESERVED = ("window", "days")
 
 
 @dataclass(frozen=True)
@@ -227,7 +227,7 @@ def _cross_checks(top: Table, job: JobConfig) -> None:
             raise top.error(
                 "task.by",
                 f"expected group keys other than {name!r}: the output adds the partition key "
-                "(the window's end day) and 'window' itself",
+                "(the window's end day), 'window' and 'days' itself",
             )
     tables = job.source.format != "parquet" or job.source.engine == "spark"
     if tables and key is None and job.outputs:
