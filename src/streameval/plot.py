@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,50 @@ _AXES = {
     "gains": ("population", "gain", "population reached", "positives captured"),
     "calibration": ("mean_predicted", "observed_rate", "mean prediction", "observed rate"),
 }
+
+
+#: Line colours: matplotlib's ten (tab10), then the light halves of tab20's pairs, then
+#: ten darker hues; beyond 30 lines the colours come round again with another line style.
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+    "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5",
+    "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
+    "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173",
+    "#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363",
+)  # fmt: skip
+LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def line_look(index: int) -> tuple[str, str]:
+    """Colour and line style of a panel's ``index``-th line: 30 colours, then new styles.
+
+    >>> line_look(0), line_look(12), line_look(30)
+    (('#1f77b4', '-'), ('#98df8a', '-'), ('#1f77b4', '--'))
+    """
+    return PALETTE[index % len(PALETTE)], LINE_STYLES[index // len(PALETTE) % len(LINE_STYLES)]
+
+
+def natural_key(value: Any) -> tuple[Any, ...]:
+    """Sort key of a group key's value: by its own type, strings with numbers by value.
+
+    Numbers, dates and the like sort as themselves; strings split into text and digit runs
+    ("seg 2" before "seg 10"); tuples part by part; None last.
+
+    >>> sorted(["seg 10", "seg 2", "seg 1b", None, "Seg 3"], key=natural_key)
+    ['seg 1b', 'seg 2', 'Seg 3', 'seg 10', None]
+    >>> sorted([(10, "b"), (2, "a")], key=natural_key)
+    [(2, 'a'), (10, 'b')]
+    """
+    if value is None:
+        return (2,)
+    if isinstance(value, tuple):
+        return (0, tuple(natural_key(v) for v in value))
+    if isinstance(value, str):
+        parts = re.split(r"(\d+)", value)
+        return (1, tuple((0, int(p), "") if p.isdigit() else (1, 0, p.casefold()) for p in parts
+                          if p), value)  # fmt: skip
+    return (0, value)
 
 
 def _pyplot() -> Any:
@@ -122,20 +167,24 @@ def plot_curve(
         raise InputError(f"expected facet to be a group key among {first.keys}, got {facet!r}")
     panels = sorted(
         {v for t in tables.values() for v in (t[facet].unique().to_list() if facet else [None])},
-        key=lambda v: (v is None, str(v)),
+        key=natural_key,
     )
     shown = panels[:MAX_PANELS]
     cols = min(len(shown), 6) or 1
     rows = math.ceil(len(shown) / cols) or 1
     fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.0 * rows), squeeze=False)
     for ax, value in zip(axes.flat, shown, strict=False):
+        lines = 0
         for name, table in tables.items():
             part = table if facet is None else table.filter(pl.col(facet).eq_missing(value))
             others = [k for k in named[name].keys if k != facet]
             groups = part.partition_by(others, as_dict=True) if others else {(): part}
-            for key, group in sorted(groups.items(), key=lambda kv: str(kv[0])):
+            for key, group in sorted(groups.items(), key=lambda kv: natural_key(kv[0])):
                 label = " ".join(str(v) for v in (name, *key) if v != "") or None
-                ax.plot(group[x].to_numpy(), group[y].to_numpy(), label=label, linewidth=1.2)
+                colour, style = line_look(lines)
+                lines += 1
+                ax.plot(group[x].to_numpy(), group[y].to_numpy(), label=label, linewidth=1.2,
+                        color=colour, linestyle=style)  # fmt: skip
         if kind in ("roc", "calibration"):
             ax.plot([0, 1], [0, 1], color="0.7", linestyle=":", linewidth=0.8)
         ax.set_title(f"{facet} = {value}" if facet else (title or kind.upper()), fontsize=9)
@@ -143,7 +192,7 @@ def plot_curve(
         ax.set_ylabel(ylabel, fontsize=8)
         ax.tick_params(labelsize=7)
         if ax.get_legend_handles_labels()[1]:
-            ax.legend(fontsize=6, loc="best")
+            ax.legend(fontsize=6, loc="best", ncols=1 + lines // 16)
     for ax in list(axes.flat)[len(shown) :]:
         ax.set_visible(False)
     if len(panels) > len(shown):
@@ -214,3 +263,20 @@ def _matrix(
     return labels, [
         [v / columns[j] if columns[j] else 0.0 for j, v in enumerate(r)] for r in matrix
     ]
+
+
+def legend_entries(fig: Any) -> list[tuple[str, str, str]]:
+    """The lines named in a figure's legends, in order: (label, colour, line style).
+
+    The union over its panels (each label once, in the order first drawn).
+    """
+    from matplotlib.colors import to_hex
+
+    seen: dict[str, tuple[str, str, str]] = {}
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label not in seen:
+                seen[label] = (label, to_hex(handle.get_color()), str(handle.get_linestyle()))
+    return list(seen.values())

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from .plot import plot_confusion, plot_curve
+from .plot import legend_entries, natural_key, plot_confusion, plot_curve
 
 if TYPE_CHECKING:
     from .state import State
@@ -50,7 +50,10 @@ body { font-family: sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; font-size: 12px; margin-bottom: 2em; }
 th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; }
 th { background: #f0f0f0; cursor: pointer; position: sticky; top: 0; }
-td.key, th.key { text-align: left; }
+td.key, th.key { text-align: left; white-space: nowrap; }
+ul.legend { list-style: none; padding: 0; margin: 0 0 1em; font-size: 12px; columns: 4 12em; }
+ul.legend .swatch { display: inline-block; width: 2em; height: 0; margin-right: 0.5em;
+  vertical-align: middle; border-top-width: 3px; }
 .wrap { overflow-x: auto; max-width: 100%; }
 img { max-width: 100%; border: 1px solid #eee; margin: 4px 0; }
 .note { color: #666; font-size: 12px; }
@@ -66,23 +69,39 @@ def _png(fig: Any) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, key: bool = False) -> str:
+    attrs = ' class="key"' if key else ""
     if value is None:
-        return '<td data-v="">–</td>'
+        return f'<td{attrs} data-v="">–</td>'
     if isinstance(value, float):
         shown = f"{value:.3g}" if value != 0 and abs(value) < 1e-3 else f"{value:.4f}"
-        return f'<td data-v="{value!r}">{shown}</td>'
-    return f'<td data-v="{html.escape(str(value))}">{html.escape(str(value))}</td>'
+        return f'<td{attrs} data-v="{value!r}">{shown}</td>'
+    return f'<td{attrs} data-v="{html.escape(str(value))}">{html.escape(str(value))}</td>'
+
+
+def natural_order(table: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """The rows sorted by their keys as :func:`.plot.natural_key` orders them (stable).
+
+    >>> t = pl.DataFrame({"g": ["s10", "s2", "s2"], "v": [1, 2, 3]})
+    >>> natural_order(t, ["g"])["v"].to_list()
+    [2, 3, 1]
+    """
+    if not keys or table.height < 2:
+        return table
+    rows = table.select(keys).rows()
+    order = sorted(range(len(rows)), key=lambda i: natural_key(rows[i]))
+    return table[order]
 
 
 def table_html(table: pl.DataFrame, keys: list[str], table_id: str) -> str:
-    """A sortable HTML table (cells carry their raw value for sorting)."""
+    """A sortable HTML table (cells carry their raw value for sorting; keys do not wrap)."""
     head = "".join(
         f'<th class="{"key" if c in keys else ""}">{html.escape(c)}</th>' for c in table.columns
     )
+    is_key = [c in keys for c in table.columns]
     rows = []
     for row in table.iter_rows():
-        cells = "".join(_cell(v) for v in row)
+        cells = "".join(_cell(v, k) for v, k in zip(row, is_key, strict=True))
         rows.append(f"<tr>{cells}</tr>")
     return (
         f'<div class="wrap"><table id="{table_id}" class="sortable"><thead><tr>{head}</tr>'
@@ -106,6 +125,7 @@ def build_report(state: State, *, title: str = "streameval report", level: float
         table = state.metrics(ci="wilson", level=level)
     else:
         table = state.metrics()
+    table = natural_order(table, keys)
     metric, descending = RANKING.get(kind, ("n", True))
     sections = [f"<h1>{html.escape(title)}</h1>", _summary_line(state, table)]
     sections += ["<h2>Metrics</h2>", table_html(table, keys, "metrics")]
@@ -150,17 +170,37 @@ def _figures(state: State) -> list[str]:
             kinds.append(("calibration", "Calibration"))
         for kind, name in kinds:
             fig = plot_curve(state, kind, facet=facet)
+            legend = _legend_html(fig, kind)
             out.append(f'<h3>{name}</h3><img alt="{kind} curves" src="data:image/png;base64,'
-                       f'{_png(fig)}">')  # fmt: skip
+                       f'{_png(fig)}">{legend}')  # fmt: skip
     if state.spec.kind == "multiclass":
         out.append("<h2>Confusion matrix (all groups, normalized by actual class)</h2>")
         fig = plot_confusion(state, normalize="true")
         out.append(f'<img alt="confusion matrix" src="data:image/png;base64,{_png(fig)}">')
         out += [
             "<h2>Per class</h2>",
-            table_html(state.per_class(ci="wilson"), state.keys, "per-class"),
+            table_html(
+                natural_order(state.per_class(ci="wilson"), state.keys), state.keys, "per-class"
+            ),
         ]
     return out
+
+
+_DASHES = {"-": "solid", "--": "dashed", ":": "dotted", "-.": "dashed"}
+
+
+def _legend_html(fig: Any, kind: str) -> str:
+    """The figure's legend as an HTML list (label, colour and line style per line)."""
+    entries = legend_entries(fig)
+    if not entries:
+        return ""
+    items = "".join(
+        f'<li data-color="{colour}" data-style="{html.escape(style)}"><span class="swatch" '
+        f'style="border-top-style: {_DASHES.get(style, "solid")}; border-top-color: '
+        f'{colour}"></span><span class="label">{html.escape(label)}</span></li>'
+        for label, colour, style in entries
+    )
+    return f'<ul class="legend" data-kind="{kind}">{items}</ul>'
 
 
 def table_in_unit_interval(state: State) -> bool:

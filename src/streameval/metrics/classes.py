@@ -151,11 +151,11 @@ def per_class(
     ┌───────┬─────────┬───────────┬────────┐
     │ class ┆ support ┆ precision ┆ recall │
     │ ---   ┆ ---     ┆ ---       ┆ ---    │
-    │ str   ┆ f64     ┆ f64       ┆ f64    │
+    │ str   ┆ i64     ┆ f64       ┆ f64    │
     ╞═══════╪═════════╪═══════════╪════════╡
-    │ a     ┆ 2.0     ┆ 0.666667  ┆ 1.0    │
-    │ b     ┆ 1.0     ┆ 1.0       ┆ 1.0    │
-    │ c     ┆ 1.0     ┆ 0.0       ┆ 0.0    │
+    │ a     ┆ 2       ┆ 0.666667  ┆ 1.0    │
+    │ b     ┆ 1       ┆ 1.0       ┆ 1.0    │
+    │ c     ┆ 1       ┆ 0.0       ┆ 0.0    │
     └───────┴─────────┴───────────┴────────┘
     """
     counts, keys = class_counts(state)
@@ -174,7 +174,31 @@ def per_class(
         from ..stats.tables import per_class_table
 
         table = per_class_table(state, out, keys, ci, level, auc_method, columns)
+    table = whole_counts(table, ["support"], weighted=state.spec.weighted)
     return table.drop(ALL) if keys == [ALL] else table
+
+
+def whole_counts(table: pl.DataFrame, columns: list[str], *, weighted: bool) -> pl.DataFrame:
+    """``columns`` as Int64 when they are counts: unweighted, or sums of whole weights.
+
+    >>> t = pl.DataFrame({"support": [2.0, 1.0]})
+    >>> whole_counts(t, ["support"], weighted=True)["support"].to_list()
+    [2, 1]
+    >>> whole_counts(t / 4, ["support"], weighted=True)["support"].to_list()
+    [0.5, 0.25]
+    """
+    present = [c for c in columns if c in table.columns]
+    if not present:
+        return table
+    if weighted:
+        whole = table.select(
+            pl.all_horizontal(
+                ((pl.col(c) % 1 == 0) & (pl.col(c).abs() < 2.0**53)).all() for c in present
+            )
+        )
+        if not whole.item():
+            return table
+    return table.with_columns(pl.col(c).cast(pl.Int64) for c in present)
 
 
 def confusion_matrix(
