@@ -385,7 +385,7 @@ def jackknife_by_a_missing_key(tmp: Path) -> Case:
 
 @case()
 def repeats_without_folds(tmp: Path) -> Case:
-    return evaluate(parquet(tmp / "a.parquet"), "--repeats", "seg"), "repeats='seg'"
+    return evaluate(parquet(tmp / "a.parquet"), "--repeats", "seg"), "--repeats 'seg'"
 
 
 @case()

@@ -107,7 +107,7 @@ def test_cli_regression_with_chosen_metrics(log):
     args = ["evaluate", str(log), "--task", "regression", "--label", "amount"]
     result = cli(*args, "--prediction", "forecast", "--metric", "rmse", "--metric", "r2")
     assert result.returncode == 0, result.stderr
-    header = result.stdout.splitlines()[1]
+    header = result.stdout.splitlines()[0]  # piped: CSV, the header first
     assert "rmse" in header and "r2" in header and "mae" not in header
     result = cli(*args, "--prediction", "forecast", "--metric", "rmsee")
     assert result.returncode == 2 and "did you mean 'rmse'" in result.stderr

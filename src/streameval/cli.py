@@ -1,21 +1,34 @@
-"""Command line: ``streameval evaluate`` and ``streameval demo``.
+"""Command line: ``streameval evaluate``, ``report`` and ``demo``.
 
-Bad input prints one line on stderr and exits with status 2.
+Bad input prints one line on stderr and exits with status 2; every argument is checked
+before any data is read. On a terminal a table fits its width; piped, it is CSV.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import math
+import os
+import shutil
 import sys
 import tempfile
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
 
+from . import display
 from .errors import StreamevalError
 from .spec import parse_precision
+
+FORMATS = ("csv", "json", "parquet")
+PIPED = (
+    "On a terminal, a table fits its width (key columns, then the metrics that fit; the last "
+    "lines say what was left out); piped or redirected, it is CSV: every row at full precision."
+)
 
 SUMMARY = {
     "binary": [
@@ -44,6 +57,18 @@ def _precision(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _add_output(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--output", help="write the table to FILE.parquet, .csv or .json, or '-' for stdout"
+    )
+    parser.add_argument(
+        "--format", choices=FORMATS, help="the --output format (default: its suffix; csv for -)"
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="print every column and row (in blocks that fit)"
+    )
+
+
 def _add_inputs(parser: argparse.ArgumentParser) -> None:
     """The source, task and column options shared by ``evaluate`` and ``report``."""
     parser.add_argument("source", nargs="+", help="Parquet files, directories or globs")
@@ -62,9 +87,11 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--classes", action="append", help="multiclass: every class, in order")
     parser.add_argument("--by", action="append", default=[], help="group key column (repeatable)")
     parser.add_argument("--weight", help="sample weight column")
-    parser.add_argument("--positive", help="binary: the positive label value (default 1 / true)")
-    parser.add_argument("--top-k", type=int, default=2, help="multiclass: k of top_k_accuracy")
-    parser.add_argument("--power", type=float, default=1.5, help="regression: Tweedie power")
+    parser.add_argument(
+        "--positive", help="binary, paired: the positive label value (default 1 / true)"
+    )
+    parser.add_argument("--top-k", type=int, help="multiclass: k of top_k_accuracy (2)")
+    parser.add_argument("--power", type=float, help="regression: Tweedie power (1.5)")
     parser.add_argument(
         "--precision", type=_precision, help="'exact' or mantissa bits (default 11)"
     )
@@ -74,15 +101,18 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
 
 
 def _build() -> argparse.ArgumentParser:
-    parser = _Parser(prog="streameval", description=__doc__.splitlines()[0])
+    from . import __version__
+
+    parser = _Parser(prog="streameval", description=__doc__.splitlines()[0], epilog=PIPED)
+    parser.add_argument("--version", action="version", version=f"streameval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    ev = sub.add_parser("evaluate", help="evaluate predictions stored as Parquet")
+    ev = sub.add_parser("evaluate", help="evaluate predictions stored as Parquet", epilog=PIPED)
     _add_inputs(ev)
     ev.add_argument("--folds", help="fold column: per-fold rows plus mean, sd and pooled rows")
     ev.add_argument("--repeats", help="repeat column of repeated cross-validation (with --folds)")
     ev.add_argument("--threshold", action="append", type=float, help="binary: threshold")
-    ev.add_argument("--alpha", type=float, default=0.5, help="regression: pinball quantile")
+    ev.add_argument("--alpha", type=float, help="regression: pinball quantile (0.5)")
     ev.add_argument("--metric", action="append", help="only these metrics (repeatable)")
     ev.add_argument(
         "--table",
@@ -97,21 +127,20 @@ def _build() -> argparse.ArgumentParser:
         help="add <metric>_lo/_hi intervals: proportions (with the AUC's by DeLong and "
         "caret's statistics), or every metric by bootstrap or jackknife",
     )
-    ev.add_argument("--replicates", type=int, default=200, help="bootstrap replicates (200)")
+    ev.add_argument("--replicates", type=int, help="bootstrap replicates (200)")
     ev.add_argument("--row-id", action="append", help="bootstrap: row id column(s)")
-    ev.add_argument("--seed", type=int, default=0, help="bootstrap: seed of the draws")
+    ev.add_argument("--seed", type=int, help="bootstrap: seed of the draws (0)")
     ev.add_argument("--jackknife-by", help="jackknife: the key whose values are left out")
-    ev.add_argument("--level", type=float, default=0.95, help="confidence level (0.95)")
+    ev.add_argument("--level", type=float, help="confidence level of --ci, --summary (0.95)")
     ev.add_argument(
-        "--auc-method", choices=["delong", "hanley-mcneil"], default="delong", help="AUC variance"
+        "--auc-method", choices=["delong", "hanley-mcneil"], help="--ci: AUC variance (delong)"
     )
     ev.add_argument(
         "--summary",
         action="store_true",
         help="binary, multiclass: print caret's confusion matrix and statistics per group",
     )
-    ev.add_argument("--output", help="write the table to FILE.parquet, .csv or .json")
-    ev.add_argument("--all", action="store_true", help="print every column, not a summary")
+    _add_output(ev)
 
     rep = sub.add_parser("report", help="write a self-contained HTML report")
     _add_inputs(rep)
@@ -119,11 +148,12 @@ def _build() -> argparse.ArgumentParser:
     rep.add_argument("--title", default="streameval report", help="the report's title")
     rep.add_argument("--level", type=float, default=0.95, help="confidence level (0.95)")
 
-    demo = sub.add_parser("demo", help="generate a small prediction log and evaluate it")
+    demo = sub.add_parser(
+        "demo", help="generate a small prediction log and evaluate it", epilog=PIPED
+    )
     demo.add_argument("--rows", type=int, default=200_000)
-    demo.add_argument("--dir", help="where to write the log (default: a temporary directory)")
-    demo.add_argument("--output", help="write the table to FILE.parquet, .csv or .json")
-    demo.add_argument("--all", action="store_true", help="print every column, not a summary")
+    demo.add_argument("--dir", help="keep the log in this folder (default: a temporary one)")
+    _add_output(demo)
 
     from .jobs.commands import register
 
@@ -131,11 +161,177 @@ def _build() -> argparse.ArgumentParser:
     return parser
 
 
+# ----------------------------------------------------------------------- checks first
+
+
+def _fail(what: str, hint: str) -> StreamevalError:
+    return StreamevalError(f"{what}; hint: {hint}")
+
+
+def _belongs(option: str, given: object, task: str, tasks: Sequence[str]) -> None:
+    """``option`` was given but applies only to ``tasks``."""
+    if given is None or given is False or given == [] or task in tasks:
+        return
+    names = " or ".join(f"--task {t}" for t in tasks)
+    raise _fail(
+        f"expected {option} only with {names}, got it with --task {task}",
+        f"drop {option}, or pass --task {tasks[0]}",
+    )
+
+
+def _needs(option: str, given: object, present: bool, needed: str) -> None:
+    """``option`` was given without ``needed``, the option it belongs to."""
+    if given is None or given is False or given == [] or present:
+        return
+    if isinstance(given, list):
+        given = ",".join(map(str, given))
+    shown = option if given is True else f"{option} {given!r}"
+    raise _fail(
+        f"expected {option} only with {needed}, got {shown} without it",
+        f"add {needed.split(' (')[0]}, or drop {option}",
+    )
+
+
+def check_output_path(output: str, option: str = "--output") -> None:
+    """Refuse an output path that is a folder or lies below a file, before any work."""
+    path = Path(output)
+    if path.is_dir():
+        raise _fail(
+            f"expected {option} {output!r} to be a file, found a folder there",
+            "name a file inside it",
+        )
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise _fail(
+                    f"expected {option} {output!r} below a folder, but {str(parent)!r} is a file",
+                    "pick a path whose folders are folders",
+                )
+            if not os.access(parent, os.W_OK):
+                raise _fail(
+                    f"expected to write {option} {output!r}, but {str(parent)!r} is not writable",
+                    "pick a writable folder",
+                )
+            break
+
+
+def output_format(output: str | None, fmt: str | None) -> str | None:
+    """The format of ``--output`` (from ``--format`` or its suffix), checked before any work.
+
+    >>> output_format("m.csv", None), output_format("-", None), output_format("m.txt", "json")
+    ('csv', 'csv', 'json')
+    """
+    if output is None:
+        if fmt is not None:
+            raise _fail(
+                f"expected --format {fmt} with --output, got no --output",
+                "add --output FILE (or --output - for stdout)",
+            )
+        return None
+    if output == "-":
+        if fmt == "parquet" and sys.stdout.isatty():
+            raise _fail(
+                "expected a pipe or a file for --output - --format parquet, got a terminal",
+                "redirect it: --output - --format parquet > metrics.parquet",
+            )
+        return fmt or "csv"
+    suffix = Path(output).suffix.lower().lstrip(".")
+    if fmt is None and suffix not in FORMATS:
+        raise _fail(
+            f"expected --output to end in .parquet, .csv or .json, got {output!r}",
+            "pick one of those formats, or pass --format csv|json|parquet",
+        )
+    check_output_path(output)
+    return fmt or suffix
+
+
+def _check_inputs(args: argparse.Namespace) -> None:
+    """Options of ``evaluate`` and ``report`` that belong to another task."""
+    task = args.task
+    _belongs("--classes", args.classes, task, ["multiclass"])
+    _belongs("--top-k", args.top_k, task, ["multiclass"])
+    _belongs("--power", args.power, task, ["regression"])
+    _belongs("--positive", args.positive, task, ["binary", "paired"])
+    if args.top_k is not None and args.top_k < 1:
+        raise _fail(f"expected --top-k of 1 or more, got {args.top_k}", "--top-k 2")
+
+
+def _check_level(level: float | None) -> None:
+    if level is not None and not 0 < level < 1:
+        raise _fail(f"expected --level between 0 and 1, got {level}", "--level 0.95")
+
+
+def _check_evaluate(args: argparse.Namespace) -> str | None:
+    """Every ``evaluate`` argument, before any data is read; returns the output format."""
+    task, ci, table = args.task, args.ci, args.table
+    _check_inputs(args)
+    _belongs("--alpha", args.alpha, task, ["regression"])
+    _belongs("--threshold", args.threshold, task, ["binary"])
+    if args.summary and task not in ("binary", "multiclass"):
+        raise _fail(
+            f"expected --task binary or multiclass with --summary, got --task {task}",
+            "drop --summary",
+        )
+    if table != "metrics":
+        wanted = "paired" if table == "tests" else "multiclass"
+        _belongs(f"--table {table}", True, task, [wanted])
+    intervals = ci is not None or args.summary or table == "tests"
+    _needs("--level", args.level, intervals, "--ci (or --summary, --table tests)")
+    _needs("--auc-method", args.auc_method, ci is not None, "--ci")
+    for option, value in (("--replicates", args.replicates), ("--seed", args.seed),
+                          ("--row-id", args.row_id)):  # fmt: skip
+        _needs(option, value, ci == "bootstrap", "--ci bootstrap")
+    _needs("--jackknife-by", args.jackknife_by, ci == "jackknife", "--ci jackknife")
+    _needs("--repeats", args.repeats, args.folds is not None, "--folds")
+    metrics_table = table == "metrics" and not args.summary
+    for option, value in (("--metric", args.metric), ("--folds", args.folds)):
+        _needs(option, value, metrics_table, "the metric table (no --table, no --summary)")
+    if ci is not None and (table in ("confusion", "tests") or args.summary):
+        raise _fail(
+            f"expected --ci with the metric or per-class table, got it with "
+            f"{'--summary' if args.summary else f'--table {table}'}",
+            "drop --ci (--summary and --table tests have their intervals at --level)",
+        )
+    if ci in ("bootstrap", "jackknife") and args.folds:
+        raise _fail(
+            f"expected --ci {ci} without --folds, got both (the folds' rows already carry "
+            "their mean and sd)",
+            "drop --folds, or use --ci wilson with --folds",
+        )
+    if args.jackknife_by and args.jackknife_by not in args.by:
+        raise _fail(
+            f"expected --jackknife-by to name a --by key, got {args.jackknife_by!r} with --by "
+            f"{args.by}",
+            f"add --by {args.jackknife_by}",
+        )
+    if ci == "jackknife" and not args.jackknife_by:
+        raise _fail(
+            "expected --jackknife-by KEY with --ci jackknife, got none",
+            "name the key whose values are left out in turn, e.g. --jackknife-by day",
+        )
+    if args.replicates is not None and args.replicates < 1:
+        raise _fail(
+            f"expected --replicates of 1 or more, got {args.replicates}", "--replicates 200"
+        )
+    _check_level(args.level)
+    for t in args.threshold or []:
+        if not math.isfinite(t):
+            raise _fail(f"expected a finite --threshold, got {t}", "--threshold 0.5")
+    if args.alpha is not None and not 0 < args.alpha < 1:
+        raise _fail(f"expected --alpha between 0 and 1, got {args.alpha}", "--alpha 0.5")
+    return output_format(args.output, args.format)
+
+
+# ----------------------------------------------------------------------------- output
+
+
 @contextmanager
 def output_errors(output: str) -> Iterator[None]:
     """Report a failure to write ``--output`` as an error naming that path."""
     try:
         yield
+    except BrokenPipeError:
+        raise
     except OSError as exc:
         raise StreamevalError(
             f"expected to write --output {output!r}, but that failed ({exc}); hint: check that "
@@ -143,43 +339,62 @@ def output_errors(output: str) -> Iterator[None]:
         ) from None
 
 
-def _write(table: pl.DataFrame, output: str) -> None:
+def write_table(table: pl.DataFrame, output: str, fmt: str) -> None:
+    """Write ``table`` to the file ``output`` (or stdout for ``-``) in ``fmt``."""
+    if output == "-":
+        if fmt == "parquet":
+            buffer = io.BytesIO()
+            table.write_parquet(buffer)
+            sys.stdout.flush()
+            sys.stdout.buffer.write(buffer.getvalue())
+        else:
+            sys.stdout.write(display.csv_text(table) if fmt == "csv" else table.write_json())
+        return
     path = Path(output)
-    suffix = path.suffix.lower()
-    if suffix not in (".parquet", ".csv", ".json"):
-        raise StreamevalError(
-            f"expected --output to end in .parquet, .csv or .json, got {output!r}; "
-            "hint: pick one of those formats"
-        )
     with output_errors(output):
         path.parent.mkdir(parents=True, exist_ok=True)
-        if suffix == ".parquet":
+        if fmt == "parquet":
             table.write_parquet(path)
-        elif suffix == ".csv":
-            table.write_csv(path)
+        elif fmt == "csv":
+            path.write_text(display.csv_text(table))
         else:
             table.write_json(path)
-    print(f"wrote {table.height} rows to {path}", file=sys.stderr)
-
-
-def _show(table: pl.DataFrame, columns: Sequence[str], show_all: bool) -> None:
-    shown = table if show_all else table.select([c for c in columns if c in table.columns])
-    shown = shown.with_columns(  # a bound of 3e-05 must not print as 0.0000
-        pl.col(c).map_elements(lambda v: f"{v:.1e}", return_dtype=pl.String)
-        for c in shown.columns
-        if c.endswith("_error") and c != "mean_error"
-    )
-    with pl.Config(
-        tbl_rows=200, tbl_cols=-1, tbl_width_chars=250, float_precision=4,
-        tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
-    ):  # fmt: skip
-        print(shown)
-    if shown.width < table.width:
-        print(f"({table.width - shown.width} more columns: --all prints them, --output saves them)")
+    display.note(f"wrote {table.height:,} rows to {path}")
 
 
 def _with_interval(name: str) -> list[str]:
     return [name, f"{name}_lo", f"{name}_hi"]
+
+
+def emit(
+    table: pl.DataFrame,
+    keys: Sequence[str],
+    names: Sequence[str] | None,
+    args: argparse.Namespace,
+    fmt: str | None,
+    hint: str = display.MORE_HINT,
+) -> None:
+    """Write or print ``table``: ``keys`` then ``names`` (with their intervals), or all."""
+    if args.output:
+        write_table(table, args.output, fmt or "csv")
+        return
+    keys = [k for k in dict.fromkeys(keys) if k in table.columns]
+    if args.all or names is None:
+        shown = [*keys, *(c for c in table.columns if c not in keys)]
+    else:
+        wanted = (c for name in names for c in _with_interval(name))
+        shown = list(dict.fromkeys([*keys, *(c for c in wanted if c in table.columns)]))
+    display.show(
+        table.select(shown),
+        keys,
+        every_row=args.all,
+        blocks=args.all,
+        hidden=table.width - len(shown),
+        hint=hint,
+    )
+
+
+# ---------------------------------------------------------------------------- commands
 
 
 def _split(items: Sequence[str] | None) -> list[str]:
@@ -212,74 +427,89 @@ def _columns(args: argparse.Namespace) -> dict[str, object]:
         "classes": _split(args.classes) or None,
         "positive": args.positive,
         "precision": args.precision,
-        "top_k": args.top_k,
-        "power": args.power,
+        "top_k": 2 if args.top_k is None else args.top_k,
+        "power": 1.5 if args.power is None else args.power,
         "drop_nulls": args.drop_nulls,
     }
+
+
+def _extent(state: object) -> tuple[int, int]:
+    """(groups, source rows) of a state."""
+    table = state.metrics()  # type: ignore[attr-defined]
+    if "model" in table.columns:
+        table = table.filter(pl.col("model") == table["model"][0])
+    keys = list(state.spec.keys)  # type: ignore[attr-defined]
+    groups = table.select(keys).n_unique() if keys else 1
+    return groups, int(table["n"].sum())
 
 
 def _report(args: argparse.Namespace) -> int:
     from . import accumulate
     from .report import write_report
 
+    _check_inputs(args)
+    _check_level(args.level)
+    check_output_path(args.output)
     source = args.source if len(args.source) > 1 else args.source[0]
     state = accumulate(source, **_columns(args))  # type: ignore[arg-type]
     with output_errors(args.output):
         write_report(state, args.output, title=args.title, level=args.level)
-    print(f"wrote a report of {len(state):,} state rows to {args.output}", file=sys.stderr)
+    groups, rows = _extent(state)
+    s = "" if groups == 1 else "s"
+    display.note(f"wrote a report of {groups:,} group{s} ({rows:,} rows) to {args.output}")
     return 0
 
 
 def _evaluate(args: argparse.Namespace) -> int:
     from . import accumulate, evaluate
 
+    fmt = _check_evaluate(args)
     thresholds = args.threshold or [0.5]
+    level = 0.95 if args.level is None else args.level
     source = args.source if len(args.source) > 1 else args.source[0]
     columns = _columns(args)
-    intervals = {"ci": args.ci, "level": args.level, "auc_method": args.auc_method}
-    resampling = {"bootstrap": args.replicates, "row_id": args.row_id, "seed": args.seed,
-                  "jackknife": args.jackknife_by}  # fmt: skip
+    intervals = {"ci": args.ci, "level": level, "auc_method": args.auc_method or "delong"}
     if args.summary:
-        if args.task not in ("binary", "multiclass"):
-            raise StreamevalError(
-                f"expected --task binary or multiclass with --summary, got --task {args.task}"
-            )
         state = accumulate(source, **columns, thresholds=thresholds)  # type: ignore[arg-type]
-        print(state.summary(thresholds[0], level=args.level), end="")
+        print(state.summary(thresholds[0], level=level), end="")
         return 0
+    hint = "--all prints them, --output FILE saves them"
     if args.table != "metrics":
-        wanted = "paired" if args.table == "tests" else "multiclass"
-        if args.task != wanted:
-            raise StreamevalError(
-                f"expected --task {wanted} with --table {args.table}, got --task {args.task}"
-            )
         state = accumulate(source, **columns)  # type: ignore[arg-type]
         if args.table == "tests":
-            table = state.roc_test(level=args.level)
+            table = state.roc_test(level=level)
+            keys = [*args.by, "model_a", "model_b"]
         elif args.table == "per-class":
             table = state.per_class(**intervals)
+            keys = [*args.by, "class"]
         else:
             table = state.confusion_matrix()
-        shown: list[str] = list(table.columns)
-    else:
-        table = evaluate(
-            source,
-            threshold=thresholds if len(thresholds) > 1 else thresholds[0],
-            alpha=args.alpha,
-            metrics=args.metric,
-            folds=args.folds,
-            repeats=args.repeats,
-            **intervals,
-            **(resampling if args.ci in ("bootstrap", "jackknife") else {}),
-            **columns,  # type: ignore[arg-type]
-        )
-        names = SUMMARY[args.task] if not args.metric else table.columns
-        cells = [c for c in (args.repeats, args.folds) if c] + (["estimate"] if args.folds else [])
-        shown = [*args.by, *cells, *(c for name in names for c in _with_interval(name))]
-    if args.output:
-        _write(table, args.output)
-    else:
-        _show(table, shown, args.all)
+            keys = [*args.by, "actual", "predicted"]
+        emit(table, keys, None, args, fmt, hint)
+        return 0
+    resampling = {
+        "bootstrap": 200 if args.replicates is None else args.replicates,
+        "row_id": args.row_id,
+        "seed": args.seed or 0,
+        "jackknife": args.jackknife_by,
+    }
+    table = evaluate(
+        source,
+        threshold=thresholds if len(thresholds) > 1 else thresholds[0],
+        alpha=0.5 if args.alpha is None else args.alpha,
+        metrics=args.metric,
+        folds=args.folds,
+        repeats=args.repeats,
+        **intervals,
+        **(resampling if args.ci in ("bootstrap", "jackknife") else {}),
+        **columns,  # type: ignore[arg-type]
+    )
+    cells = [c for c in (args.repeats, args.folds) if c] + (["estimate"] if args.folds else [])
+    by = [b for b in args.by if args.ci != "jackknife" or b != args.jackknife_by]
+    keys = [*by, *cells, *(["model"] if args.task == "paired" else [])]
+    keys += ["threshold"] if len(thresholds) > 1 else []
+    names = SUMMARY[args.task] if not args.metric else [c for c in table.columns if c not in keys]
+    emit(table, keys, names, args, fmt, display.MORE_HINT)
     return 0
 
 
@@ -287,19 +517,33 @@ def _demo(args: argparse.Namespace) -> int:
     from . import evaluate
     from .demo import generate_predictions
 
+    fmt = output_format(args.output, args.format)
     folder = args.dir or tempfile.mkdtemp(prefix="streameval-demo-")
-    generate_predictions(folder, rows=args.rows)
-    print(f"wrote a synthetic prediction log of {args.rows:,} rows to {folder}", file=sys.stderr)
-    print(
-        f"$ streameval evaluate {folder} --label label --score score --by segment --by day",
-        file=sys.stderr,
-    )
-    table = evaluate(folder, label="label", score="score", by=["segment", "day"])
-    if args.output:
-        _write(table, args.output)
-    else:
-        _show(table, ["segment", "day", *SUMMARY["binary"]], args.all)
+    try:
+        generate_predictions(folder, rows=args.rows)
+        display.note(f"wrote a synthetic prediction log of {args.rows:,} rows to {folder}")
+        display.note(
+            f"$ streameval evaluate {folder} --label label --score score --by segment --by day"
+        )
+        table = evaluate(folder, label="label", score="score", by=["segment", "day"])
+        emit(table, ["segment", "day"], SUMMARY["binary"], args, fmt)
+    finally:
+        if not args.dir:
+            shutil.rmtree(folder, ignore_errors=True)
+            display.note(f"removed {folder} (pass --dir FOLDER to keep the log)")
     return 0
+
+
+def _warning(message: Warning | str, *_args: object, **_kwargs: object) -> None:
+    """A warning as one line for people: ``streameval: warning: …``."""
+    display.note(f"streameval: warning: {one_line(str(message))}")
+
+
+def _quiet_stdout() -> None:
+    """After the reader of stdout went away: send what is left to /dev/null, quietly."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -309,10 +553,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # a usage error (one line, status 2) or --help (status 0)
         return exc.code if isinstance(exc.code, int) else 0
     try:
-        if hasattr(args, "handler"):  # subcommands registered by other modules
-            return int(args.handler(args))
-        commands = {"evaluate": _evaluate, "report": _report, "demo": _demo}
-        return commands[args.command](args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning
+            if hasattr(args, "handler"):  # subcommands registered by other modules
+                status = int(args.handler(args))
+            else:
+                commands = {"evaluate": _evaluate, "report": _report, "demo": _demo}
+                status = commands[args.command](args)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:  # `streameval … | head -1`: the reader has all it wanted
+        _quiet_stdout()
+        return 0
     except StreamevalError as exc:
         print(f"streameval: error: {one_line(str(exc))}", file=sys.stderr)
         return 2

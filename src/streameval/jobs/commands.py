@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,11 @@ def register(sub: Any) -> None:
     merge.add_argument("--output", required=True, help="the merged state file (.parquet)")
     merge.set_defaults(handler=_merge)
 
-    metrics = verbs.add_parser("metrics", help="the metric table of a state file or store")
+    metrics = verbs.add_parser(
+        "metrics",
+        help="the metric table of a state file or store",
+        epilog="On a terminal, the table fits its width; piped or redirected, it is CSV.",
+    )
     metrics.add_argument("path", help="a state file or a store folder")
     metrics.add_argument(
         "--by-window", action="append", help="store: windows ending at --end (1d, 7d, mtd, all)"
@@ -42,15 +45,34 @@ def register(sub: Any) -> None:
     metrics.add_argument("--threshold", action="append", type=float, help="binary: threshold")
     metrics.add_argument("--metric", action="append", help="only these metrics (repeatable)")
     metrics.add_argument("--alpha", type=float, help="regression: pinball quantile")
-    metrics.add_argument("--output", help="write the table to FILE.parquet, .csv or .json")
+    metrics.add_argument(
+        "--output", help="write the table to FILE.parquet, .csv or .json, or '-' for stdout"
+    )
+    metrics.add_argument(
+        "--format",
+        choices=["csv", "json", "parquet"],
+        help="the --output format (default: its suffix; csv for -)",
+    )
+    metrics.add_argument(
+        "--all", action="store_true", help="print every column and row (in blocks that fit)"
+    )
     metrics.set_defaults(handler=_metrics)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..display import FittedStream, terminal_width
     from .runner import run_job
 
+    width = None if args.dry_run else terminal_width(sys.stderr)
+    stream = None if width is None else FittedStream(sys.stderr, width)
     try:
-        run_job(args.job, dry_run=args.dry_run, full_refresh=args.full_refresh, quiet=args.quiet)
+        run_job(
+            args.job,
+            dry_run=args.dry_run,
+            full_refresh=args.full_refresh,
+            quiet=args.quiet,
+            stream=stream,  # type: ignore[arg-type]
+        )
     except OSError as exc:
         raise StreamevalError(
             f"the job failed on a file operation ({exc}); hint: check that the store and output "
@@ -60,6 +82,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    from ..display import print_text
     from .tools import _manifest, inspect_text, is_store
 
     if args.json and is_store(args.path):
@@ -67,12 +90,13 @@ def _inspect(args: argparse.Namespace) -> int:
 
         print(json.dumps(_manifest(args.path)[1], indent=1, sort_keys=True))
     else:
-        print(inspect_text(args.path, files=args.files))
+        print_text(inspect_text(args.path, files=args.files))
     return 0
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from ..cli import output_errors
+    from ..cli import check_output_path, output_errors
+    from ..display import note
     from .tools import load_states
 
     if Path(args.output).suffix.lower() != ".parquet":
@@ -80,19 +104,42 @@ def _merge(args: argparse.Namespace) -> int:
             f"expected --output to end in .parquet, got {args.output!r}; hint: a merged state "
             "is a Parquet file: name it FILE.parquet"
         )
+    check_output_path(args.output)
     state = load_states(args.paths)
     with output_errors(args.output):
         state.write(args.output)
-    print(f"wrote a state of {state.table.height:,} rows to {args.output}", file=sys.stderr)
+    keys = list(state.spec.keys)
+    groups = state.table.select(keys).n_unique() if keys else 1
+    s = "" if groups == 1 else "s"
+    note(
+        f"wrote the merged {state.spec.kind} state of {len(args.paths)} input(s), {groups:,} "
+        f"group{s}, to {args.output}"
+    )
     return 0
 
 
-def _metrics(args: argparse.Namespace) -> int:
-    import polars as pl
+def _store_kind(path: str) -> str | None:
+    """The task of a store's states, from its manifest (None before its first run)."""
+    from ..spec import Spec
+    from .tools import _manifest
 
-    from ..cli import output_errors
+    spec = _manifest(path)[1].get("spec")
+    return Spec.from_json(spec).kind if spec else None
+
+
+_OPTION_TASKS = {"--alpha": ("regression",), "--threshold": ("binary",)}
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    from ..cli import emit, output_format
     from .tools import is_store, load_states, window_metrics
 
+    fmt = output_format(args.output, args.format)
+    if args.end and not args.by_window:
+        raise StreamevalError(
+            f"expected --end {args.end} only with --by-window, got it without; hint: add "
+            "--by-window 1d (or 7d, mtd, all)"
+        )
     options: dict[str, Any] = {}
     if args.threshold:
         options["threshold"] = args.threshold if len(args.threshold) > 1 else args.threshold[0]
@@ -100,32 +147,25 @@ def _metrics(args: argparse.Namespace) -> int:
         options["metrics"] = args.metric
     if args.alpha is not None:
         options["alpha"] = args.alpha
-    if args.by_window:
-        if not is_store(args.path):
+    if args.by_window and not is_store(args.path):
+        raise StreamevalError(
+            f"expected a store folder with --by-window, got {args.path!r}; hint: a state "
+            "file has no days"
+        )
+    state = None if args.by_window else load_states([args.path])
+    kind = state.spec.kind if state is not None else _store_kind(args.path)
+    given = {"--alpha": args.alpha, "--threshold": args.threshold}
+    for option, tasks in _OPTION_TASKS.items():
+        if given[option] and kind is not None and kind not in tasks:
             raise StreamevalError(
-                f"expected a store folder with --by-window, got {args.path!r}; hint: a state "
-                "file has no days"
+                f"expected {option} only with a {' or '.join(tasks)} state, got a {kind} "
+                f"state in {args.path!r}; hint: drop {option}"
             )
+    if state is None:
         table = window_metrics(args.path, args.by_window, args.end, options)
     else:
-        table = load_states([args.path]).metrics(**options)
-    if args.output:
-        suffix = Path(args.output).suffix.lower()
-        writers: dict[str, Callable[[str], Any]] = {
-            ".parquet": table.write_parquet,
-            ".csv": table.write_csv,
-            ".json": table.write_json,
-        }
-        if suffix not in writers:
-            raise StreamevalError(
-                f"expected --output to end in .parquet, .csv or .json, got {args.output!r}; "
-                "hint: pick one of those formats"
-            )
-        with output_errors(args.output):
-            Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-            writers[suffix](args.output)
-        print(f"wrote {table.height} rows to {args.output}", file=sys.stderr)
-        return 0
-    with pl.Config(tbl_rows=200, tbl_cols=-1, tbl_width_chars=250, float_precision=4):
-        print(table)
+        table = state.metrics(**options)
+    keys = list(table.columns[: table.columns.index("n")]) if "n" in table.columns else []
+    keys += ["threshold"] if args.threshold and len(args.threshold) > 1 else []
+    emit(table, keys, None, args, fmt)
     return 0
