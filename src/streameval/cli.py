@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import math
 import os
 import shutil
 import sys
@@ -21,10 +20,18 @@ from pathlib import Path
 import polars as pl
 
 from . import display
+from .cli_checks import (
+    FORMATS,
+    check_evaluate,
+    check_inputs,
+    check_level,
+    check_output_path,
+    output_format,
+)
 from .errors import StreamevalError
 from .spec import parse_precision
 
-FORMATS = ("csv", "json", "parquet")
+__all__ = ["check_output_path", "main", "one_line", "output_format"]
 PIPED = (
     "On a terminal, a table fits its width (key columns, then the metrics that fit; the last "
     "lines say what was left out); piped or redirected, it is CSV: every row at full precision."
@@ -161,167 +168,6 @@ def _build() -> argparse.ArgumentParser:
     return parser
 
 
-# ----------------------------------------------------------------------- checks first
-
-
-def _fail(what: str, hint: str) -> StreamevalError:
-    return StreamevalError(f"{what}; hint: {hint}")
-
-
-def _belongs(option: str, given: object, task: str, tasks: Sequence[str]) -> None:
-    """``option`` was given but applies only to ``tasks``."""
-    if given is None or given is False or given == [] or task in tasks:
-        return
-    names = " or ".join(f"--task {t}" for t in tasks)
-    raise _fail(
-        f"expected {option} only with {names}, got it with --task {task}",
-        f"drop {option}, or pass --task {tasks[0]}",
-    )
-
-
-def _needs(option: str, given: object, present: bool, needed: str) -> None:
-    """``option`` was given without ``needed``, the option it belongs to."""
-    if given is None or given is False or given == [] or present:
-        return
-    if isinstance(given, list):
-        given = ",".join(map(str, given))
-    shown = option if given is True else f"{option} {given!r}"
-    raise _fail(
-        f"expected {option} only with {needed}, got {shown} without it",
-        f"add {needed.split(' (')[0]}, or drop {option}",
-    )
-
-
-def check_output_path(output: str, option: str = "--output") -> None:
-    """Refuse an output path that is a folder or lies below a file, before any work."""
-    path = Path(output)
-    if path.is_dir():
-        raise _fail(
-            f"expected {option} {output!r} to be a file, found a folder there",
-            "name a file inside it",
-        )
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise _fail(
-                    f"expected {option} {output!r} below a folder, but {str(parent)!r} is a file",
-                    "pick a path whose folders are folders",
-                )
-            if not os.access(parent, os.W_OK):
-                raise _fail(
-                    f"expected to write {option} {output!r}, but {str(parent)!r} is not writable",
-                    "pick a writable folder",
-                )
-            break
-
-
-def output_format(output: str | None, fmt: str | None) -> str | None:
-    """The format of ``--output`` (from ``--format`` or its suffix), checked before any work.
-
-    >>> output_format("m.csv", None), output_format("-", None), output_format("m.txt", "json")
-    ('csv', 'csv', 'json')
-    """
-    if output is None:
-        if fmt is not None:
-            raise _fail(
-                f"expected --format {fmt} with --output, got no --output",
-                "add --output FILE (or --output - for stdout)",
-            )
-        return None
-    if output == "-":
-        if fmt == "parquet" and sys.stdout.isatty():
-            raise _fail(
-                "expected a pipe or a file for --output - --format parquet, got a terminal",
-                "redirect it: --output - --format parquet > metrics.parquet",
-            )
-        return fmt or "csv"
-    suffix = Path(output).suffix.lower().lstrip(".")
-    if fmt is None and suffix not in FORMATS:
-        raise _fail(
-            f"expected --output to end in .parquet, .csv or .json, got {output!r}",
-            "pick one of those formats, or pass --format csv|json|parquet",
-        )
-    check_output_path(output)
-    return fmt or suffix
-
-
-def _check_inputs(args: argparse.Namespace) -> None:
-    """Options of ``evaluate`` and ``report`` that belong to another task."""
-    task = args.task
-    _belongs("--classes", args.classes, task, ["multiclass"])
-    _belongs("--top-k", args.top_k, task, ["multiclass"])
-    _belongs("--power", args.power, task, ["regression"])
-    _belongs("--positive", args.positive, task, ["binary", "paired"])
-    if args.top_k is not None and args.top_k < 1:
-        raise _fail(f"expected --top-k of 1 or more, got {args.top_k}", "--top-k 2")
-
-
-def _check_level(level: float | None) -> None:
-    if level is not None and not 0 < level < 1:
-        raise _fail(f"expected --level between 0 and 1, got {level}", "--level 0.95")
-
-
-def _check_evaluate(args: argparse.Namespace) -> str | None:
-    """Every ``evaluate`` argument, before any data is read; returns the output format."""
-    task, ci, table = args.task, args.ci, args.table
-    _check_inputs(args)
-    _belongs("--alpha", args.alpha, task, ["regression"])
-    _belongs("--threshold", args.threshold, task, ["binary"])
-    if args.summary and task not in ("binary", "multiclass"):
-        raise _fail(
-            f"expected --task binary or multiclass with --summary, got --task {task}",
-            "drop --summary",
-        )
-    if table != "metrics":
-        wanted = "paired" if table == "tests" else "multiclass"
-        _belongs(f"--table {table}", True, task, [wanted])
-    intervals = ci is not None or args.summary or table == "tests"
-    _needs("--level", args.level, intervals, "--ci (or --summary, --table tests)")
-    _needs("--auc-method", args.auc_method, ci is not None, "--ci")
-    for option, value in (("--replicates", args.replicates), ("--seed", args.seed),
-                          ("--row-id", args.row_id)):  # fmt: skip
-        _needs(option, value, ci == "bootstrap", "--ci bootstrap")
-    _needs("--jackknife-by", args.jackknife_by, ci == "jackknife", "--ci jackknife")
-    _needs("--repeats", args.repeats, args.folds is not None, "--folds")
-    metrics_table = table == "metrics" and not args.summary
-    for option, value in (("--metric", args.metric), ("--folds", args.folds)):
-        _needs(option, value, metrics_table, "the metric table (no --table, no --summary)")
-    if ci is not None and (table in ("confusion", "tests") or args.summary):
-        raise _fail(
-            f"expected --ci with the metric or per-class table, got it with "
-            f"{'--summary' if args.summary else f'--table {table}'}",
-            "drop --ci (--summary and --table tests have their intervals at --level)",
-        )
-    if ci in ("bootstrap", "jackknife") and args.folds:
-        raise _fail(
-            f"expected --ci {ci} without --folds, got both (the folds' rows already carry "
-            "their mean and sd)",
-            "drop --folds, or use --ci wilson with --folds",
-        )
-    if args.jackknife_by and args.jackknife_by not in args.by:
-        raise _fail(
-            f"expected --jackknife-by to name a --by key, got {args.jackknife_by!r} with --by "
-            f"{args.by}",
-            f"add --by {args.jackknife_by}",
-        )
-    if ci == "jackknife" and not args.jackknife_by:
-        raise _fail(
-            "expected --jackknife-by KEY with --ci jackknife, got none",
-            "name the key whose values are left out in turn, e.g. --jackknife-by day",
-        )
-    if args.replicates is not None and args.replicates < 1:
-        raise _fail(
-            f"expected --replicates of 1 or more, got {args.replicates}", "--replicates 200"
-        )
-    _check_level(args.level)
-    for t in args.threshold or []:
-        if not math.isfinite(t):
-            raise _fail(f"expected a finite --threshold, got {t}", "--threshold 0.5")
-    if args.alpha is not None and not 0 < args.alpha < 1:
-        raise _fail(f"expected --alpha between 0 and 1, got {args.alpha}", "--alpha 0.5")
-    return output_format(args.output, args.format)
-
-
 # ----------------------------------------------------------------------------- output
 
 
@@ -447,8 +293,8 @@ def _report(args: argparse.Namespace) -> int:
     from . import accumulate
     from .report import write_report
 
-    _check_inputs(args)
-    _check_level(args.level)
+    check_inputs(args)
+    check_level(args.level)
     check_output_path(args.output)
     source = args.source if len(args.source) > 1 else args.source[0]
     state = accumulate(source, **_columns(args))  # type: ignore[arg-type]
@@ -463,7 +309,7 @@ def _report(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from . import accumulate, evaluate
 
-    fmt = _check_evaluate(args)
+    fmt = check_evaluate(args)
     thresholds = args.threshold or [0.5]
     level = 0.95 if args.level is None else args.level
     source = args.source if len(args.source) > 1 else args.source[0]
