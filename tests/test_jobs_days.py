@@ -75,7 +75,6 @@ def test_days_of_running_windows_resumed_from_the_store(job):
     check(pl.read_parquet(job.parent / "out" / "metrics", hive_partitioning=True), present)
 
 
-@pytest.mark.xfail(reason="state metrics --by-window (jobs/tools.py) does not add days yet")
 def test_state_metrics_by_window_carries_days(job, capsys, tmp_path):
     from streameval.cli import main
 

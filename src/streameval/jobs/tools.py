@@ -151,7 +151,9 @@ def window_metrics(
         spec = merged.spec
         tables.append(
             merged.table.with_columns(
-                pl.lit(window.name).alias("window"), pl.lit(last, pl.Date).alias(key)
+                pl.lit(window.name).alias("window"),
+                pl.lit(last, pl.Date).alias(key),
+                pl.lit(len(members), pl.Int32).alias("days"),
             )
         )
     if spec is None:
@@ -159,7 +161,7 @@ def window_metrics(
             f"expected partitions on or before {last}, found none in {path!r}; hint: its first "
             f"day is {min(days.values())}: pass a later --end"
         )
-    state = State(replace(spec, keys=(*spec.keys, "window", key)), pl.concat(tables))
+    state = State(replace(spec, keys=(*spec.keys, "window", key, "days")), pl.concat(tables))
     out = state.metrics(**options)
-    head = [*spec.keys, "window", key]
+    head = [*spec.keys, "window", key, "days"]
     return out.select(*head, *[c for c in out.columns if c not in head])
