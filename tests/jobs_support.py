@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -114,3 +116,23 @@ def tree(root: Path) -> dict[str, bytes]:
 
 def mtimes(root: Path) -> dict[str, int]:
     return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+
+
+@contextmanager
+def holding(lock: Path) -> Iterator[int]:
+    """A live process holding the store lock ``lock`` (SIGKILLed at the end); yields its pid."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    hold = (
+        "import time\nfrom streameval.jobs.lock import StoreLock\n"
+        f"StoreLock({str(lock)!r}, 'x').acquire()\nprint('held', flush=True)\ntime.sleep(60)"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold], stdout=subprocess.PIPE, text=True, env=ENV
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        yield holder.pid
+    finally:
+        holder.kill()  # SIGKILL: the lock file stays, its flock goes with the process
+        holder.wait()
+        holder.stdout.close()  # type: ignore[union-attr]

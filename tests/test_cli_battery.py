@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import inspect
 import json
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
+from jobs_support import holding
 
 import streameval as se
 
@@ -142,24 +141,6 @@ def edit_spec(path: Path, change: Callable[[dict], object], *, resign: bool) -> 
         meta[b"streameval.checksum"] = f"sha256:{digest}".encode()
     pq.write_table(table.replace_schema_metadata(meta), path)
     return path
-
-
-@contextmanager
-def holding(lock: Path) -> Iterator[int]:
-    """A live process holding the store lock ``lock``; yields its pid."""
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    hold = (
-        "import time\nfrom streameval.jobs.lock import StoreLock\n"
-        f"StoreLock({str(lock)!r}, 'x').acquire()\nprint('held', flush=True)\ntime.sleep(60)"
-    )
-    holder = subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        yield holder.pid
-    finally:
-        holder.kill()
-        holder.wait()
-        holder.stdout.close()  # type: ignore[union-attr]
 
 
 # ------------------------------------------------------------- inputs: evaluate, report

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
 import polars as pl
 import pytest
-from jobs_support import START, cli, mtimes, tree, write_day, write_job, write_log
+from jobs_support import START, cli, holding, mtimes, tree, write_day, write_job, write_log
 
 import streameval as se
 from streameval.jobs import run_job
@@ -205,24 +204,15 @@ def test_a_held_lock_is_refused_and_a_stale_one_taken_over(setup, main):
     store = job.parent / "store"
     store.mkdir()
     lock = store / "LOCK"
-    hold = (
-        "import sys, time\nfrom streameval.jobs.lock import StoreLock\n"
-        f"StoreLock({str(lock)!r}, 'holder').acquire()\nprint('held', flush=True)\ntime.sleep(60)"
-    )
-    holder = subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    with holding(lock) as pid:
         result = main("run", str(job))
         assert result.returncode == 2
         assert f"another run holds the store's lock {lock}" in result.stderr
-        assert f"pid {holder.pid}" in result.stderr and f"rm {lock}" in result.stderr
-    finally:
-        holder.kill()  # SIGKILL: the lock file stays, its flock goes with the process
-        holder.wait()
+        assert f"pid {pid}" in result.stderr and f"rm {lock}" in result.stderr
     assert lock.exists()
     result = main("run", str(job))  # the holder is gone: its lock is stale
     assert result.returncode == 0, result.stderr
-    assert f"took over a stale lock left by pid {holder.pid}" in result.stderr
+    assert f"took over a stale lock left by pid {pid}" in result.stderr
     assert not lock.exists()
 
 
