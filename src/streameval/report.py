@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from .plot import legend_entries, natural_key, plot_confusion, plot_curve
+from .stats.summary import negative_name, r_level
 
 if TYPE_CHECKING:
     from .state import State
@@ -153,6 +154,10 @@ def _summary_line(state: State, table: pl.DataFrame) -> str:
     spec = state.spec
     groups = table.select(state.keys).n_unique() if state.keys else 1
     label = html.escape(spec.label)
+    if spec.kind in ("binary", "paired"):
+        negative = negative_name(spec.positive, spec.negative)
+        classes = f"positive class {r_level(spec.positive)}, negative class {negative}"
+        label += f" ({html.escape(classes)})"
     return (
         f'<p class="note">Task {spec.kind}, label {label}, {groups} group(s)'
         f"{' by ' + html.escape(', '.join(state.keys)) if state.keys else ''}, "

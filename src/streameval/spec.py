@@ -85,6 +85,28 @@ class Spec:
         """Whether every distinct score has its own bucket."""
         return self.precision >= EXACT_BITS
 
+    @property
+    def negative(self) -> Any:
+        """A binary task's negative label value, or None where no value names it.
+
+        ``not positive`` for boolean labels, 0 for 0/1 labels, else the one value other than
+        ``positive`` among the label values found (None while no part had one).
+
+        >>> Spec(kind="binary", keys=(), precision=8, positive="spam",
+        ...      classes=("ham", "spam"), found=True).negative
+        'ham'
+        >>> Spec(kind="binary", keys=(), precision=8).negative
+        0
+        """
+        if self.kind not in ("binary", "paired"):
+            return None
+        if isinstance(self.positive, bool):
+            return not self.positive
+        if not self.found:
+            return 0 if self.positive == 1 and not self.classes else None
+        others = [c for c in self.classes if c != self.positive]
+        return others[0] if len(others) == 1 else None
+
     def to_json(self) -> str:
         """Serialise for file metadata."""
         return json.dumps(asdict(self), sort_keys=True)

@@ -166,15 +166,16 @@ def _title(keys: Sequence[str], row: dict[str, Any]) -> list[str]:
 
 
 def binary_summary(state: State, threshold: float, level: float) -> str:
-    """Caret's two-class printout per group (classes: the positive one and the rest)."""
+    """Caret's two-class printout per group, the classes named and ordered as its levels."""
     table = state.metrics(threshold, ci="clopper-pearson", level=level)
     positive = state.spec.positive
-    negative = _negative(positive)
-    labels = [str(negative), str(positive)]
+    labels, positive_first = class_labels(state.spec.positive, state.spec.negative)
     blocks = []
     for row in table.with_columns(pl.lit(level).alias("_level")).iter_rows(named=True):
         total = row["tp"] + row["fp"] + row["tn"] + row["fn"]
         counts = [[row["tn"], row["fn"]], [row["fp"], row["tp"]]]
+        if positive_first:
+            counts = [[row["tp"], row["fp"]], [row["fn"], row["tn"]]]
         names, texts = _overall(row)
         values = [
             row["recall"],
@@ -187,19 +188,54 @@ def binary_summary(state: State, threshold: float, level: float) -> str:
             row["balanced_accuracy"],
         ]
         names += ["", *(n for n, _ in BY_CLASS), "", "'Positive' Class", ""]
-        texts += ["", *r_format(values), "", str(positive), ""]
+        texts += ["", *r_format(values), "", r_level(positive), ""]
         lines = ["Confusion Matrix and Statistics", "", *_matrix(labels, counts)]
         lines += _block(names, texts)
         blocks.append("\n".join(_title(state.keys, row) + lines))
     return "\n\n".join(blocks) + "\n"
 
 
-def _negative(positive: Any) -> Any:
-    if isinstance(positive, bool):
-        return not positive
-    if positive == 1:
-        return 0
-    return f"not {positive}"
+def r_level(value: Any) -> str:
+    """A label value as R names its factor level (``TRUE``, ``1`` for 1.0, ``ham``).
+
+    >>> r_level(True), r_level(1.0), r_level(0.25), r_level("ham")
+    ('TRUE', '1', '0.25', 'ham')
+    """
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float):
+        return f"{value:.15g}"
+    return str(value)
+
+
+def negative_name(positive: Any, negative: Any) -> str:
+    """The negative class's name: its level, or ``not <positive>`` when no value is known.
+
+    >>> negative_name("spam", "ham"), negative_name("spam", None), negative_name(1, 0)
+    ('ham', 'not spam', '0')
+    """
+    return f"not {r_level(positive)}" if negative is None else r_level(negative)
+
+
+def class_labels(positive: Any, negative: Any) -> tuple[list[str], bool]:
+    """The two classes' names in caret's (sorted level) order, and whether positive is first.
+
+    ``negative`` None (no negative value known: only positives were seen) is shown as
+    ``not <positive>``, first.
+
+    >>> class_labels("spam", "ham"), class_labels("ham", "spam")
+    ((['ham', 'spam'], False), (['ham', 'spam'], True))
+    >>> class_labels(True, False), class_labels("spam", None)
+    ((['FALSE', 'TRUE'], False), (['not spam', 'spam'], False))
+    """
+    if negative is None:
+        return [negative_name(positive, negative), r_level(positive)], False
+    try:
+        positive_first = bool(positive < negative)
+    except TypeError:
+        positive_first = False
+    pair = [r_level(negative), r_level(positive)]
+    return (pair[::-1] if positive_first else pair), positive_first
 
 
 def multiclass_summary(state: State, level: float) -> str:
