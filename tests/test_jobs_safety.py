@@ -312,3 +312,113 @@ def test_a_content_fingerprint_applies_to_parquet_sources_only(tmp_path):
     )
     with pytest.raises(JobConfigError, match=r"source\.fingerprint: expected one of"):
         load_job(job)
+
+
+def test_a_full_refresh_republishes_outputs_whose_numbers_changed(setup):
+    _tmp, source, job = setup
+    run_job(job, quiet=True)
+    target = sorted(source.glob("day=*/part-0.parquet"))[-1]
+    plain(pl.read_parquet(target), target)
+    run_job(job, quiet=True)
+    before = tree(job.parent / "out")
+    rewrite_keeping_size_and_mtime(target, 3)  # unseen by the size-and-mtime fingerprint
+    assert run_job(job, quiet=True).processed == 0
+    report = run_job(job, quiet=True, full_refresh=True)
+    assert report.written > 0
+    after = tree(job.parent / "out")
+    assert after != before
+    fresh = write_job(job.parent.parent / "fresh", source)
+    run_job(fresh, quiet=True)
+    assert after == tree(fresh.parent / "out")
+
+
+def test_a_store_in_a_folder_of_other_files_is_refused(setup):
+    _tmp, _source, job = setup
+    store = job.parent / "store"
+    (store / "states").mkdir(parents=True)
+    (store / "states" / "california.0123456789abcdef.parquet").write_bytes(b"users")
+    (store / "notes.txt").write_text("mine")
+    result = cli("run", str(job))
+    assert result.returncode == 2 and "expected store.path" in result.stderr
+    assert "'notes.txt'" in result.stderr and "'states'" in result.stderr
+    assert (store / "states" / "california.0123456789abcdef.parquet").read_bytes() == b"users"
+
+
+def test_an_output_changed_by_somebody_else_is_repaired_and_never_deleted_as_ours(setup):
+    _tmp, source, job = setup
+    run_job(job, quiet=True)
+    out = job.parent / "out"
+    expected = tree(out)
+    (out / "metrics.csv").write_text("edited\n")
+    assert run_job(job, quiet=True).written == 1
+    assert tree(out) == expected
+    # a day file replaced by another program is left alone when its day leaves the source
+    last = sorted(p for p in (out / "metrics").iterdir() if p.is_dir())[-1]
+    (last / "part-0.parquet").write_bytes(b"another job's")
+    for f in (source / last.name).iterdir():
+        f.unlink()
+    (source / last.name).rmdir()
+    run_job(job, quiet=True)
+    assert (last / "part-0.parquet").read_bytes() == b"another job's"
+
+
+def test_an_output_behind_a_symlink_updates_its_target_and_keeps_its_mode(setup):
+    _tmp, _source, job = setup
+    shared = job.parent / "shared"
+    shared.mkdir()
+    (shared / "metrics.csv").write_text("old\n")
+    os.chmod(shared / "metrics.csv", 0o640)
+    (job.parent / "out").mkdir()
+    (job.parent / "out" / "metrics.csv").symlink_to(shared / "metrics.csv")
+    run_job(job, quiet=True)
+    assert (job.parent / "out" / "metrics.csv").is_symlink()
+    assert (shared / "metrics.csv").read_text().startswith("segment,")
+    assert stat.S_IMODE((shared / "metrics.csv").stat().st_mode) == 0o640
+
+
+def test_an_interrupt_right_after_the_switch_keeps_the_new_generation(setup, monkeypatch):
+    """Ctrl-C between a refresh's manifest rename and the end of switch()."""
+    import streameval.files as files
+
+    _tmp, _source, job = setup
+    run_job(job, quiet=True)
+    store = job.parent / "store"
+    real = files.fsync_dir
+
+    def interrupted(folder):
+        real(folder)
+        if Path(folder) == store and json.loads((store / "manifest.json").read_text()).get(
+            "generation"
+        ):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(files, "fsync_dir", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_job(job, quiet=True, full_refresh=True)
+    monkeypatch.setattr(files, "fsync_dir", real)
+    manifest = json.loads((store / "manifest.json").read_text())
+    assert manifest["generation"] == 1
+    assert all((store / e["state"]).exists() for e in manifest["partitions"].values())
+    assert run_job(job, quiet=True).processed == 0
+
+
+def test_a_live_lock_without_flock_from_an_older_version_is_refused(setup):
+    import socket
+
+    _tmp, _source, job = setup
+    store = job.parent / "store"
+    store.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        stat_fields = Path(f"/proc/{holder.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        info = {
+            "pid": holder.pid, "host": socket.gethostname(), "started": 0,
+            "proc_start": stat_fields[19], "started_at": "2026-10-01T00:00:00+00:00",
+        }  # fmt: skip
+        (store / "LOCK").write_text(json.dumps(info))
+        result = cli("run", str(job))
+        assert result.returncode == 2 and f"pid {holder.pid}" in result.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    assert cli("run", str(job)).returncode == 0

@@ -2,8 +2,10 @@
 
 Every file streameval writes goes through :func:`atomic_write`: the bytes go to a temporary
 file in the target's folder, are flushed to disk, take the mode any other new file of the
-user would get (``0o666`` less the umask, not the ``0o600`` of a temporary file) and are
-renamed into place, so a reader sees either the old file or the new one, never a torn one.
+user would get (``0o666`` less the umask, not the ``0o600`` of a temporary file; a file
+rewritten keeps its own mode) and are renamed into place, so a reader sees either the old
+file or the new one, never a torn one. A path that is a symlink has the file it names
+replaced, not the link.
 
 A temporary file's name carries a *tag* (``.metrics.csv.streameval-1f2e3d4c5b6a.x8k2.tmp``):
 a job tags its temporaries with its own identity, so after a crash it can delete exactly the
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -53,6 +56,14 @@ def default_mode() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return 0o666 & ~mask
+
+
+def _mode_of(target: Path) -> int:
+    """The mode a rewrite of ``target`` keeps: its own, or the default for a new file."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        return default_mode()
 
 
 def fsync_dir(folder: str | os.PathLike[str]) -> None:
@@ -92,7 +103,7 @@ def atomic_write(
     The file gets the user's default mode; an OSError becomes a :class:`FileWriteError`
     naming ``path``. On any failure the temporary file is removed and ``path`` is untouched.
     """
-    target = Path(path)
+    target = Path(os.path.realpath(path))  # through a symlink: replace the file it names
     prefix = f".{target.name}.{_check_tag(tag)}."
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -103,7 +114,7 @@ def atomic_write(
     try:
         write(tmp)
         with open(tmp, "rb+") as f:
-            os.fchmod(f.fileno(), default_mode())
+            os.fchmod(f.fileno(), _mode_of(target))
             os.fsync(f.fileno())
         os.replace(tmp, target)
     except OSError as exc:

@@ -167,6 +167,21 @@ class StoreLock:
         finally:
             Path(tmp).unlink(missing_ok=True)  # taken over: already renamed into place
         self._fd, self.text = fd, text
+        self._remove_leftovers()
+
+    def _remove_leftovers(self) -> None:
+        """Delete lock temporaries of runs killed before linking them (nobody holds them)."""
+        folder = Path(os.path.dirname(self.path) or ".")
+        for p in folder.glob(".LOCK.*.new"):
+            try:
+                fd = os.open(p, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                if _try_flock(fd):
+                    p.unlink(missing_ok=True)
+            finally:
+                os.close(fd)
 
     def _take_over(self, tmp: str) -> bool:
         """Replace a lock whose owner is gone by ours; refuse one that is held."""
@@ -178,8 +193,9 @@ class StoreLock:
             info, _ = _read(self.path)
             if not _try_flock(old):
                 raise self._refuse(info)
-            elsewhere = info is not None and info.get("host") != socket.gethostname()
-            if elsewhere and owner_alive(info):  # type: ignore[arg-type]  # flock: this host
+            # no flock held: the owner is gone, unless the lock is another host's (flock may
+            # not reach across hosts) or was written by a streameval that took no flock
+            if info is not None and owner_alive(info):
                 raise self._refuse(info)
             try:  # the file we hold is still the lock (not replaced by another run)?
                 if os.stat(self.path).st_ino != os.fstat(old).st_ino:

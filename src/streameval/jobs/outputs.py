@@ -22,7 +22,7 @@ from ..files import atomic_write_bytes, remove_temporaries
 from .config import JobConfig, OutputConfig
 from .partitions import safe_name
 from .rollup import digest_of
-from .store import Store
+from .store import Store, bytes_digest, file_digest
 
 PART = "part-0.parquet"
 
@@ -54,12 +54,22 @@ def _same(path: str, data: bytes) -> bool:
         return False
 
 
-def _put(path: str, data: bytes, done: Published, tag: str) -> None:
+def _put(path: str, data: bytes, done: Published, tag: str) -> str:
+    """Write ``data`` to ``path`` unless it already holds exactly that; return its digest."""
     if _same(path, data):
         done.unchanged += 1
     else:
         atomic_write_bytes(path, data, tag=tag)
         done.written += 1
+    return bytes_digest(data)
+
+
+def _holds(path: str, digest: str | None) -> bool:
+    """Whether the file at ``path`` still holds the bytes the manifest recorded."""
+    try:
+        return digest is not None and file_digest(path) == digest
+    except OSError:
+        return False
 
 
 def day_file(output: OutputConfig, key: str | None, name: str) -> str:
@@ -101,41 +111,47 @@ def publish(
         settings = digest_of(output.format, [w.name for w in output.windows], key)
         days = {n: rollups[n]["digest"] for n in names}
         record = records.get(output.path) or {}
-        same_settings = record.get("settings") == settings
+        same = record.get("settings") == settings
+        recorded: dict[str, str] = record.get("files") or {}
+        files: dict[str, str] = {}
         if output.format == "parquet":
             expected = {n: day_file(output, key, n) for n in names}
-            owned = {day_file(output, key, n) for n in record.get("days", {})}
-            owned |= set(record.get("pending", []))
+            owned = set(recorded) | set(record.get("pending", []))
+            owned |= {day_file(output, key, n) for n in record.get("days", {})}
             if not set(expected.values()) <= owned:
                 records[output.path] = {**record, "pending": sorted(owned | {*expected.values()})}
                 save()
             for n, path in expected.items():
-                if (
-                    same_settings
-                    and record.get("days", {}).get(n) == days[n]
-                    and os.path.exists(path)
-                ):
+                fresh = same and record.get("days", {}).get(n) == days[n]
+                if fresh and _holds(path, recorded.get(path)):
                     done.unchanged += 1
+                    files[path] = recorded[path]
                     continue
-                _put(path, serialize(rows(n, output), "parquet"), done, store.tag)
-            done.removed += _remove_others(output.path, owned - set(expected.values()), store.tag)
+                files[path] = _put(path, serialize(rows(n, output), "parquet"), done, store.tag)
+            stale = owned - set(expected.values())
+            done.removed += _remove_others(output.path, stale, recorded, store.tag)
         else:
-            if same_settings and record.get("days") == days and os.path.exists(output.path):
+            path = output.path
+            if same and record.get("days") == days and _holds(path, recorded.get(path)):
                 done.unchanged += 1
+                files[path] = recorded[path]
             else:
                 parts = [rows(n, output) for n in names]
                 table = pl.concat(parts, how="vertical") if parts else pl.DataFrame()
-                _put(output.path, serialize(table, output.format), done, store.tag)
+                files[path] = _put(path, serialize(table, output.format), done, store.tag)
             remove_temporaries(Path(output.path).parent, store.tag)
-        records[output.path] = {"format": output.format, "settings": settings, "days": days}
+        records[output.path] = {
+            "format": output.format, "settings": settings, "days": days, "files": files
+        }  # fmt: skip
     return done
 
 
-def _remove_others(root: str, stale: set[str], tag: str) -> int:
+def _remove_others(root: str, stale: set[str], recorded: dict[str, str], tag: str) -> int:
     """Delete a Parquet output's files that the job wrote and no longer wants.
 
-    ``stale`` holds only files the manifest records as written by the job; anything else in
-    the folder (another program's files, foreign temporaries) is left alone.
+    ``stale`` holds only files the manifest records as the job's; a file whose recorded
+    digest it no longer matches (rewritten by somebody else since) is left alone, as is
+    anything else in the folder (another program's files, foreign temporaries).
     """
     base = Path(root)
     if not base.is_dir():
@@ -145,7 +161,8 @@ def _remove_others(root: str, stale: set[str], tag: str) -> int:
     removed = 0
     for name in sorted(stale):
         p = Path(name)
-        if p.is_file() and not p.is_symlink():
+        ours = name not in recorded or _holds(name, recorded[name])
+        if ours and p.is_file() and not p.is_symlink():
             p.unlink()
             removed += 1
         if p.parent != base and p.parent.is_dir() and not any(p.parent.iterdir()):

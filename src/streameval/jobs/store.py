@@ -46,7 +46,7 @@ MANIFEST = "manifest.json"
 LOCK = "LOCK"
 FOLDERS = ("states", "metrics", "running")
 GENERATION = re.compile(r"g[0-9]+")
-STORE_FILE = re.compile(r"[A-Za-z0-9._=-]+\.parquet")
+STORE_FILE = re.compile(r"[A-Za-z0-9._=-]+\.[0-9a-f]{16}\.parquet")
 
 
 class StoreError(StateFileError):
@@ -96,6 +96,11 @@ def folder_of(generation: int) -> str:
     return f"g{generation}" if generation else ""
 
 
+def bytes_digest(data: bytes) -> str:
+    """The BLAKE2b-128 hex digest of ``data`` (as :func:`file_digest` of a file holding it)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 def file_digest(path: str) -> str:
     """The BLAKE2b-128 hex digest of a file's bytes."""
     h = hashlib.blake2b(digest_size=16)
@@ -103,6 +108,16 @@ def file_digest(path: str) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def _owned_only(record: dict[str, Any]) -> dict[str, Any]:
+    """An output's record as a full refresh starts it: the files are the job's, none current.
+
+    Every output file is then compared with what the refreshed store gives and rewritten
+    where its bytes differ, and the files it recorded stay known as the job's.
+    """
+    owned = sorted(set(record.get("pending", [])) | set(record.get("files", {})))
+    return {"format": record.get("format"), "pending": owned}
 
 
 def _differences(old: Any, new: Any, path: str = "") -> list[str]:
@@ -180,6 +195,8 @@ class Store:
         With ``full_refresh`` the stored manifest stays in place: the returned manifest is a
         new generation's, saved beside it until :meth:`switch` puts it in its place.
         """
+        if not os.path.exists(self.manifest_path):
+            self._check_new_folder()
         if full_refresh:
             return self._begin_refresh(identity)
         manifest = self.read_manifest()
@@ -196,6 +213,29 @@ class Store:
             )
         return manifest
 
+    def _check_new_folder(self) -> None:
+        """Refuse to start a store in a folder that holds files of anybody else."""
+        root = Path(self.root)
+        if not root.is_dir():
+            return
+        ours = (LOCK, f"{LOCK}.takeover")
+        found = sorted(
+            p.name
+            for p in root.iterdir()
+            if p.name not in ours
+            and not p.name.startswith(".LOCK.")
+            and not (
+                p.name.startswith(".") and p.name.endswith(".tmp") and f".{self.tag}." in p.name
+            )
+        )
+        if found:
+            shown = ", ".join(repr(n) for n in found[:5]) + (" …" if len(found) > 5 else "")
+            raise StoreError(
+                f"expected store.path {self.root!r} to be a new or empty folder (or a store "
+                f"with its {MANIFEST}), but it holds {shown}; hint: point store.path at a "
+                "folder of its own — a job deletes files in its store that it no longer needs"
+            )
+
     def _begin_refresh(self, identity: dict[str, Any]) -> dict[str, Any]:
         try:
             old = self.read_manifest()
@@ -206,7 +246,10 @@ class Store:
         self._refresh = old or {}
         self.folder = folder_of(generation)
         manifest = new_manifest(identity, generation)
-        manifest["outputs"] = dict(self._refresh.get("outputs") or {})
+        manifest["outputs"] = {
+            path: _owned_only(record)
+            for path, record in (self._refresh.get("outputs") or {}).items()
+        }
         self.manifest_path = self.path(f"{self.folder}/{MANIFEST}")
         self._saved = None
         self.save(manifest)
@@ -311,6 +354,13 @@ class Store:
             return
         unfinished = self.folder
         self.folder = folder_of(int(self._refresh.get("generation") or 0))
+        try:  # interrupted inside switch(), after the rename: the new generation is live
+            live = json.loads(Path(self.root, MANIFEST).read_text(encoding="utf-8"))
+            if folder_of(int(live.get("generation") or 0)) == unfinished:
+                self.folder, self._refresh = unfinished, None
+                return
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass
         self.manifest_path = os.path.join(self.root, MANIFEST)
         self._refresh = None
         for folder in ("", *FOLDERS):
