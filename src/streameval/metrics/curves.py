@@ -19,7 +19,14 @@ if TYPE_CHECKING:
 
 
 def _cumulative(state: State, descending: bool) -> tuple[pl.LazyFrame, list[str]]:
-    """Occupied buckets with cumulative positive/negative weight from the top score down."""
+    """Occupied buckets with cumulative positive/negative weight from the top score down.
+
+    The totals ``_P`` and ``_N`` are the cumulative sums' last values (as sklearn's
+    ``tps[-1]``), not separate sums: fractional weights round differently in a sum taken in
+    another order, which left ``_P − _tps`` at about 1e-16 where no positive remains (a
+    false negative rate that never reached 0, a tpr ending at 0.9999999999999999). Taken
+    from the same running sum, each complement is exactly 0 once nothing is left to add.
+    """
     lf, keys = with_group_key(state.table, state.keys)
     pos, neg = pl.col("pos").cast(pl.Float64), pl.col("neg").cast(pl.Float64)
     lf = (
@@ -29,8 +36,11 @@ def _cumulative(state: State, descending: bool) -> tuple[pl.LazyFrame, list[str]
             key_to_float(pl.col("bucket")).alias("threshold"),
             pos.cum_sum().over(keys).alias("_tps"),
             neg.cum_sum().over(keys).alias("_fps"),
-            pos.sum().over(keys).alias("_P"),
-            neg.sum().over(keys).alias("_N"),
+        )
+        # Within each group the frame is still in descending bucket order: last = total.
+        .with_columns(
+            pl.col("_tps").last().over(keys).alias("_P"),
+            pl.col("_fps").last().over(keys).alias("_N"),
         )
     )
     if not descending:
@@ -117,12 +127,15 @@ def pr_curve(state: State) -> pl.DataFrame:
 def _drop_intermediate(lf: pl.LazyFrame, keys: list[str], columns: list[str]) -> pl.LazyFrame:
     """A group's first and last points, and those where a column bends.
 
-    sklearn's rule: a nonzero second difference of the cumulative counts.
+    sklearn's rule: a nonzero second difference of the cumulative counts, rounded as
+    ``np.diff(x, 2)`` rounds it (the difference of the two first differences), so that with
+    fractional weights the same points are kept.
     """
     index = pl.int_range(pl.len()).over(keys)
     last = pl.len().over(keys) - 1
     bends = [
-        (pl.col(c).shift(-1) - 2 * pl.col(c) + pl.col(c).shift(1)).over(keys) != 0 for c in columns
+        ((pl.col(c).shift(-1) - pl.col(c)) - (pl.col(c) - pl.col(c).shift(1))).over(keys) != 0
+        for c in columns
     ]
     return lf.filter((index == 0) | (index == last) | pl.any_horizontal(bends).fill_null(True))
 
