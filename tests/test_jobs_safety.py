@@ -195,14 +195,20 @@ def corrupt(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
-def test_a_damaged_state_is_recomputed_from_its_source(setup):
-    _tmp, source, job = setup
+def damage_a_state(job: Path) -> str:
+    """Run the job, flip a bit in its third partition's state; return that partition."""
     run_job(job, quiet=True)
-    expected = tree(job.parent / "out")
     store = job.parent / "store"
     manifest = json.loads((store / "manifest.json").read_text())
     value = sorted(manifest["partitions"])[2]
     corrupt(store / manifest["partitions"][value]["state"])
+    return value
+
+
+def test_a_damaged_state_is_recomputed_from_its_source(setup):
+    _tmp, source, job = setup
+    value = damage_a_state(job)
+    expected = tree(job.parent / "out")
     write_day(source, "binary", 3, 120)  # rewrites day 3 (same rows): its windows reread day 2
     result = cli("run", str(job))
     assert result.returncode == 0, result.stderr
@@ -213,12 +219,8 @@ def test_a_damaged_state_is_recomputed_from_its_source(setup):
 
 def test_reading_a_store_with_a_damaged_state_names_the_partition(setup):
     _tmp, _source, job = setup
-    run_job(job, quiet=True)
-    store = job.parent / "store"
-    manifest = json.loads((store / "manifest.json").read_text())
-    value = sorted(manifest["partitions"])[2]
-    corrupt(store / manifest["partitions"][value]["state"])
-    result = cli("state", "metrics", str(store))
+    value = damage_a_state(job)
+    result = cli("state", "metrics", str(job.parent / "store"))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert f"partition {value!r}" in result.stderr

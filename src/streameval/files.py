@@ -30,6 +30,7 @@ import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from .errors import StreamevalError
 
@@ -135,6 +136,31 @@ def atomic_write_bytes(
         Path(tmp).write_bytes(data)
 
     atomic_write(path, write, tag=tag)
+
+
+class Hasher(Protocol):
+    """What :func:`hash_file` needs of a ``hashlib`` object."""
+
+    def update(self, data: bytes, /) -> None:
+        """Add bytes."""
+
+    def hexdigest(self) -> str:
+        """The digest as hex."""
+
+
+def hash_file(path: str | os.PathLike[str], hasher: Hasher) -> str:
+    """Feed a file's bytes to ``hasher`` in 1 MiB blocks; return its hex digest.
+
+    >>> import tempfile, hashlib
+    >>> with tempfile.NamedTemporaryFile(delete=False) as f:
+    ...     _ = f.write(b"abc")
+    >>> hash_file(f.name, hashlib.sha256())[:12]
+    'ba7816bf8f01'
+    """
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            hasher.update(block)
+    return hasher.hexdigest()
 
 
 def is_temporary(name: str, tag: str) -> bool:

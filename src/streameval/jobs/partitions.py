@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..errors import InputError
+from ..files import hash_file
 from ..source import source_files
 
 
@@ -78,11 +79,7 @@ def content_hash(path: str) -> str:
 
     SHA-256 is hardware-assisted on current CPUs (about 1.6 GB/s here).
     """
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return f"sha256:{h.hexdigest()}"
+    return f"sha256:{hash_file(path, hashlib.sha256())}"
 
 
 def file_row(path: str, base: str, content: bool = False) -> list[Any]:

@@ -36,7 +36,13 @@ from typing import Any
 import polars as pl
 
 from ..errors import StateFileError
-from ..files import atomic_write, atomic_write_bytes, remove_temporaries
+from ..files import (
+    atomic_write,
+    atomic_write_bytes,
+    hash_file,
+    is_temporary,
+    remove_temporaries,
+)
 from ..io import read_state, write_state
 from ..spec import SCHEMA_VERSION
 from ..state import State
@@ -103,11 +109,7 @@ def bytes_digest(data: bytes) -> str:
 
 def file_digest(path: str) -> str:
     """The BLAKE2b-128 hex digest of a file's bytes."""
-    h = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return hash_file(path, hashlib.blake2b(digest_size=16))
 
 
 def _owned_only(record: dict[str, Any]) -> dict[str, Any]:
@@ -224,9 +226,7 @@ class Store:
             for p in root.iterdir()
             if p.name not in ours
             and not p.name.startswith(".LOCK.")
-            and not (
-                p.name.startswith(".") and p.name.endswith(".tmp") and f".{self.tag}." in p.name
-            )
+            and not is_temporary(p.name, self.tag)
         )
         if found:
             shown = ", ".join(repr(n) for n in found[:5]) + (" …" if len(found) > 5 else "")
