@@ -1,4 +1,4 @@
-"""Dense bucket counting (streameval.kernels.dense) gives the sort kernel's and Polars' states."""
+"""Bucket counting (streameval.kernels.dense) gives the sort kernel's and Polars' states."""
 
 from __future__ import annotations
 
@@ -107,25 +107,37 @@ def test_the_default_precision_counts_densely(score, weight):
     check_metrics(lambda: se.evaluate(df, threshold=thresholds, **kw))
 
 
-def test_many_groups_with_few_rows_each_are_sorted_instead():
-    """Cells per (group, binade) outnumber the rows: the sort kernel runs, same results."""
+@pytest.mark.parametrize("precision", [11, 16])
+def test_many_groups_with_few_rows_each_are_counted_too(precision):
+    """Far more cells than rows (500 groups, 40 rows each): the same kernel, no sort."""
     df = _sample(20_000, 500, 4).with_columns(pl.col("p") * 0.5 + 0.5)  # one binade: packs
-    plan = prepare(df, Inputs(label="y", score="p", precision=16), by="g")
+    plan = prepare(df, Inputs(label="y", score="p", precision=precision), by="g")
     runs = unit_runs(plan)
-    assert runs is not None and runs.sums is None
-    kw: dict[str, Any] = dict(label="y", score="p", by="g", precision=16)
+    assert runs is not None and runs.sums is not None
+    kw: dict[str, Any] = dict(label="y", score="p", by="g", precision=precision)
     check_states(lambda: se.accumulate(df, **kw))
     check_metrics(lambda: se.evaluate(df, **kw))
 
 
-def test_the_cell_limit_falls_back(monkeypatch):
+def test_sparse_group_codes_are_renumbered():
+    """Codes of two keys side by side span far more than the groups present."""
+    rng = np.random.default_rng(8)
+    n = 30_000
+    df = _sample(n, 3, 6).with_columns(
+        big=pl.Series(rng.integers(0, 2**40, 50))[rng.integers(0, 50, n)].cast(pl.Int64),
+        small=pl.Series(rng.integers(0, 1000, n)).cast(pl.Int32),
+    )
+    kw: dict[str, Any] = dict(label="y", score="p", by=["small", "g"])
+    check_states(lambda: se.accumulate(df, **kw))
+    check_metrics(lambda: se.evaluate(df, **kw))
+
+
+def test_a_precision_above_the_window_bound_is_sorted():
     df = _sample(5000, 10, 5)
-    kw: dict[str, Any] = dict(label="y", score="p", by="g")
-    dense_state = se.accumulate(df, **kw)
-    monkeypatch.setattr(dense, "MAX_CELLS", 1000)
-    runs = unit_runs(prepare(df, Inputs(label="y", score="p"), by="g"))
+    plan = prepare(df, Inputs(label="y", score="p", precision=24), by="g")
+    runs = unit_runs(plan)
     assert runs is not None and runs.sums is None
-    assert_same_state(dense_state, se.accumulate(df, **kw))
+    check_states(lambda: se.accumulate(df, label="y", score="p", by="g", precision=24))
 
 
 @pytest.mark.parametrize("weight", [None, "w"])

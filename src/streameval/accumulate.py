@@ -27,6 +27,7 @@ from .source import (
     is_spark_frame,
     require_columns,
     schema_of,
+    shard_units,
     source_files,
     to_lazyframe,
 )
@@ -292,6 +293,9 @@ def prepare(
         type(source).__module__.startswith("pyarrow")
         and type(source).__name__ in ("Table", "RecordBatch")
     )
+    if units is None and not in_memory and engine == "streaming" and task.runs is not None:
+        rows = collect(lf.select(pl.len()), engine, files).item()
+        units = shard_units(lf, keys, rows)
     return Plan(lf, schema, files, engine, wanted, task, units, in_memory, replication)
 
 

@@ -180,7 +180,8 @@ def _tables(
         fixed_columns = [pl.lit(v, schema[k]).alias(k) for k, v in fixed.items()]
         grouped = staged.grouped(spec, thresholds) if staged and direct_ok else None
         if grouped is not None:
-            rest = [c for c in grouped.columns[len(spec.keys) :] if c != ALL]
+            # (without any key, the whole source's one group keeps its ALL column)
+            rest = [c for c in grouped.columns[len(spec.keys) :] if c != ALL or not keys]
             parts.append(grouped.with_columns(fixed_columns).select(*keys, *rest))
             continue
         runs = None if staged is None else staged.runs()

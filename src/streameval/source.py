@@ -188,6 +188,39 @@ def hive_units(
     return None
 
 
+#: Rows of a shard at most (:func:`shard_units`): with three units in flight (one summed, two
+#: read ahead) at about 25 bytes a row, well under a gigabyte.
+SHARD_ROWS = 12_000_000
+_SHARD_SEED = 0x5AA2D
+
+
+def shard_units(lf: pl.LazyFrame, keys: Sequence[str], rows: int) -> list[Unit]:
+    """The source as shards of whole groups, each of about :data:`SHARD_ROWS` rows at most.
+
+    Sources that are neither split into hive units nor held in memory (a file, a glob, a
+    LazyFrame, a hive directory grouped without its partition key) are summed shard by shard,
+    as hive units are: no group spans two shards (a row's shard is a hash of its keys), so
+    memory holds the rows of a few shards, not of the source, and nothing is re-aggregated.
+    Each shard reads the source once (one shard below :data:`SHARD_ROWS` rows). Without keys,
+    or with one group bigger than a shard, memory grows with that group's rows.
+
+    >>> lf = pl.LazyFrame({"g": ["a", "b", "c", "a"], "x": [1, 2, 3, 4]})
+    >>> [u.lf.collect().height for u in shard_units(lf, ["g"], 4)]
+    [4]
+    >>> shards = [u.lf.collect()["g"].to_list() for u in shard_units(lf, ["g"], 9 * SHARD_ROWS)]
+    >>> len(shards), sorted(g for shard in shards for g in shard)
+    (9, ['a', 'a', 'b', 'c'])
+    >>> sum("a" in shard for shard in shards)  # a group is in one shard
+    1
+    """
+    shards = -(-rows // SHARD_ROWS)
+    if shards <= 1 or not keys:
+        return [Unit(lf, {})]
+    keyed = pl.col(keys[0]) if len(keys) == 1 else pl.struct(list(keys))
+    shard = keyed.hash(_SHARD_SEED) % shards
+    return [Unit(lf.filter(shard == k), {}) for k in range(shards)]
+
+
 def _partition_values(
     lf: pl.LazyFrame, key: str, named: list[str], files: Sequence[str] = ()
 ) -> list[Any] | None:

@@ -6,15 +6,16 @@ faster, and the sorted runs give the metrics' cumulative sums directly (:mod:`.m
 The results are the same tables as the Polars path's (row order aside; weighted sums may
 differ in the last bits, as summation order does in Polars itself).
 
-Where: hive units (:func:`streameval.accumulate.unit_rows`) and in-memory sources. In exact
-mode, unweighted metrics come straight from the runs; weighted ones from the Polars finalize
-of the runs' state table. Bucketed states are counted straight into dense buckets
-(:mod:`.dense`, with compiled loops in :mod:`.compiled` when numba is installed), or, when
-the buckets would be too many, summed from the exact runs (:mod:`.buckets`); their unweighted
-metrics come from the buckets taken as runs, the same way. String keys are coded by hashing
-when the compiled loops are there (:mod:`.hashcodes`). Keys without an integer code (Int64,
-floats, …) and units whose codes do not fit in 64 bits use the Polars group-by. Within a pass
-(:func:`reusing`), row-sized buffers go from unit to unit instead of being faulted in anew.
+Where: hive units (:func:`streameval.accumulate.unit_rows`), in-memory sources, and the shards
+of every other source (:func:`streameval.source.shard_units`). In exact mode,
+unweighted metrics come straight from the runs; weighted ones from the Polars finalize of the
+runs' state table. Bucketed states are counted straight into their cells by compiled loops
+(:mod:`.dense`, :mod:`.compiled`, :mod:`.loops`) at any density, or, above the windows'
+precision bound, summed from the exact runs (:mod:`.buckets`); their unweighted metrics come
+from the buckets taken as runs, the same way. String keys are coded by hashing
+(:mod:`.hashcodes`). Keys without an integer code (Int64, floats, …) and units whose codes do
+not fit in 64 bits use the Polars group-by. Within a pass (:func:`reusing`), row-sized buffers
+go from unit to unit instead of being faulted in anew.
 
 ``ENABLED`` switches the kernels off (tests compare both paths).
 """

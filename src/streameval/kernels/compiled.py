@@ -1,4 +1,4 @@
-"""The dense bucketed kernel with compiled loops, when numba is installed (the ``fast`` extra).
+"""The bucketed binary kernel: a unit's rows counted into their cells by compiled loops.
 
 :func:`compiled_cells` lays a unit's rows out in the cells of :mod:`.dense` (same cells, same
 order, each cell's terms added in the same order) with the loops of :mod:`.loops`: the rows
@@ -6,15 +6,14 @@ are ordered by (group, binade), and each such block is summed in a window that s
 cache. A metric table needs no cells: :meth:`CompiledCells.grouped` reads each group's
 aggregates off the windows, the log loss as the log of a product (a multiply per row rather
 than a ``log``). All of it runs in the summing thread (:class:`.runs.Deferred`); the reading
-thread codes the keys. Without numba, or with the environment variable
-``STREAMEVAL_COMPILED=0``, :mod:`.dense` uses NumPy alone; the results are the same (the
-metric tables' float sums to rounding).
+thread codes the keys. There is no density limit: only filled cells are kept, whatever the
+groups and the precision (up to :data:`MAX_WINDOW_BITS`), and sparse group codes are renumbered
+first (:func:`compact`).
 """
 
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass, replace
 from functools import cache
@@ -37,26 +36,26 @@ if TYPE_CHECKING:
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
-#: Whether the compiled loops may run at all (tests switch it to compare both paths).
+#: Whether the compiled loops may run (the tests switch them off to compare with the sort
+#: kernel and the Polars path).
 ENABLED = True
 _EPS = float(np.finfo(np.float64).eps)
 _LOW63 = 0x7FFF_FFFF_FFFF_FFFF
 _NONE = np.zeros(0)  # no weights
+#: The most mantissa bits a bucket window (2**bits slots, kept in cache) is made for; at a
+#: higher precision the rows are sorted instead (:mod:`.buckets`).
+MAX_WINDOW_BITS = 16
 
 
 @cache
-def _import_loops() -> ModuleType | None:
-    if os.environ.get("STREAMEVAL_COMPILED", "1").strip() == "0":
-        return None
-    try:
-        from . import loops
-    except ImportError:  # numba not installed
-        return None
+def _import_loops() -> ModuleType:
+    from . import loops
+
     return loops
 
 
 def loops() -> ModuleType | None:
-    """The compiled loops, or None (numba missing, or switched off)."""
+    """The compiled loops (None only while the tests switch them off: :data:`ENABLED`)."""
     return _import_loops() if ENABLED else None
 
 
@@ -65,7 +64,7 @@ def warm() -> float:
 
     Their machine code comes from numba's on-disk cache (compiled there on first use ever), but
     loading it costs about a second in each new process: call this at start-up to keep that
-    out of the first evaluation. Without numba it does nothing.
+    out of the first evaluation.
 
     >>> warm() >= 0.0
     True
@@ -95,6 +94,14 @@ class CompiledCells(Staged):
     starts: I64
     occupied: I64
     tops: I64
+    back: I64 | None = None
+
+    def original(self, codes: npt.NDArray[np.generic]) -> npt.NDArray[np.uint64]:
+        """The unit's group codes of the kernel's (renumbered when they were sparse)."""
+        if self.back is None:
+            return codes.astype(np.uint64, copy=False)
+        out: npt.NDArray[np.uint64] = self.back[codes.astype(np.int64)].view(np.uint64)
+        return out
 
     def _filled(self) -> tuple[F64, npt.NDArray[np.uint64], I64, I64]:
         """The filled cells: their sums (a row each), group codes, binades and slots (once)."""
@@ -151,6 +158,7 @@ class CompiledCells(Staged):
         from .dense import slot_runs
 
         got, group, binade, local = self._filled()
+        group = self.original(group)
         with small_pages():
             sums = _sums(got, self.spec.weighted)
             if sums is None:
@@ -195,7 +203,7 @@ class CompiledCells(Staged):
         tp_fp = [(positives - below[i][0], negatives - below[i][1]) for i in range(len(thresholds))]
         scale = math.ldexp(1.0, -math.frexp(float(largest))[1]) if largest else 1.0
         return grouped_frame(
-            self.groups.decode(codes),
+            self.groups.decode(self.original(codes)),
             ALL,
             (positives, negatives, scale),
             (counts[2], counts[3]),
@@ -268,11 +276,12 @@ def compiled_cells(
     CompiledCells or None
 
     """
-    from .dense import SAFE, cell_limit, coarse_starts, cuts_inside
+    from .dense import SAFE, coarse_starts, cuts_inside
 
     rows = frame.height
-    limit = cell_limit(rows)
     p = spec.precision
+    if p > MAX_WINDOW_BITS:
+        return None
     parts = chunks(frame, ["_p", "_y", *(["_w"] if weighted else [])])
     seen = np.zeros(2 * loops.OFFSET, np.bool_)
     extremes = np.array([_LOW63, -_LOW63 - 1], np.int64)
@@ -287,11 +296,13 @@ def compiled_cells(
     offset = loops.OFFSET
     tops: I64 = np.flatnonzero(seen) - offset
     ntops = tops.size
-    if space * ntops > limit:
-        return None
     rank = np.zeros(seen.size, np.int64)
     rank[tops + offset] = np.arange(ntops)
     codes = groups.codes.view(np.int64)
+    back = None
+    if space * ntops > max(rows, 1 << 20):  # sparse codes: the coarse cells' table stays small
+        codes, back = compact(codes, space)
+        space = back.size
     sizes = np.zeros(space * ntops, np.int64)
     for start, (score, *_) in parts:
         loops.occupied(codes, start, score.view(np.int64), rank, ntops, sizes)
@@ -299,9 +310,6 @@ def compiled_cells(
     occ_tops = tops[occupied % ntops]
     cuts = cuts_inside(spec)
     starts = coarse_starts(occ_tops, cuts, p)
-    cells = int(starts[-1])
-    if cells > limit:
-        return None
     ordinal = np.zeros(space * ntops, np.int64)
     ordinal[occupied] = np.arange(occupied.size)
     bounds = np.zeros(occupied.size + 1, np.int64)
@@ -309,4 +317,24 @@ def compiled_cells(
     # the group codes are decoded from the cells: the rows' codes go with the rows
     rest = replace(groups, codes=np.zeros(0, np.uint64))
     placing = (codes, parts, rank, ordinal)
-    return CompiledCells(rest, spec, loops, placing, bounds, starts, occupied, tops)
+    return CompiledCells(rest, spec, loops, placing, bounds, starts, occupied, tops, back)
+
+
+def compact(codes: I64, space: int) -> tuple[I64, I64]:
+    """Group codes renumbered 0, 1, … in the same order, and each new code's old code.
+
+    The kernel's table of (group, binade) pairs then grows with the groups present, not with
+    the codes' range (several key columns' codes side by side, a million groups).
+
+    >>> dense, back = compact(np.array([9, 3, 9, 700]), 1024)
+    >>> dense.tolist(), back.tolist()
+    ([1, 0, 1, 2], [3, 9, 700])
+    """
+    if space <= 1 << 26:
+        present = np.zeros(space, np.bool_)
+        present[codes] = True
+        back = np.flatnonzero(present)
+        dense: I64 = np.searchsorted(back, codes)
+        return dense, back
+    unique, inverse = np.unique(codes, return_inverse=True)
+    return inverse.astype(np.int64).reshape(-1), unique

@@ -1,8 +1,6 @@
-"""Compiled loops of the dense bucketed kernel (:mod:`.dense`): numba, the ``fast`` extra.
+"""Compiled loops (numba) of the bucketed binary kernel (:mod:`.dense`, :mod:`.compiled`).
 
-NumPy places and sums a unit's rows in a dozen passes, five of them scattered adds into
-arrays of millions of cells, bound by memory latency. These loops give the same cells and
-the same sums (each cell's terms added in row order, as ``np.bincount`` adds them) in four:
+A unit's rows are placed and summed in four passes, each cell's terms added in row order:
 
 1. :func:`binades` finds the binary exponents (binades) the scores occupy;
 2. :func:`occupied` counts the rows of each (group, binade) pair, a "coarse cell";

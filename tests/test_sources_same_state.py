@@ -1,0 +1,107 @@
+"""Every source kind and every key type gives the same state for the same rows.
+
+The rows of a :func:`frames` frame, with its keys cast to several types, are given as a
+DataFrame, a LazyFrame, a pyarrow Table, one Parquet file, a glob of several files, a hive
+directory, and files read in several shards (:func:`streameval.source.shard_units`); the
+states must equal the in-memory frame's, to the rounding of float sums.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_sort_kernel import frames
+from test_sort_kernel_bucketed import assert_same_state
+
+import streameval as se
+from streameval import source
+
+KEY_TYPES = {
+    "string": pl.String,
+    "categorical": pl.Categorical,
+    "int64": pl.Int64,
+    "uint8": pl.UInt8,
+    "float": pl.Float64,
+}
+
+
+def _typed(df: pl.DataFrame, kind: str) -> pl.DataFrame:
+    """The frame with its ``h`` key cast to a key type (``g`` stays a string, ``d`` a date)."""
+    dtype = KEY_TYPES[kind]
+    h = pl.col("h")
+    if dtype == pl.UInt8:
+        h = h + 3  # -3, 0, 7 → 0, 3, 10
+    elif dtype in (pl.String, pl.Categorical):
+        h = h.cast(pl.String)
+    return df.with_columns(h.cast(dtype))
+
+
+def _sources(df: pl.DataFrame, tmp: Any) -> dict[str, Any]:
+    single = tmp / "one.parquet"
+    df.write_parquet(single)
+    parts = tmp / "parts"
+    parts.mkdir()
+    step = max(1, df.height // 3)
+    for i, start in enumerate(range(0, df.height, step)):
+        df.slice(start, step).write_parquet(parts / f"part-{i}.parquet")
+    return {
+        "LazyFrame": df.lazy(),
+        "Arrow": df.to_arrow(),
+        "file": str(single),
+        "glob": str(parts / "*.parquet"),
+        "scan": pl.scan_parquet(single),
+    }
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    frames(),
+    st.sampled_from(sorted(KEY_TYPES)),
+    st.sampled_from([None, 2, "exact"]),
+    st.booleans(),
+)
+def test_every_source_and_key_type_gives_the_same_state(
+    tmp_path_factory, monkeypatch, frame, kind, precision, sharded
+):
+    df, keys, weight = frame
+    df = _typed(df, kind)
+    if sharded:  # shards of a row or two: groups spread over several reads
+        monkeypatch.setattr(source, "SHARD_ROWS", 2)
+    kw: dict[str, Any] = dict(label="y", score="p", by=keys, weight=weight, precision=precision)
+    want = se.accumulate(df, **kw)
+    tmp = tmp_path_factory.mktemp("sources")
+    for name, src in _sources(df, tmp).items():
+        got = se.accumulate(src, **kw)
+        try:
+            assert_same_state(got, want)
+        except AssertionError as exc:  # pragma: no cover - the message names the source
+            raise AssertionError(f"{name} ({kind} keys): {exc}") from None
+    root = tmp / "hive"
+    df.write_parquet(root, partition_by="d")
+    hive_keys = ["d", *(k for k in keys if k != "d")]
+    assert_same_state(
+        se.accumulate(root, **{**kw, "by": hive_keys}),
+        se.accumulate(df, **{**kw, "by": hive_keys}),
+    )
+
+
+@pytest.mark.parametrize("shard_rows", [3, 1_000_000])
+def test_shards_hold_whole_groups_and_give_the_metrics(tmp_path, monkeypatch, shard_rows):
+    monkeypatch.setattr(source, "SHARD_ROWS", shard_rows)
+    df = pl.DataFrame(
+        {
+            "g": ["a", "b", "c", "a", "b", "c", "d", "d"],
+            "y": [1, 0, 1, 0, 1, 0, 1, 0],
+            "p": [0.9, 0.2, 0.7, 0.4, 0.6, 0.1, 0.8, 0.3],
+        }
+    )
+    path = tmp_path / "one.parquet"
+    df.write_parquet(path)
+    got = se.evaluate(path, label="y", score="p", by="g")
+    want = se.evaluate(df, label="y", score="p", by="g")
+    assert got.equals(want)
+    assert got["n"].to_list() == [2, 2, 2, 2]
