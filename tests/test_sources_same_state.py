@@ -14,11 +14,11 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_sort_kernel import frames
+from test_sort_kernel import frames, switched_off
 from test_sort_kernel_bucketed import assert_same_state
 
 import streameval as se
-from streameval import source
+from streameval import kernels, source
 
 KEY_TYPES = {
     "string": pl.String,
@@ -26,6 +26,7 @@ KEY_TYPES = {
     "int64": pl.Int64,
     "uint8": pl.UInt8,
     "float": pl.Float64,
+    "uint64": pl.UInt64,
 }
 
 
@@ -33,7 +34,7 @@ def _typed(df: pl.DataFrame, kind: str) -> pl.DataFrame:
     """The frame with its ``h`` key cast to a key type (``g`` stays a string, ``d`` a date)."""
     dtype = KEY_TYPES[kind]
     h = pl.col("h")
-    if dtype == pl.UInt8:
+    if dtype in (pl.UInt8, pl.UInt64):
         h = h + 3  # -3, 0, 7 → 0, 3, 10
     elif dtype in (pl.String, pl.Categorical):
         h = h.cast(pl.String)
@@ -72,7 +73,9 @@ def test_every_source_and_key_type_gives_the_same_state(
     if sharded:  # shards of a row or two: groups spread over several reads
         monkeypatch.setattr(source, "SHARD_ROWS", 2)
     kw: dict[str, Any] = dict(label="y", score="p", by=keys, weight=weight, precision=precision)
-    want = se.accumulate(df, **kw)
+    with switched_off(kernels):  # the reference: the Polars group-by
+        want = se.accumulate(df, **kw)
+    assert_same_state(se.accumulate(df, **kw), want)
     tmp = tmp_path_factory.mktemp("sources")
     for name, src in _sources(df, tmp).items():
         got = se.accumulate(src, **kw)
@@ -105,3 +108,43 @@ def test_shards_hold_whole_groups_and_give_the_metrics(tmp_path, monkeypatch, sh
     want = se.evaluate(df, label="y", score="p", by="g")
     assert got.equals(want)
     assert got["n"].to_list() == [2, 2, 2, 2]
+
+
+def test_wide_integer_and_float_keys_take_the_kernel():
+    """Int64 and float keys are numbered from hashes: the kernel, not the Polars group-by."""
+    from streameval.accumulate import prepare, unit_runs
+    from streameval.tasks import Inputs
+
+    df = pl.DataFrame(
+        {
+            "k": [2**40, -(2**40), 2**40, None, 5],
+            "f": [0.0, -0.0, float("nan"), float("nan"), None],
+            "y": [1, 0, 0, 1, 1],
+            "p": [0.9, 0.2, 0.7, 0.4, 0.6],
+        }
+    )
+    for key in ("k", "f"):
+        runs = unit_runs(prepare(df, Inputs(label="y", score="p"), by=key))
+        assert runs is not None
+        with switched_off(kernels):
+            want = se.accumulate(df, label="y", score="p", by=key)
+        assert_same_state(se.accumulate(df, label="y", score="p", by=key), want)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "values"),
+    [(pl.String, ["b", None, "a", "b"]), (pl.Int64, [2**40, None, -7, 2**40])],
+)
+def test_a_collision_of_the_first_hash_codes_the_key_another_way(dtype, values):
+    from streameval.codes import hashed_key, key_code
+    from streameval.kernels.compiled import loops
+    from streameval.kernels.hashcodes import hashed_codes, hashed_exprs
+
+    code = key_code("g", dtype) or hashed_key("g", dtype)
+    assert code is not None
+    frame = pl.DataFrame({"g": values}, schema={"g": dtype}).select(hashed_exprs(code, 0))
+    frame = frame.with_columns(pl.lit(12345, pl.UInt64).alias("_g0"))  # every first hash equal
+    codes, decode, span = hashed_codes(frame, code, 0, loops())
+    assert span is None  # coded the other way
+    assert decode(pl.Series(codes)).to_list() == values
+    assert codes[0] == codes[3] and len(set(codes.tolist())) == 3

@@ -81,6 +81,28 @@ def key_code(name: str, dtype: pl.DataType) -> KeyCode | None:
     return None
 
 
+def hashed_key(name: str, dtype: pl.DataType) -> KeyCode | None:
+    """A code for any other groupable key (Int64, UInt64, floats, decimals, …): hashed only.
+
+    Such a key has no small integer code of its own; the kernels number its values from two
+    hashes per row (:mod:`streameval.kernels.hashcodes`), which Polars computes with its
+    group-by's notion of equality (``-0.0`` is ``0.0``, NaNs are one value). ``encode`` ranks
+    the values in the rare case that the first hash collides. None for Python objects.
+
+    >>> hashed_key("x", pl.Int64).text is not None, hashed_key("o", pl.Object)
+    (True, None)
+    """
+    if dtype == pl.Object:
+        return None
+    col = pl.col(name)
+    rank = col.rank("dense").cast(pl.Int64).fill_null(0)
+
+    def unusable(codes: pl.Series) -> pl.Series:  # the ranks are decoded where they are made
+        raise NotImplementedError(name)
+
+    return KeyCode(64, rank, unusable, None, col, dtype)
+
+
 def pack(fields: Sequence[pl.Expr], widths: Sequence[int]) -> pl.Expr:
     """Pack non-negative integer fields (first most significant) into one Int64."""
     if sum(widths) > 63:

@@ -12,9 +12,9 @@ unweighted metrics come straight from the runs; weighted ones from the Polars fi
 runs' state table. Bucketed states are counted straight into their cells by compiled loops
 (:mod:`.dense`, :mod:`.compiled`, :mod:`.loops`) at any density, or, above the windows'
 precision bound, summed from the exact runs (:mod:`.buckets`); their unweighted metrics come
-from the buckets taken as runs, the same way. String keys are coded by hashing
-(:mod:`.hashcodes`). Keys without an integer code (Int64, floats, …) and units whose codes do
-not fit in 64 bits use the Polars group-by. Within a pass (:func:`reusing`), row-sized buffers
+from the buckets taken as runs, the same way. String keys, and keys without a small
+integer code (Int64, floats, …), are coded by hashing (:mod:`.hashcodes`). Units whose codes
+do not fit in 64 bits use the Polars group-by. Within a pass (:func:`reusing`), row-sized buffers
 go from unit to unit instead of being faulted in anew.
 
 ``ENABLED`` switches the kernels off (tests compare both paths).

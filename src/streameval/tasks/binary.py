@@ -8,7 +8,7 @@ from typing import Any
 import polars as pl
 
 from ..bucketing import ABOVE_ONE, EXACT_BITS, is_bucket_edge
-from ..codes import key_code
+from ..codes import hashed_key, key_code
 from ..errors import InputError
 from ..kernels.runs import Collected, collect_unit
 from ..metrics.binary import COLUMNS
@@ -75,7 +75,7 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
             lf, inputs.label, score, inputs.weight, not_allowed, opened.engine, opened.files
         )
 
-    codes = {k: key_code(k, schema[k]) for k in opened.keys}
+    codes = {k: key_code(k, schema[k]) or hashed_key(k, schema[k]) for k in opened.keys}
     columns = [inputs.label, score, *opened.keys, *([inputs.weight] if inputs.weight else [])]
 
     def runs(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Collected | None:
