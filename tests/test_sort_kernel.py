@@ -164,16 +164,17 @@ def test_scores_too_wide_to_pack_fall_back():
     assert_same_metrics(*both(lambda: se.evaluate(df, **kw)))
 
 
-def test_keys_without_a_code_fall_back():
+def test_wide_integer_keys_are_hashed_for_the_sort_too():
     df = pl.DataFrame({"g": [1, 2, 2], "y": [0, 1, 0], "p": [0.1, 0.4, 0.3]})
     plan = prepare(df, Inputs(label="y", score="p", precision=52), by="g")
-    assert unit_runs(plan) is None
+    assert unit_runs(plan) is not None
 
 
-def test_lazy_sources_are_not_collected_whole():
+def test_lazy_sources_are_read_in_shards_not_collected_whole():
     lf = pl.LazyFrame({"y": [0, 1], "p": [0.1, 0.4]})
     plan = prepare(lf, Inputs(label="y", score="p", precision=52))
-    assert unit_runs(plan) is None
+    assert unit_runs(plan) is None  # (the whole source) …
+    assert plan.units is not None and unit_runs(plan, plan.units[0]) is not None  # … its shard
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), None])
