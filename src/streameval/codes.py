@@ -48,6 +48,8 @@ class KeyCode:
     #: :mod:`streameval.kernels.hashcodes`), and its type.
     text: pl.Expr | None = None
     dtype: pl.DataType | None = None
+    #: Whether only the hashed coding applies (:func:`hashed_key`).
+    hashed_only: bool = False
 
 
 def key_code(name: str, dtype: pl.DataType) -> KeyCode | None:
@@ -100,7 +102,7 @@ def hashed_key(name: str, dtype: pl.DataType) -> KeyCode | None:
     def unusable(codes: pl.Series) -> pl.Series:  # the ranks are decoded where they are made
         raise NotImplementedError(name)
 
-    return KeyCode(64, rank, unusable, None, col, dtype)
+    return KeyCode(64, rank, unusable, None, col, dtype, hashed_only=True)
 
 
 def pack(fields: Sequence[pl.Expr], widths: Sequence[int]) -> pl.Expr:

@@ -125,6 +125,8 @@ def collect_unit(
     if any(c is None for c in key_codes):
         return None
     hashing = compiled.loops() is not None
+    if not hashing and any(c is not None and c.hashed_only for c in key_codes):
+        return None  # (the compiled loops switched off, by the tests: the Polars path)
     exprs = []
     for i, c in enumerate(key_codes):
         assert c is not None
