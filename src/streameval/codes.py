@@ -38,18 +38,20 @@ _INT_RANGES: dict[type[pl.DataType], tuple[int, int]] = {
 
 @dataclass
 class KeyCode:
-    """How one key column becomes a non-negative integer and back."""
+    """How one key column becomes a non-negative integer and back.
+
+    ``decode`` is None for a key coded only by hashing (:func:`hashed_key`): its codes are
+    decoded from the unit's own values (:mod:`streameval.kernels.hashcodes`).
+    """
 
     width: int
     encode: pl.Expr
-    decode: Callable[[pl.Series], pl.Series]
+    decode: Callable[[pl.Series], pl.Series] | None
     anchor: pl.Series | None = field(default=None, repr=False)  # keeps a string mapping alive
     #: String keys only: the column, which a unit may code by hashing instead (see
     #: :mod:`streameval.kernels.hashcodes`), and its type.
     text: pl.Expr | None = None
     dtype: pl.DataType | None = None
-    #: Whether only the hashed coding applies (:func:`hashed_key`).
-    hashed_only: bool = False
 
 
 def key_code(name: str, dtype: pl.DataType) -> KeyCode | None:
@@ -89,7 +91,8 @@ def hashed_key(name: str, dtype: pl.DataType) -> KeyCode | None:
     Such a key has no small integer code of its own; the kernels number its values from two
     hashes per row (:mod:`streameval.kernels.hashcodes`), which Polars computes with its
     group-by's notion of equality (``-0.0`` is ``0.0``, NaNs are one value). ``encode`` ranks
-    the values in the rare case that the first hash collides. None for Python objects.
+    the values in the rare case that the first hash collides, and the unit decodes the ranks
+    from its own values (so ``decode`` is None). None for Python objects.
 
     >>> hashed_key("x", pl.Int64).text is not None, hashed_key("o", pl.Object)
     (True, None)
@@ -98,11 +101,7 @@ def hashed_key(name: str, dtype: pl.DataType) -> KeyCode | None:
         return None
     col = pl.col(name)
     rank = col.rank("dense").cast(pl.Int64).fill_null(0)
-
-    def unusable(codes: pl.Series) -> pl.Series:  # the ranks are decoded where they are made
-        raise NotImplementedError(name)
-
-    return KeyCode(64, rank, unusable, None, col, dtype, hashed_only=True)
+    return KeyCode(64, rank, None, None, col, dtype)
 
 
 def pack(fields: Sequence[pl.Expr], widths: Sequence[int]) -> pl.Expr:

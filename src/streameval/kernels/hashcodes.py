@@ -57,7 +57,7 @@ def hashed_codes(
     if not ok:  # the first hash collided: code the strings through a Categorical
         give_back(codes)
         codes = frame.select(text.alias(name)).select(code.encode).to_series().to_numpy()
-        if code.text.meta.is_column() and code.dtype != pl.String:  # ranks (:func:`hashed_key`)
+        if code.decode is None:  # ranks (:func:`streameval.codes.hashed_key`)
             ranked = text.drop_nulls().unique().sort()
             values = pl.concat([text.head(0).extend_constant(None, 1), ranked])
             return codes, lambda ranks: values.gather(ranks).rename(name), None

@@ -125,7 +125,7 @@ def collect_unit(
     if any(c is None for c in key_codes):
         return None
     hashing = compiled.loops() is not None
-    if not hashing and any(c is not None and c.hashed_only for c in key_codes):
+    if not hashing and any(c is not None and c.decode is None for c in key_codes):
         return None  # (the compiled loops switched off, by the tests: the Polars path)
     exprs = []
     for i, c in enumerate(key_codes):
@@ -187,6 +187,7 @@ class Collected:
                 ranges.append(span)
                 names += [f"_h{i}", f"_s{i}"]
             else:
+                assert code.decode is not None  # (hashed-only keys are hashed above)
                 raw.append(self.frame[f"_g{i}"].to_numpy())
                 decoders.append(code.decode)
                 ranges.append(None)

@@ -134,7 +134,8 @@ def state_query(
     def finish(table: pl.DataFrame) -> pl.DataFrame:
         valid = table.filter(pl.col("_k").is_not_null())
         fields = unpack(valid["_k"], widths)
-        decoded = [c.decode(f) for c, f in zip(key_codes, fields, strict=False)]
+        decoders = [c.decode for c in key_codes if c.decode is not None]  # (all, key_code's)
+        decoded = [decode(f) for decode, f in zip(decoders, fields, strict=False)]
         bucket = decode_bucket(fields[-1]).rename("bucket")
         out = valid.drop("_k").with_columns(*decoded, bucket, *fixed).select(order)
         if valid.height < table.height:  # keep the bad-rows marker: one row, null bucket
