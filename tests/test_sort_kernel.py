@@ -27,7 +27,11 @@ SCORES = {
     "ties": st.sampled_from([-0.0, 0.0, 0.1, 0.5, 0.5000000000000001, 0.9, 1.0]),
     "wide": st.sampled_from([-1e300, -2.5, 0.0, 1e-300, 0.3, 7.0, 1e300]),
 }
-WEIGHTS = st.sampled_from([0.0, 0.5, 1.0, 3.0]) | st.floats(0, 10, allow_nan=False)
+# (No subnormal weights: where a group's whole weight is subnormal, the Polars finalize's
+# ratios come out inf or NaN — it divides such numbers as 0 — and the compiled one's right.)
+WEIGHTS = st.sampled_from([0.0, 0.5, 1.0, 3.0]) | st.floats(
+    0, 10, allow_nan=False, allow_subnormal=False
+)
 
 
 @st.composite

@@ -293,9 +293,11 @@ def prepare(
         type(source).__module__.startswith("pyarrow")
         and type(source).__name__ in ("Table", "RecordBatch")
     )
-    if units is None and not in_memory and engine == "streaming" and task.runs is not None:
+    kernel = task.runs is not None or task.direct is not None
+    if units is None and not in_memory and engine == "streaming" and kernel:
         rows = collect(lf.select(pl.len()), engine, files).item()
-        units = shard_units(lf, keys, rows)
+        # a shard's budget is in rows of four columns: wider rows (class scores) make more
+        units = shard_units(lf, keys, rows * max(4, len(wanted)) // 4)
     return Plan(lf, schema, files, engine, wanted, task, units, in_memory, replication)
 
 

@@ -124,15 +124,9 @@ class State:
 
             return model_table(self, level)
         if kind == "multiclass":
-            from .metrics.multiclass import metric_table as multiclass_table
-            from .stats.tables import multiclass_table as with_intervals
+            from .stats.tables import multiclass_metrics
 
-            table = multiclass_table(self, metrics=metrics)
-            if ci is None:
-                return table
-            names = table.columns[len(self.keys) + 1 :]
-            table = with_intervals(self, table, ci, level)
-            return ordered(table, [*self.keys, "n"], names)
+            return multiclass_metrics(self, metrics, ci, level)
         from .metrics.binary import COLUMNS, metric_table
         from .metrics.select import select_metrics
 

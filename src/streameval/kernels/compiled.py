@@ -41,6 +41,7 @@ F64 = npt.NDArray[np.float64]
 ENABLED = True
 _EPS = float(np.finfo(np.float64).eps)
 _LOW63 = 0x7FFF_FFFF_FFFF_FFFF
+_SAFE = 1e300  # (total weight)² below this: no weighted pair sum overflows
 _NONE = np.zeros(0)  # no weights
 #: The most mantissa bits a bucket window (2**bits slots, kept in cache) is made for; at a
 #: higher precision the rows are sorted instead (:mod:`.buckets`).
@@ -95,6 +96,7 @@ class CompiledCells(Staged):
     occupied: I64
     tops: I64
     back: I64 | None = None
+    heaviest: float = 1.0
 
     def original(self, codes: npt.NDArray[np.generic]) -> npt.NDArray[np.uint64]:
         """The unit's group codes of the kernel's (renumbered when they were sparse)."""
@@ -166,21 +168,23 @@ class CompiledCells(Staged):
             return slot_runs(group, binade, local, sums, self.groups, self.spec)
 
     def grouped(self, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
-        """The grouped frame of an unweighted unit straight from its rows (None: weighted).
+        """The grouped frame of the unit straight from its rows.
 
-        As :func:`.metrics.runs_grouped` of :meth:`runs`, integer sums and the AP numerator
-        bit for bit; the log-loss and Brier sums differ in the last bits (the log loss is
-        the log of a product, :func:`.loops.group_metrics`). After a frame, :meth:`runs`
-        raises: the rows are let go.
+        As :func:`.metrics.runs_grouped` of :meth:`runs`, unweighted integer sums and the AP
+        numerator bit for bit; the log-loss and Brier sums differ in the last bits (the log
+        loss is the log of a product, :func:`.loops.group_metrics`), and so do weighted sums
+        (:func:`.weightedloops.weighted_metrics`). After a frame, :meth:`runs` raises: the
+        rows are let go. None (the runs' or the state's finalize) when a weighted pair sum
+        could overflow.
         """
         from ..metrics.binary import ALL
         from .metrics import grouped_frame
 
-        if spec.weighted:
-            return None
         if hasattr(self, "_cells"):  # summed already (runs() came first): from the runs
             return super().grouped(spec, thresholds)
-        words, _ = self._placed()
+        if spec.weighted and not (self.heaviest * self.bounds[-1]) ** 2 < _SAFE:
+            return None
+        words, ordered = self._placed()
         cuts, cut_tops = self._cuts()
         # marks: each threshold, 0 (scores below are outside [0, 1]) and just above 1
         top, slot = _slot_above(float_to_key_scalar(1.0), self.spec, cuts)
@@ -188,7 +192,10 @@ class CompiledCells(Staged):
         points += [(0, 0), (top, slot + 1)]
         order = sorted(range(len(points)), key=lambda i: points[i])
         marks = np.array([points[i] for i in order], np.int64).T.copy()
+        place = {i: j for j, i in enumerate(order)}  # a point's column among the marks
         with small_pages():
+            if spec.weighted:
+                return self._weighted(ordered, cuts, cut_tops, marks, place, len(thresholds))
             codes, counts, sums, largest = self.loops.group_metrics(
                 words, self.bounds, self.starts, self.occupied, self.tops, self.spec.precision,
                 cuts, cut_tops, _EPS, marks,
@@ -197,7 +204,7 @@ class CompiledCells(Staged):
             return None
         self._let_go()
         positives, negatives = counts[0], counts[1]
-        below = {i: (counts[4 + 2 * j], counts[5 + 2 * j]) for j, i in enumerate(order)}
+        below = {i: (counts[4 + 2 * j], counts[5 + 2 * j]) for i, j in place.items()}
         zero, above_one = below[len(thresholds)], below[len(thresholds) + 1]
         outside = zero[0] + zero[1] + (positives - above_one[0]) + (negatives - above_one[1])
         tp_fp = [(positives - below[i][0], negatives - below[i][1]) for i in range(len(thresholds))]
@@ -216,6 +223,50 @@ class CompiledCells(Staged):
             },
             outside,
             tp_fp,
+        )
+
+    def _weighted(
+        self,
+        weights: F64,
+        cuts: I64,
+        cut_tops: npt.NDArray[np.bool_],
+        marks: I64,
+        place: dict[int, int],
+        count: int,
+    ) -> pl.DataFrame | None:
+        """:meth:`grouped` of weighted rows (``count`` thresholds, then the marks 0 and 1)."""
+        from ..metrics.binary import ALL
+        from .metrics import grouped_frame
+        from .weightedloops import weighted_metrics
+
+        words, _ = self._placed()
+        codes, rows, sums, scales = weighted_metrics(
+            words, weights, self.bounds, self.starts, self.occupied, self.tops,
+            self.spec.precision, cuts, cut_tops, _EPS, marks,
+        )  # fmt: skip
+        if not np.isfinite(sums).all():  # a squared error overflowed: the Polars path
+            return None
+        self._let_go()
+        total = rows[0]
+        at = {i: (rows[1 + j], *(sums[9 + 4 * j + k] for k in range(4))) for i, j in place.items()}
+        zero, above_one = at[count][0], at[count + 1][0]
+        return grouped_frame(
+            self.groups.decode(self.original(codes)),
+            ALL,
+            (sums[0], sums[1], 1.0),  # each group's pair sums come scaled by its own scale
+            (sums[2], sums[3]),
+            {
+                "_ap_num": sums[4],
+                "_log_loss": sums[5] + 0.0,
+                "_brier": sums[6] + 0.0,
+                "_ap_over": sums[7],
+                "_ap_under": sums[8],
+            },
+            zero + (total - above_one),
+            [(at[i][3], at[i][4]) for i in range(count)],
+            rows=total,
+            below=[(at[i][2], at[i][1]) for i in range(count)],
+            scaled=(sums[0] * scales, sums[1] * scales),
         )
 
 
@@ -317,7 +368,7 @@ def compiled_cells(
     # the group codes are decoded from the cells: the rows' codes go with the rows
     rest = replace(groups, codes=np.zeros(0, np.uint64))
     placing = (codes, parts, rank, ordinal)
-    return CompiledCells(rest, spec, loops, placing, bounds, starts, occupied, tops, back)
+    return CompiledCells(rest, spec, loops, placing, bounds, starts, occupied, tops, back, heaviest)
 
 
 def compact(codes: I64, space: int) -> tuple[I64, I64]:
@@ -331,10 +382,11 @@ def compact(codes: I64, space: int) -> tuple[I64, I64]:
     ([1, 0, 1, 2], [3, 9, 700])
     """
     if space <= 1 << 26:
-        present = np.zeros(space, np.bool_)
-        present[codes] = True
+        present = np.zeros(space, np.int64)
+        present[codes] = 1
         back = np.flatnonzero(present)
-        dense: I64 = np.searchsorted(back, codes)
+        present[back] = np.arange(back.size)
+        dense: I64 = present[codes]
         return dense, back
     unique, inverse = np.unique(codes, return_inverse=True)
     return inverse.astype(np.int64).reshape(-1), unique

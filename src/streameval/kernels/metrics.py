@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -188,7 +189,10 @@ def grouped_frame(
     pairs: tuple[I64, I64],
     floats: dict[str, npt.NDArray[np.generic]],
     outside: I64,
-    counts: list[tuple[I64, I64]],
+    counts: list[tuple[Any, Any]],
+    rows: I64 | None = None,
+    below: list[tuple[Any, Any]] | None = None,
+    scaled: tuple[F64, F64] | None = None,
 ) -> pl.DataFrame:
     """The grouped frame of :func:`aggregates` from each group's sums.
 
@@ -196,21 +200,25 @@ def grouped_frame(
     ``pairs`` the AUC's pair sum 2·Σ neg·(positives above) + Σ pos·neg and its tie part
     Σ pos·neg; ``floats`` the scaled AP numerator and the log-loss and Brier sums;
     ``outside`` the rows with scores outside [0, 1]; ``counts`` tp and fp at each threshold.
+    Weighted: ``rows`` the groups' rows, and ``below`` tn and fn at each threshold (summed
+    apart, not differences of float sums), and ``scaled`` the scaled positive and negative
+    weight each group's pair and AP sums were computed with (each group its own scale).
     """
     positives, negatives, scale = totals
     cols: dict[str, npt.NDArray[np.generic] | pl.Series] = {s.name: s for s in keys}
     if not keys:
         cols[all_key] = pl.Series(all_key, np.zeros(positives.size, np.int8))
-    cols["n"] = positives + negatives
+    cols["n"] = positives + negatives if rows is None else rows
     cols["positives"], cols["negatives"] = positives, negatives
-    cols["_P"], cols["_N"] = positives * scale, negatives * scale
+    cols["_P"], cols["_N"] = scaled or (positives * scale, negatives * scale)
     cols["_auc_num"] = pairs[0].astype(np.float64) * (scale * scale * 0.5)
     cols["_tie_pairs"] = pairs[1].astype(np.float64) * (scale * scale)
     cols.update(floats)
     cols["_n_outside"] = outside
     for i, (tp, fp) in enumerate(counts):
         cols[f"_tp{i}"], cols[f"_fp{i}"] = tp, fp
-        cols[f"_tn{i}"], cols[f"_fn{i}"] = negatives - fp, positives - tp
+        tn, fn = (negatives - fp, positives - tp) if below is None else below[i]
+        cols[f"_tn{i}"], cols[f"_fn{i}"] = tn, fn
     return pl.DataFrame(cols)
 
 

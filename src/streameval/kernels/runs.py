@@ -121,18 +121,10 @@ def collect_unit(
 
     """
     label, score, weight, bad = rows
-    key_codes = [codes.get(k) for k in keys]
-    if any(c is None for c in key_codes):
+    coded = key_exprs(keys, codes)
+    if coded is None:
         return None
-    hashing = compiled.loops() is not None
-    if not hashing and any(c is not None and c.decode is None for c in key_codes):
-        return None  # (the compiled loops switched off, by the tests: the Polars path)
-    exprs = []
-    for i, c in enumerate(key_codes):
-        assert c is not None
-        exprs += (
-            hashed_exprs(c, i) if hashing and c.text is not None else [c.encode.alias(f"_g{i}")]
-        )
+    key_codes, exprs = coded
     exprs += [
         label.fill_null(False).cast(pl.UInt8).alias("_y"),  # 0/1 bytes: read as bool
         pl.when(~bad).then(score).alias("_p"),
@@ -142,7 +134,58 @@ def collect_unit(
     frame = collect(lf.select(exprs))
     if frame["_p"].null_count():
         raise invalid()
-    return Collected(frame, [c for c in key_codes if c is not None], weight is not None)
+    return Collected(frame, key_codes, weight is not None)
+
+
+def key_exprs(
+    keys: list[str], codes: Mapping[str, KeyCode | None]
+) -> tuple[list[KeyCode], list[pl.Expr]] | None:
+    """The key columns' codes and the columns a unit collects for them (``_g0``, …).
+
+    String keys (and keys without a small integer code) are collected as two hashes and the
+    values (:func:`.hashcodes.hashed_exprs`); None when a key has no code, or needs the
+    hashes while the compiled loops are switched off (by the tests: the Polars path).
+    """
+    key_codes = [codes.get(k) for k in keys]
+    if any(c is None for c in key_codes):
+        return None
+    hashing = compiled.loops() is not None
+    if not hashing and any(c is not None and c.decode is None for c in key_codes):
+        return None
+    exprs: list[pl.Expr] = []
+    out: list[KeyCode] = []
+    for i, c in enumerate(key_codes):
+        assert c is not None
+        out.append(c)
+        exprs += (
+            hashed_exprs(c, i) if hashing and c.text is not None else [c.encode.alias(f"_g{i}")]
+        )
+    return out, exprs
+
+
+def unit_groups(frame: pl.DataFrame, key_codes: list[KeyCode]) -> tuple[GroupCodes, pl.DataFrame]:
+    """The unit's group codes (:func:`key_exprs` columns), and the frame without those columns."""
+    raw, decoders, names = [], [], []
+    ranges: list[tuple[int, int] | None] = []
+    for i, code in enumerate(key_codes):
+        names.append(f"_g{i}")
+        if f"_h{i}" in frame.columns:  # String key collected as hashes
+            loops = compiled.loops()
+            assert loops is not None
+            codes, decode, span = hashed_codes(frame, code, i, loops)
+            raw.append(codes)
+            decoders.append(decode)
+            ranges.append(span)
+            names += [f"_h{i}", f"_s{i}"]
+        else:
+            assert code.decode is not None  # (hashed-only keys are hashed above)
+            raw.append(frame[f"_g{i}"].to_numpy())
+            decoders.append(code.decode)
+            ranges.append(None)
+    with small_pages():
+        groups = GroupCodes.build(decoders, raw, frame.height, ranges)
+        del raw
+        return groups, frame.drop(names)  # the codes hold them now
 
 
 @dataclass
@@ -174,27 +217,8 @@ class Collected:
         """
         if self.frame.height == 0:
             return Sorting(None, None, False)
-        raw, decoders, names = [], [], []
-        ranges: list[tuple[int, int] | None] = []
-        for i, code in enumerate(self.key_codes):
-            names.append(f"_g{i}")
-            if f"_h{i}" in self.frame.columns:  # String key collected as hashes
-                loops = compiled.loops()
-                assert loops is not None
-                codes, decode, span = hashed_codes(self.frame, code, i, loops)
-                raw.append(codes)
-                decoders.append(decode)
-                ranges.append(span)
-                names += [f"_h{i}", f"_s{i}"]
-            else:
-                assert code.decode is not None  # (hashed-only keys are hashed above)
-                raw.append(self.frame[f"_g{i}"].to_numpy())
-                decoders.append(code.decode)
-                ranges.append(None)
-        with small_pages():
-            groups = GroupCodes.build(decoders, raw, self.frame.height, ranges)
-            del raw
-            frame = self.frame = self.frame.drop(names)  # the codes hold them now
+        groups, frame = unit_groups(self.frame, self.key_codes)
+        self.frame = frame
         weighted = self.weighted
 
         def kernel() -> Staged:

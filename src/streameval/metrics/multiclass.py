@@ -175,8 +175,13 @@ def _class_aggregates(state: State) -> tuple[pl.LazyFrame, list[str]]:
     return out, keys
 
 
-def metric_table(state: State, *, metrics: Sequence[str] | None = None) -> pl.DataFrame:
+def metric_table(
+    state: State, *, metrics: Sequence[str] | None = None, pairs: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Finalize a multiclass state into the metric table (one row per group).
+
+    ``pairs``: the AUCs' pair sums computed from the rows (:mod:`streameval.kernels.classes`),
+    for a state that holds its confusion rows only.
 
     >>> import polars as pl, streameval as se
     >>> df = pl.DataFrame({"y": ["a", "b", "c", "a"], "pred": ["a", "b", "a", "a"]})
@@ -192,7 +197,8 @@ def metric_table(state: State, *, metrics: Sequence[str] | None = None) -> pl.Da
     rows, _ = confusion_rows(state)
     out = out.join(rows.group_by(keys).agg(pl.col("n").sum()), on=keys, nulls_equal=True)
     if state.spec.scores:
-        out = out.join(score_aggregates(state, keys), on=keys, how="left", nulls_equal=True)
+        scored = score_aggregates(state, keys, pairs)
+        out = out.join(scored, on=keys, how="left", nulls_equal=True)
         halve = len(state.spec.classes) < 3  # sklearn halves the Brier score of two classes
         out = out.with_columns(pl.lit(0.5 if halve else 1.0).alias("_brier_scale"))
     needed = {*names, "precision_macro", "recall_macro"}

@@ -70,21 +70,29 @@ def _averages(auc: pl.Expr, err: pl.Expr, weight: pl.Expr, name: str) -> list[pl
     ]
 
 
-def score_aggregates(state: State, keys: list[str]) -> pl.LazyFrame:
-    """Per group: loss sums, top-k hits and one-vs-rest / one-vs-one AUC averages."""
+def score_aggregates(
+    state: State, keys: list[str], pairs: pl.DataFrame | None = None
+) -> pl.LazyFrame:
+    """Per group: loss sums, top-k hits and one-vs-rest / one-vs-one AUC averages.
+
+    ``pairs``, when given, are the pair sums of :func:`_pairwise` computed from the rows
+    (:mod:`streameval.kernels.classes`, whose state then holds its confusion rows only).
+    """
     lf, _ = with_group_key(state.table, state.keys)
     sums = _row_sums(lf, keys)
     bound = 0.0 if state.spec.exact else 0.5
-    pairs = _pairwise(state, keys).collect().lazy()  # read by both averages: compute once
+    if pairs is None:
+        pairs = _pairwise(state, keys).collect()  # read by both averages: compute once
+    lazy, _ = with_group_key(pairs, state.keys)
     P, N = pl.col("_P"), pl.col("_N")
     ovr = (
-        pairs.group_by(*keys, "a")
+        lazy.group_by(*keys, "a")
         .agg(pl.col("_num", "_ties", "_N").sum(), P.first())
         .filter((P > 0) & (N > 0))
         .group_by(keys)
         .agg(_averages(pl.col("_num") / P / N, pl.col("_ties") / P / N * bound, P, "ovr"))
     )
-    directed = pairs.filter((P > 0) & (N > 0)).with_columns(
+    directed = lazy.filter((P > 0) & (N > 0)).with_columns(
         (pl.col("_num") / P / N).alias("_auc"), (pl.col("_ties") / P / N * bound).alias("_err")
     )
     back = directed.select(

@@ -89,6 +89,28 @@ def binary_table(
     return joined.drop(ALL) if keys == [ALL] else joined
 
 
+def multiclass_metrics(
+    state: State,
+    metrics: Sequence[str] | None,
+    ci: str | None,
+    level: float,
+    pairs: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """A multiclass state's metric table, with intervals for ``ci``.
+
+    ``pairs``: the AUCs' pair sums from the rows (:mod:`streameval.kernels.classes`), for a
+    state of confusion rows only.
+    """
+    from ..metrics.multiclass import metric_table
+
+    table = metric_table(state, metrics=metrics, pairs=pairs)
+    if ci is None:
+        return table
+    names = table.columns[len(state.keys) + 1 :]
+    table = multiclass_table(state, table, ci, level)
+    return ordered(table, [*state.keys, "n"], names)
+
+
 def multiclass_table(state: State, table: pl.DataFrame, ci: str, level: float) -> pl.DataFrame:
     """A multiclass metric table with accuracy intervals and caret's statistics."""
     stats = multiclass_statistics(state, with_counts=True)

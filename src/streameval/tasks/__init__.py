@@ -64,6 +64,8 @@ class TaskPlan:
     ``invalid(table)`` says whether the table marks invalid rows; ``diagnose()`` then
     returns the error that names them. ``runs(lf, constants)``, when given, collects the
     unit's rows for the sort kernel (:mod:`streameval.kernels`), or returns None to fall back.
+    ``direct(lf, constants)``, when given, collects them for a kernel that computes a metric
+    table without the whole state (:mod:`streameval.kernels.classes`), or returns None.
     """
 
     spec: Any
@@ -71,6 +73,7 @@ class TaskPlan:
     invalid: Callable[[pl.DataFrame], bool]
     diagnose: Callable[[], Exception]
     runs: Callable[[pl.LazyFrame, Mapping[str, Any]], Any] | None = None
+    direct: Callable[[pl.LazyFrame, Mapping[str, Any]], Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,12 @@ from typing import Any
 
 import polars as pl
 
+from ..codes import hashed_key, key_code
 from ..errors import InputError
+from ..kernels.classes import ClassRows, collect_classes
+from ..metrics.classes import PER_CLASS, SCORE_COLUMNS
 from ..metrics.multiclass import COLUMNS
+from ..source import collect
 from ..spec import Spec
 from ..states import multiclass
 from ..states.multiclass import MAX_CLASSES as MAX_CLASSES  # re-exported (spark)
@@ -26,7 +30,9 @@ from . import (
     weight_expr,
 )
 
-RESERVED = {*multiclass.ALL_COLUMNS, *COLUMNS, "class"}
+#: The finalize step's own column names (per class: t, p, c, s, k …; per pair: a, b, i, j).
+_INTERNAL = {"k", "t", "p", "c", "s", "t_n", "p_n", "tp", "fp", "fn", "tn", "a", "b", "i", "j"}
+RESERVED = {*multiclass.ALL_COLUMNS, *COLUMNS, *PER_CLASS, *SCORE_COLUMNS, "class", *_INTERNAL}
 
 
 def _score_columns(inputs: Inputs) -> list[str]:
@@ -70,8 +76,6 @@ def _found_values(opened: Opened, columns: list[str]) -> list[Any]:
         if isinstance(opened.schema[c], pl.Categorical | pl.Enum):
             col = col.cast(pl.String)
         exprs.append(col.drop_nulls().unique().head(MAX_CLASSES + 1).implode().alias(c))
-    from ..source import collect
-
     row = collect(opened.lf.select(exprs), opened.engine, opened.files).row(0)
     values = sorted({v for column in row for v in column})
     if len(values) > MAX_CLASSES:
@@ -276,4 +280,20 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
     def diagnose() -> Exception:
         return first_problem(opened.lf, checks, opened.engine, opened.files)
 
-    return TaskPlan(spec, build, invalid, diagnose)
+    codes = {k: key_code(k, schema[k]) or hashed_key(k, schema[k]) for k in opened.keys}
+    columns = [label, *score_columns, *opened.keys]
+    columns += [c for c in (inputs.prediction, inputs.weight) if c is not None]
+    given = predicted if inputs.prediction is not None else None
+
+    def direct(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> ClassRows | None:
+        keys = [k for k in opened.keys if k not in constants]
+        return collect_classes(
+            unit,
+            keys,
+            codes,
+            (actual, given, ps, w, bad),
+            lambda q: collect(q, opened.engine, opened.files, columns),
+            diagnose,
+        )
+
+    return TaskPlan(spec, build, invalid, diagnose, direct=direct)

@@ -1,0 +1,278 @@
+"""The multiclass kernel: a unit's confusion cells and AUC pair sums straight from its rows.
+
+A multiclass state holds, besides its confusion rows, a score histogram per class column
+(about one state row per row and column at the default precision). The metric table needs
+far less of it: per group, the confusion cells with the rows' loss terms, and per score
+column a and class b the pair sums behind every AUC (:func:`streameval.metrics.pairs`). This
+kernel computes those from the unit's rows (:mod:`.classloops`): the confusion cells in one
+pass, then each score column's rows placed by (group, binade) as the binary kernel places
+them and read bucket by bucket. The metric table then comes from the confusion rows as a
+state (:class:`~streameval.state.State`) with the pair sums given.
+
+Where it applies (:meth:`ClassRows.tables`): bucketed precision up to
+:data:`.compiled.MAX_WINDOW_BITS`, fewer than 2,048 classes, and at most :data:`MAX_CELLS`
+confusion and pair cells per unit; elsewhere the unit's state is computed (the Polars path).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from ..codes import KeyCode
+from ..spec import Spec
+from ..states.multiclass import group_columns, merge_ops
+from . import buffer, give_back, small_pages
+from .compiled import MAX_WINDOW_BITS, compact, loops
+from .runs import key_exprs, unit_groups
+
+#: Cells of one unit at most: groups × classes × predicted classes, and groups × score
+#: columns × classes (the pair sums).
+MAX_CELLS = 1 << 24
+#: Coarse cells (groups × 4,096 binades) below which no pass looks for the binades used.
+FEW_CELLS = 1 << 20
+#: Threads summing the score columns (the reading thread is a third).
+WORKERS = 2
+#: Classes at most (a class index shares a placed row's word with the score's 52 low bits).
+MAX_CLASSES = 2047
+_EPS = float(np.finfo(np.float64).eps)
+_TOLERANCE = 1e-8 + math.sqrt(_EPS)  # as :func:`streameval.states.multiclass._row_counts`
+_LOW63 = 0x7FFF_FFFF_FFFF_FFFF
+
+
+@dataclass
+class ClassRows:
+    """A unit's collected columns: key codes, ``_a``, ``_q`` (predicted), ``_c0``…, ``_w``."""
+
+    frame: pl.DataFrame
+    key_codes: list[KeyCode]
+    weighted: bool
+    predicted: bool
+    columns: int
+
+    def tables(self, spec: Spec) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+        """The unit's confusion rows (a state table) and its pair sums, or None (no kernel).
+
+        Parameters
+        ----------
+        spec : Spec
+            The multiclass spec, whose keys are the unit's varying keys only.
+
+        Returns
+        -------
+        (DataFrame, DataFrame) or None
+            The confusion rows as :func:`streameval.states.multiclass.state_query` gives
+            them, with the rows' loss sums on them; and per group, score column ``a`` and
+            class ``b`` ≠ ``a`` present in the group, ``_num``, ``_ties``, ``_N`` and ``_P``
+            as :func:`streameval.metrics.pairs._pairwise` gives them.
+
+        """
+        kernel = loops()
+        classes = len(spec.classes)
+        guesses = classes if self.predicted else max(self.columns, 1)
+        if kernel is None or self.frame.height == 0 or classes > MAX_CLASSES:
+            return None
+        if self.columns and (spec.exact or spec.precision > MAX_WINDOW_BITS):
+            return None
+        groups, frame = unit_groups(self.frame, self.key_codes)
+        self.frame = frame
+        codes, back = compact(groups.codes.view(np.int64), 1 << groups.bits)
+        size = back.size
+        if size * classes * max(guesses, self.columns) > MAX_CELLS:
+            return None
+        names = [f"_c{k}" for k in range(self.columns)]
+        actual = frame["_a"].to_numpy()
+        predicted = frame["_q"].to_numpy() if self.predicted else np.zeros(0, np.int32)
+        weights = frame["_w"].to_numpy() if self.weighted else np.zeros(0)
+        shape = (size, classes, guesses)
+        num = np.zeros((self.columns, size, classes), np.float64)
+        ties = np.zeros((self.columns, size, classes), np.float64)
+        with ThreadPoolExecutor(WORKERS) as pool:
+            # the cells read each row's scores together (a row-major copy); a column's pairs
+            # read its own column (the frame's memory)
+            cells = pool.submit(
+                _cells, codes, (actual, predicted, frame.select(names), weights), spec, shape
+            )
+            columns = []
+            for k, name in enumerate(names):
+                rows = (codes, frame[name].to_numpy(), actual, weights)
+                job = (kernel, rows, size, spec.precision, k, (num, ties))
+                columns.append(pool.submit(_column, *job))
+            counts, sums = cells.result()
+            for done in columns:
+                done.result()
+        del frame
+        keys = groups.decode(back.view(np.uint64))
+        confusion = _confusion(keys, counts, sums, spec, shape)
+        present = counts[0].reshape(shape).sum(axis=2)
+        mass = sums[0].reshape(shape).sum(axis=2)
+        if not self.columns:
+            return confusion, _pairs(keys, None, present, mass)
+        return confusion, _pairs(keys, (num, ties), present, mass)
+
+
+def _cells(
+    codes: npt.NDArray[np.int64],
+    rows: tuple[npt.NDArray[Any], npt.NDArray[Any], pl.DataFrame, npt.NDArray[Any]],
+    spec: Spec,
+    shape: tuple[int, int, int],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The confusion cells' counts and sums (:func:`.classloops.row_cells`)."""
+    from . import classloops
+
+    actual, predicted, scores, weights = rows
+    with small_pages():
+        matrix = (
+            scores.to_numpy(order="c") if scores.width else np.zeros((actual.size, 0), np.float64)
+        )
+        out: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] = classloops.row_cells(
+            codes, actual, predicted, matrix, weights, spec.top_k, _EPS, _TOLERANCE, shape
+        )
+    return out
+
+
+def _column(
+    kernel: ModuleType,
+    rows: tuple[npt.NDArray[Any], ...],
+    size: int,
+    p: int,
+    column: int,
+    out: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
+) -> None:
+    """Place one score column's rows by (group, binade) and add its pair sums to ``out``.
+
+    With few groups every binade gets a coarse cell of each group (most stay empty), which
+    spares a pass over the scores to find the binades they occupy.
+    """
+    from . import classloops
+
+    codes, score, actual, weights = rows
+    bits = score.view(np.int64)
+    offset = kernel.OFFSET
+    if size * 2 * offset <= FEW_CELLS:
+        tops = np.arange(2 * offset) - offset
+        rank = np.arange(2 * offset)
+    else:
+        seen = np.zeros(2 * offset, np.bool_)
+        kernel.binades(bits, seen, np.array([_LOW63, -_LOW63 - 1], np.int64))
+        tops = np.flatnonzero(seen) - offset
+        rank = np.zeros(seen.size, np.int64)
+        rank[tops + offset] = np.arange(tops.size)
+    ntops = tops.size
+    with small_pages():
+        sizes = np.zeros(size * ntops, np.int64)
+        kernel.occupied(codes, 0, bits, rank, ntops, sizes)
+        occupied = np.flatnonzero(sizes)
+        ordinal = np.zeros(size * ntops, np.int64)
+        ordinal[occupied] = np.arange(occupied.size)
+        bounds = np.zeros(occupied.size + 1, np.int64)
+        np.cumsum(sizes[occupied], out=bounds[1:])
+        at = bounds[:-1].copy()
+        words = buffer(codes.size, np.int64)
+        ordered = buffer(codes.size, np.float64) if weights.size else weights
+        kernel.place(codes, 0, bits, actual, weights, rank, ntops, ordinal, at, words, ordered)
+        num, ties = out
+        classloops.pair_sums(
+            words, ordered, bounds, occupied, tops, p, column, num[column], ties[column]
+        )
+    give_back(words)
+    give_back(ordered)
+
+
+def _confusion(
+    keys: list[pl.Series],
+    counts: npt.NDArray[np.int64],
+    sums: npt.NDArray[np.float64],
+    spec: Spec,
+    shape: tuple[int, int, int],
+) -> pl.DataFrame:
+    """The confusion rows of the filled cells, in the state table's columns and types."""
+    _, classes, guesses = shape
+    filled = np.flatnonzero(counts[0])
+    group = filled // (classes * guesses)
+    columns: dict[str, Any] = {s.name: s.gather(group) for s in keys}
+    columns["actual"] = pl.Series((filled // guesses % classes).astype(np.int32))
+    columns["predicted"] = pl.Series((filled % guesses).astype(np.int32))
+    columns["column"] = pl.Series([None] * filled.size, dtype=pl.Int32)
+    columns["bucket"] = pl.Series([None] * filled.size, dtype=pl.Int64)
+    values: dict[str, npt.NDArray[Any]] = {"n": counts[0][filled]}
+    if spec.weighted:
+        values["w"] = sums[0][filled] + 0.0
+    if spec.scores:
+        values.update(log_loss=sums[1][filled], brier=sums[2][filled], top_k=sums[3][filled])
+        values.update(n_outside=counts[1][filled], n_unnormalized=counts[2][filled])
+    columns.update({name: values[name] for name in merge_ops(spec)})
+    return pl.DataFrame(columns).select(*spec.keys, *group_columns(spec), *merge_ops(spec))
+
+
+def _pairs(
+    keys: list[pl.Series],
+    sums: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None,
+    present: npt.NDArray[np.int64],
+    mass: npt.NDArray[np.float64],
+) -> pl.DataFrame:
+    """The pair sums of each group, score column a and class b ≠ a with rows in the group."""
+    if sums is None:
+        schema: dict[str, Any] = {s.name: s.dtype for s in keys}
+        schema |= {"a": pl.Int32, "b": pl.Int32}
+        schema |= dict.fromkeys(("_num", "_ties", "_N", "_P"), pl.Float64)
+        return pl.DataFrame(schema=schema)
+    num, ties = sums
+    columns, size, classes = num.shape
+    a, g, b = (x.ravel() for x in np.indices(num.shape))
+    keep = (a != b) & (present[g, b] > 0)
+    a, g, b = a[keep], g[keep], b[keep]
+    shared = min(columns, classes)
+    own_mass = np.zeros((size, columns))  # a column's class weight (0: a column of no class)
+    own_mass[:, :shared] = mass[:, :shared]
+    frame: dict[str, Any] = {s.name: s.gather(g) for s in keys}
+    frame["a"] = pl.Series(a.astype(np.int32))
+    frame["b"] = pl.Series(b.astype(np.int32))
+    frame["_num"] = num[a, g, b] * 0.5
+    frame["_ties"] = ties[a, g, b]
+    frame["_N"] = mass[g, b]
+    frame["_P"] = own_mass[g, a]
+    return pl.DataFrame(frame)
+
+
+def collect_classes(
+    lf: pl.LazyFrame,
+    keys: list[str],
+    codes: Mapping[str, KeyCode | None],
+    rows: tuple[pl.Expr, pl.Expr | None, list[pl.Expr], pl.Expr | None, pl.Expr],
+    collect: Callable[[pl.LazyFrame], pl.DataFrame],
+    invalid: Callable[[], Exception],
+) -> ClassRows | None:
+    """The columns the multiclass kernel reads of the rows of ``lf`` (None: no key code).
+
+    ``rows`` holds the actual class index, the predicted class index (None: the arg max of
+    the scores), the score columns as Float64, the weight (or None) and the bad-row flag.
+    """
+    actual, predicted, scores, weight, bad = rows
+    coded = key_exprs(keys, codes)
+    if coded is None:
+        return None
+    key_codes, exprs = coded
+    exprs.append(pl.when(~bad).then(actual).alias("_a"))
+    if predicted is not None:
+        exprs.append(predicted.alias("_q"))
+    exprs += [p.alias(f"_c{k}") for k, p in enumerate(scores)]
+    if weight is not None:
+        exprs.append(weight.alias("_w"))
+    frame = collect(lf.select(exprs))
+    if frame["_a"].null_count():
+        raise invalid()
+    return ClassRows(frame, key_codes, weight is not None, predicted is not None, len(scores))
+
+
+def unit_spec(spec: Spec, fixed: Mapping[str, Any]) -> Spec:
+    """The spec of a unit whose keys ``fixed`` are constant (its varying keys only)."""
+    return replace(spec, keys=tuple(k for k in spec.keys if k not in fixed))

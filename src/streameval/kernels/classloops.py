@@ -1,0 +1,182 @@
+"""Compiled loops (numba) of the multiclass kernel (:mod:`.classes`).
+
+:func:`row_cells` sums each row into its (group, actual, predicted) confusion cell, with the
+row's loss terms (the scores of its own class) and its score checks. :func:`pair_sums` reads
+one score column's rows, placed by (group, binade) as the binary kernel places them
+(:func:`.loops.place`, the row's actual class where the binary label goes), and sums every
+AUC's pairs: for column a and each other class b, Σ over class-b rows of w·(class-a weight
+in higher buckets + ½ in the row's own bucket), and w·(class-a weight in the row's bucket).
+Counts are float64 sums (exact below 2**53), as the Polars path's.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_LOW52 = (1 << 52) - 1
+_TOP = 52
+
+jit = numba.njit(cache=True, nogil=True)
+
+
+@jit
+def row_cells(codes, actual, predicted, scores, weights, top_k, eps, tolerance, shape):  # type: ignore[no-untyped-def]
+    """Each (group, actual, predicted) cell's rows and sums, flattened in that order.
+
+    Parameters
+    ----------
+    codes : ndarray of int64
+        Each row's group, 0 … groups − 1.
+    actual, predicted : ndarray of int32
+        Each row's class index, and its predicted class (empty: the first score column of
+        the highest score, numpy's argmax).
+    scores : 2-d ndarray of float64
+        The score columns (rows × columns; no columns without scores).
+    weights : ndarray of float64
+        Each row's weight (empty: unweighted).
+    top_k : int
+        A row is a top-k hit when fewer than ``top_k`` other columns score above its own
+        class's (a later column tied with it counts as above: sklearn's stable sort).
+    eps, tolerance : float
+        The log loss clips to [eps, 1 − eps]; scores whose sum is farther than ``tolerance``
+        from 1 are unnormalized.
+    shape : tuple of int
+        Groups, classes and predicted classes (the cells' dimensions).
+
+    Returns
+    -------
+    counts : ndarray of int64
+        Rows, rows with a score outside [0, 1], and rows whose scores do not sum to 1 (a row
+        per sum, a column per cell).
+    sums : ndarray of float64
+        Σw, and Σw·term of the log loss, the Brier score and the top-k hits (a row each).
+
+    """
+    groups, classes, guesses = shape
+    cells = groups * classes * guesses
+    counts = np.zeros((3, cells), np.int64)
+    sums = np.zeros((4, cells), np.float64)
+    columns = scores.shape[1]
+    high = 1.0 - eps
+    for i in range(codes.size):
+        a = actual[i]
+        if predicted.size:
+            q = predicted[i]
+        else:
+            q = 0
+            for j in range(1, columns):
+                if scores[i, j] > scores[i, q]:
+                    q = j
+        cell = (codes[i] * classes + a) * guesses + q
+        w = weights[i] if weights.size else 1.0
+        counts[0, cell] += 1
+        sums[0, cell] += w
+        if columns == 0:
+            continue
+        total = 0.0
+        outside = False
+        for j in range(columns):
+            s = scores[i, j]
+            total += s
+            outside = outside or s < 0.0 or s > 1.0
+        counts[1, cell] += outside
+        counts[2, cell] += abs(total - 1.0) > tolerance
+        if a >= columns:  # (a class without a score column: refused at finalize)
+            continue
+        p = scores[i, a]
+        others = 0.0
+        above = 0
+        for j in range(columns):
+            if j != a:
+                s = scores[i, j]
+                others += s * s
+                above += (s >= p) if j > a else (s > p)
+        log_loss = -np.log(min(max(p, eps), high))
+        brier = others + (1.0 - p) * (1.0 - p)
+        hit = 1.0 if above < top_k else 0.0
+        if weights.size:
+            log_loss *= w
+            brier *= w
+            hit *= w
+        sums[1, cell] += log_loss
+        sums[2, cell] += brier
+        sums[3, cell] += hit
+    return counts, sums
+
+
+@jit
+def pair_sums(words, weights, bounds, occupied, tops, p, column, num, ties):  # type: ignore[no-untyped-def]
+    """Add column ``column``'s pair sums of each group and other class into ``num`` and ``ties``.
+
+    ``words`` are the column's rows placed by (group, binade) (:func:`.loops.place`: the
+    key's low 52 bits, the actual class above them), ``bounds`` each coarse cell's first row
+    (and the end), ``occupied`` the coarse cells (``group * ntops + binade rank``) in order.
+    A group's coarse cells are read from the highest binade down; in each, the column's class
+    weight per bucket is counted in a window of its 2**p buckets when the cell has at least
+    2**p / 8 rows, else from its rows sorted by bucket. ``num[g, b]`` gets Σ over the class-b
+    rows (b ≠ column) of w·(2·above + own), ``ties[g, b]`` Σ w·own, where ``above`` is the
+    column's class weight in higher buckets of the group and ``own`` in the row's bucket.
+    """
+    ntops = tops.size
+    shift = _TOP - p
+    width = 1 << p
+    window = np.zeros(width, np.float64)
+    higher = np.zeros(width, np.float64)
+    widest = 0
+    for o in range(occupied.size):
+        widest = max(widest, bounds[o + 1] - bounds[o])
+    slots = np.empty(widest, np.int64)
+    mass = np.empty(widest, np.float64)
+    weighted = weights.size > 0
+    o = occupied.size
+    while o > 0:
+        group = occupied[o - 1] // ntops
+        stop = o
+        while o > 0 and occupied[o - 1] // ntops == group:
+            o -= 1
+        above = 0.0
+        for cell in range(stop - 1, o - 1, -1):  # the group's binades, highest first
+            begin, end = bounds[cell], bounds[cell + 1]
+            if (end - begin) * 8 >= width:
+                for r in range(begin, end):
+                    word = words[r]
+                    if word >> _TOP == column:
+                        window[(word & _LOW52) >> shift] += weights[r] if weighted else 1.0
+                for c in range(width - 1, -1, -1):
+                    higher[c] = above
+                    above += window[c]
+                for r in range(begin, end):
+                    word = words[r]
+                    b = word >> _TOP
+                    if b != column:
+                        c = (word & _LOW52) >> shift
+                        w = weights[r] if weighted else 1.0
+                        num[group, b] += w * (2.0 * higher[c] + window[c])
+                        ties[group, b] += w * window[c]
+                window[:] = 0.0
+                continue
+            m = 0  # a sparse cell: the column's class rows sorted by bucket
+            for r in range(begin, end):
+                word = words[r]
+                if word >> _TOP == column:
+                    slots[m] = (word & _LOW52) >> shift
+                    mass[m] = weights[r] if weighted else 1.0
+                    m += 1
+            order = np.argsort(slots[:m], kind="mergesort")
+            sorted_slots = slots[:m][order]
+            suffix = np.zeros(m + 1, np.float64)  # class weight from each sorted row up
+            for k in range(m - 1, -1, -1):
+                suffix[k] = suffix[k + 1] + mass[order[k]]
+            for r in range(begin, end):
+                word = words[r]
+                b = word >> _TOP
+                if b != column:
+                    c = (word & _LOW52) >> shift
+                    low = np.searchsorted(sorted_slots, c, side="left")
+                    up = np.searchsorted(sorted_slots, c, side="right")
+                    own = suffix[low] - suffix[up]
+                    w = weights[r] if weighted else 1.0
+                    num[group, b] += w * (2.0 * (above + suffix[up]) + own)
+                    ties[group, b] += w * own
+            above += suffix[0]
