@@ -342,7 +342,16 @@ def unit_runs(plan: Plan, unit: Unit | None = None) -> Runs | None:
 
 def compute(plan: Plan, unit: Unit | None = None) -> pl.DataFrame:
     """The state table of one unit (a hive partition whose key is constant), or of everything."""
-    return state_table(plan, unit, unit_runs(plan, unit))
+    return staged_table(plan, unit, unit_staged(plan, unit))
+
+
+def staged_table(plan: Plan, unit: Unit | None, staged: Staged | None) -> pl.DataFrame:
+    """The state table of a unit from its staged rows: the kernel's table, or from its runs."""
+    if staged is not None and plan.replication is None:
+        table = staged.table(plan.schema, {} if unit is None else unit.constants)
+        if table is not None:
+            return table
+    return state_table(plan, unit, None if staged is None else staged.runs())
 
 
 def state_table(plan: Plan, unit: Unit | None, runs: Runs | None) -> pl.DataFrame:
@@ -396,8 +405,8 @@ def unit_states(plan: Plan) -> Iterator[State]:
     if plan.units is None:
         yield State(plan.spec, compute(plan))
         return
-    for unit, runs in units_with_runs(plan):
-        yield State(plan.spec, state_table(plan, unit, runs))
+    for unit, staged in units_staged(plan):
+        yield State(plan.spec, staged_table(plan, unit, staged))
 
 
 def combine(plan: Plan) -> State:

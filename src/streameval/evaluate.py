@@ -11,7 +11,15 @@ from typing import Any
 import polars as pl
 
 from . import kernels
-from .accumulate import Plan, combine, prepare, state_table, unit_staged, units_staged
+from .accumulate import (
+    Plan,
+    combine,
+    prepare,
+    staged_table,
+    state_table,
+    unit_staged,
+    units_staged,
+)
 from .errors import DomainWarning
 from .kernels.metrics import grouped_metrics
 from .metrics.binary import ALL, as_thresholds
@@ -167,10 +175,9 @@ def _tables(
         grouped = staged.grouped(plan.spec, thresholds) if staged and direct_ok else None
         if grouped is not None:
             return grouped_metrics(grouped, plan.spec, thresholds)
-        runs = None if staged is None else staged.runs()
-        if runs is None:
+        if staged is None:
             return combine(plan).metrics(**options)
-        return State(plan.spec, state_table(plan, None, runs)).metrics(**options)
+        return State(plan.spec, staged_table(plan, None, staged)).metrics(**options)
     # Hive units hold disjoint groups: each is finalized on its own (one unit in memory at a
     # time), grouped by its other keys only, and its fixed key added back. Units whose
     # aggregates come from the kernel are finalized together at the end.
@@ -187,8 +194,7 @@ def _tables(
             rest = [c for c in grouped.columns[len(spec.keys) :] if c != ALL or not keys]
             parts.append(grouped.with_columns(fixed_columns).select(*keys, *rest))
             continue
-        runs = None if staged is None else staged.runs()
-        state = State(plan.spec, state_table(plan, unit, runs))
+        state = State(plan.spec, staged_table(plan, unit, staged))
         table = State(spec, state.table.drop(list(fixed))).metrics(**options)
         columns = [*keys, *table.columns[len(spec.keys) :]]
         tables.append(table.with_columns(fixed_columns).select(columns))

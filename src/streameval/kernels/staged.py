@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import polars as pl
@@ -39,3 +40,10 @@ class Staged(ABC):
 
         runs = self.runs()
         return None if runs is None else runs_grouped(runs, spec, thresholds)
+
+    def table(self, schema: pl.Schema, constants: Mapping[str, Any]) -> pl.DataFrame | None:
+        """The unit's state table straight from the rows, where the kernel builds one.
+
+        None: the state comes from :meth:`runs` (or the Polars query without them).
+        """
+        return None

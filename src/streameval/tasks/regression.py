@@ -7,8 +7,11 @@ from typing import Any
 
 import polars as pl
 
+from ..codes import hashed_key, key_code
 from ..errors import InputError
+from ..kernels.regression import RegressionRows, collect_regression
 from ..metrics.regression import COLUMNS
+from ..source import collect
 from ..spec import Spec
 from ..states import regression
 from . import Check, Inputs, Opened, TaskPlan, finite_checks, first_problem, weight_expr
@@ -70,4 +73,19 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
     def diagnose() -> Exception:
         return first_problem(opened.lf, checks, opened.engine, opened.files)
 
-    return TaskPlan(spec, build, invalid, diagnose)
+    schema = opened.schema
+    codes = {k: key_code(k, schema[k]) or hashed_key(k, schema[k]) for k in opened.keys}
+    columns = [label, prediction, *opened.keys, *([inputs.weight] if inputs.weight else [])]
+
+    def runs(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> RegressionRows | None:
+        keys = [k for k in opened.keys if k not in constants]
+        return collect_regression(
+            unit,
+            keys,
+            codes,
+            (y, f, w, bad),
+            lambda q: collect(q, opened.engine, opened.files, columns),
+            diagnose,
+        )
+
+    return TaskPlan(spec, build, invalid, diagnose, runs)

@@ -1,0 +1,194 @@
+"""The regression kernel: a unit's state (label and error histograms, totals), compiled.
+
+The state of :func:`streameval.states.regression.state_query`, built without Polars'
+group-by: the label and the error (ŷ − y) are each placed by (group, binade) as the binary
+kernel places scores (:func:`.loops.place`) and summed bucket by bucket in a window that
+stays in cache (:func:`.regressionloops.histogram_cells`); the losses that need both values
+are summed per group in one pass (:func:`.regressionloops.row_totals`). Bucketed precision
+up to :data:`.compiled.MAX_WINDOW_BITS` only; exact mode keeps the Polars group-by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from ..codes import KeyCode
+from ..spec import Spec
+from ..states.regression import DOMAINS, LOSSES, merge_ops
+from . import buffer, give_back, small_pages
+from .compiled import MAX_WINDOW_BITS, compact, loops
+from .runs import key_exprs, unit_groups
+from .staged import Staged
+
+_EPS = float(np.finfo(np.float64).eps)
+_LOW63 = 0x7FFF_FFFF_FFFF_FFFF
+#: Coarse cells (groups × 4,096 binades) below which no pass looks for the binades used.
+FEW_CELLS = 1 << 20
+
+
+@dataclass
+class RegressionRows:
+    """A unit's collected columns: key codes, ``_y``, ``_f`` and ``_w``."""
+
+    frame: pl.DataFrame
+    key_codes: list[KeyCode]
+    weighted: bool
+
+    def staged(self, spec: Spec) -> Staged:
+        """The rows, to be summed into the unit's state table (:meth:`Histograms.table`)."""
+        return Histograms(self, spec)
+
+
+@dataclass
+class Histograms(Staged):
+    """Collected rows whose state table the summing thread computes (no runs)."""
+
+    rows: RegressionRows
+    spec: Spec
+
+    def _finish(self) -> None:
+        return None
+
+    def grouped(self, spec: Spec, thresholds: list[float]) -> None:
+        """No grouped frame: a regression unit's metrics come from its state."""
+        return None
+
+    def table(self, schema: pl.Schema, constants: Mapping[str, Any]) -> pl.DataFrame | None:
+        """The unit's state table, as the Polars query gives it (None: not this kernel's)."""
+        spec, kernel = self.spec, loops()
+        if kernel is None or spec.exact or spec.precision > MAX_WINDOW_BITS:
+            return None
+        frame = self.rows.frame
+        if frame.height == 0:
+            return None
+        groups, frame = unit_groups(frame, self.rows.key_codes)
+        codes, back = compact(groups.codes.view(np.int64), 1 << groups.bits)
+        y, f = frame["_y"].to_numpy(), frame["_f"].to_numpy()
+        weights = frame["_w"].to_numpy() if self.rows.weighted else np.zeros(0)
+        del frame
+        from . import regressionloops
+
+        with small_pages():
+            error = f - y
+            size, p = back.size, spec.precision
+            with ThreadPoolExecutor(2) as pool:
+                parts = [
+                    pool.submit(_histogram, kernel, (codes, x, weights), size, p)
+                    for x in (y, error)
+                ]
+                sums, bad, amax = regressionloops.row_totals(
+                    codes, y, f, weights, float(spec.power), _EPS, size
+                )
+                histograms = [part.result() for part in parts]
+        keys = groups.decode(back.view(np.uint64))
+        return _table(keys, histograms, (sums, bad, amax), spec, schema, constants)
+
+
+def _histogram(
+    kernel: ModuleType, rows: tuple[npt.NDArray[Any], ...], size: int, p: int
+) -> tuple[npt.NDArray[Any], ...]:
+    """One value's filled buckets (:func:`.regressionloops.histogram_cells`)."""
+    from . import regressionloops
+
+    codes, values, weights = rows
+    bits = values.view(np.int64)
+    offset = kernel.OFFSET
+    if size * 2 * offset <= FEW_CELLS:
+        tops = np.arange(2 * offset) - offset
+        rank = np.arange(2 * offset)
+    else:
+        seen = np.zeros(2 * offset, np.bool_)
+        kernel.binades(bits, seen, np.array([_LOW63, -_LOW63 - 1], np.int64))
+        tops = np.flatnonzero(seen) - offset
+        rank = np.zeros(seen.size, np.int64)
+        rank[tops + offset] = np.arange(tops.size)
+    ntops = tops.size
+    with small_pages():
+        sizes = np.zeros(size * ntops, np.int64)
+        kernel.occupied(codes, 0, bits, rank, ntops, sizes)
+        occupied = np.flatnonzero(sizes)
+        ordinal = np.zeros(size * ntops, np.int64)
+        ordinal[occupied] = np.arange(occupied.size)
+        bounds = np.zeros(occupied.size + 1, np.int64)
+        np.cumsum(sizes[occupied], out=bounds[1:])
+        at = bounds[:-1].copy()
+        words = buffer(codes.size, np.int64)
+        ordered = buffer(codes.size, np.float64) if weights.size else weights
+        labels = np.zeros(codes.size, np.uint8)
+        kernel.place(codes, 0, bits, labels, weights, rank, ntops, ordinal, at, words, ordered)
+        out: tuple[npt.NDArray[Any], ...] = regressionloops.histogram_cells(
+            words, ordered, bounds, occupied, tops, p
+        )
+    give_back(words)
+    give_back(ordered)
+    return out
+
+
+def _table(
+    keys: list[pl.Series],
+    histograms: list[tuple[npt.NDArray[Any], ...]],
+    totals: tuple[npt.NDArray[Any], ...],
+    spec: Spec,
+    schema: pl.Schema,
+    constants: Mapping[str, Any],
+) -> pl.DataFrame:
+    """The state table: the label's and the error's buckets, then each group's totals."""
+    parts = []
+    for part, (group, bucket, count, sums) in enumerate(histograms):
+        columns: dict[str, Any] = {s.name: s.gather(group) for s in keys}
+        columns["part"] = pl.Series(np.full(group.size, part, np.int8))
+        columns["bucket"] = bucket
+        columns["n"] = count
+        if spec.weighted:
+            columns["w"] = sums[0] + 0.0
+        columns["d1"], columns["d2"] = sums[1] + 0.0, sums[2] + 0.0
+        parts.append(pl.DataFrame(columns))
+    sums, bad, amax = totals
+    columns = {s.name: s for s in keys}
+    columns["part"] = pl.Series(np.full(amax.size, 2, np.int8))
+    columns["bucket"] = np.zeros(amax.size, np.int64)
+    columns.update({name: sums[i] + 0.0 for i, name in enumerate(LOSSES)})
+    columns.update({name: bad[i] for i, name in enumerate(DOMAINS)})
+    columns["amax"] = amax
+    parts.append(pl.DataFrame(columns))
+    fixed = [pl.lit(v, schema[k]).alias(k) for k, v in constants.items()]
+    order = [*spec.keys, "part", "bucket", *merge_ops(spec)]
+    table = pl.concat(parts, how="diagonal").with_columns(
+        pl.col(list(merge_ops(spec))).fill_null(0)
+    )
+    return table.with_columns(fixed).select(order)
+
+
+def collect_regression(
+    lf: pl.LazyFrame,
+    keys: list[str],
+    codes: Mapping[str, KeyCode | None],
+    rows: tuple[pl.Expr, pl.Expr, pl.Expr | None, pl.Expr],
+    collect: Callable[[pl.LazyFrame], pl.DataFrame],
+    invalid: Callable[[], Exception],
+) -> RegressionRows | None:
+    """The columns the regression kernel reads of the rows of ``lf`` (None: no key code).
+
+    ``rows`` holds the label and the prediction as Float64, the weight (or None) and the
+    bad-row flag.
+    """
+    y, f, weight, bad = rows
+    coded = key_exprs(keys, codes)
+    if coded is None:
+        return None
+    key_codes, exprs = coded
+    exprs += [pl.when(~bad).then(y).alias("_y"), f.alias("_f")]
+    if weight is not None:
+        exprs.append(weight.alias("_w"))
+    frame = collect(lf.select(exprs))
+    if frame["_y"].null_count():
+        raise invalid()
+    return RegressionRows(frame, key_codes, weight is not None)
