@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
+from sklearn import metrics as skm
 
 import streameval as se
 from reference_regression import POWER, regression_frames
@@ -27,15 +29,21 @@ pytestmark = pytest.mark.filterwarnings("ignore::streameval.DomainWarning")
 def spying() -> Iterator[list[bool]]:
     """Whether each unit's state came from the kernel (True) or not (False)."""
     seen: list[bool] = []
-    original = kernel.Histograms.table
+    tables, metrics = kernel.Histograms.table, kernel.Histograms.metrics
 
     def table(self: kernel.Histograms, schema: Any, constants: Any) -> Any:
-        out = original(self, schema, constants)
+        out = tables(self, schema, constants)
+        seen.append(out is not None)
+        return out
+
+    def metric_table(self: kernel.Histograms, spec: Any, options: Any) -> Any:
+        out = metrics(self, spec, options)
         seen.append(out is not None)
         return out
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(kernel.Histograms, "table", table)
+        patch.setattr(kernel.Histograms, "metrics", metric_table)
         yield seen
 
 
@@ -120,6 +128,28 @@ def test_sources(layout, monkeypatch):
             task="regression", label="y", prediction="f", by=["day", "s", "g"], weight="w"
         )
         assert_same_state(*_both(lambda: se.accumulate(source, **kw)))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_metric_tables_match_sklearn(weighted):
+    df = _frame(30_000, 4, seed=4)
+    w = "w" if weighted else None
+    with spying() as taken:
+        ours = se.evaluate(df, task="regression", label="y", prediction="f", by="g", weight=w)
+    assert taken == [True]
+    for row in ours.sort("g").iter_rows(named=True):
+        part = df.filter(pl.col("g") == row["g"])
+        y, f = part["y"].to_numpy(), part["f"].to_numpy()
+        sw = part["w"].to_numpy() if weighted else None
+        expected = {
+            "mse": skm.mean_squared_error(y, f, sample_weight=sw),
+            "mae": skm.mean_absolute_error(y, f, sample_weight=sw),
+            "r2": skm.r2_score(y, f, sample_weight=sw),
+            "explained_variance": skm.explained_variance_score(y, f, sample_weight=sw),
+            "max_error": skm.max_error(y, f),
+        }
+        for name, value in expected.items():
+            assert math.isclose(row[name], value, rel_tol=1e-9), (name, row[name], value)
 
 
 def test_exact_mode_keeps_the_group_by():

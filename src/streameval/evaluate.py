@@ -177,6 +177,9 @@ def _tables(
             return grouped_metrics(grouped, plan.spec, thresholds)
         if staged is None:
             return combine(plan).metrics(**options)
+        table = staged.metrics(plan.spec, options) if direct_ok else None
+        if table is not None:
+            return table
         return State(plan.spec, staged_table(plan, None, staged)).metrics(**options)
     # Hive units hold disjoint groups: each is finalized on its own (one unit in memory at a
     # time), grouped by its other keys only, and its fixed key added back. Units whose
@@ -194,8 +197,10 @@ def _tables(
             rest = [c for c in grouped.columns[len(spec.keys) :] if c != ALL or not keys]
             parts.append(grouped.with_columns(fixed_columns).select(*keys, *rest))
             continue
-        state = State(plan.spec, staged_table(plan, unit, staged))
-        table = State(spec, state.table.drop(list(fixed))).metrics(**options)
+        table = staged.metrics(spec, options) if staged and direct_ok else None
+        if table is None:
+            state = State(plan.spec, staged_table(plan, unit, staged))
+            table = State(spec, state.table.drop(list(fixed))).metrics(**options)
         columns = [*keys, *table.columns[len(spec.keys) :]]
         tables.append(table.with_columns(fixed_columns).select(columns))
     if parts:

@@ -10,6 +10,7 @@ up to :data:`.compiled.MAX_WINDOW_BITS` only; exact mode keeps the Polars group-
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -63,6 +64,58 @@ class Histograms(Staged):
 
     def table(self, schema: pl.Schema, constants: Mapping[str, Any]) -> pl.DataFrame | None:
         """The unit's state table, as the Polars query gives it (None: not this kernel's)."""
+        parts = self._sums()
+        if parts is None:
+            return None
+        keys, histograms, totals = parts
+        return _table(keys, histograms, totals, self.spec, schema, constants)
+
+    def metrics(self, spec: Spec, options: Mapping[str, Any]) -> pl.DataFrame | None:
+        """The unit's metric table from its buckets, without a state table (None: not here).
+
+        The aggregates of :func:`streameval.metrics.histograms.aggregates`, per group, from
+        the label's and the error's buckets (:func:`.regressionloops.part_aggregates`).
+        """
+        from ..metrics.histograms import QUANTILES
+        from ..metrics.regression import check_alpha, grouped_table
+        from . import regressionloops
+
+        alpha = check_alpha(options.get("alpha", 0.5))
+        parts = self._sums()
+        if parts is None:
+            return None
+        keys, histograms, (sums, bad, amax) = parts
+        size = amax.size
+        quantiles = np.array(list(QUANTILES.values()), np.float64)
+        aggregate = regressionloops.part_aggregates
+        with ThreadPoolExecutor(2) as pool:  # the label's buckets, and the error's
+            jobs = []
+            for absolute, (group, bucket, count, cells) in enumerate(histograms):
+                job = (group, bucket, count, cells, size, alpha, bool(absolute), _EPS, quantiles)
+                jobs.append(pool.submit(aggregate, *job))
+            (_, has_y, y), (rows, has_e, e) = (job.result() for job in jobs)
+        columns: dict[str, Any] = {s.name: s for s in keys}
+        columns["n"] = rows
+        columns["_W"] = e[0]
+        columns.update(_se=e[1], _sse=e[3], _sae=e[4], _pinball=e[5], _m2_e=e[2])
+        columns["_zero_e"] = _zero(e)
+        quantile = {name: np.where(has_e, e[9 + i], np.nan) for i, name in enumerate(QUANTILES)}
+        columns["_q50"] = quantile["residual_p50"]
+        columns.update({f"_{name}": values for name, values in quantile.items()})
+        columns.update(_m2_y=y[2], _zero_y=_zero(y), _median_y=np.where(has_y, y[9], np.nan))
+        columns["_dev_median"] = y[8]
+        columns.update({f"_{name}": sums[i] + 0.0 for i, name in enumerate(LOSSES)})
+        columns.update({f"_{name}": bad[i] for i, name in enumerate(DOMAINS)})
+        columns["_amax"] = amax
+        columns["_rel_error"] = np.full(size, math.ldexp(1.0, 1 - spec.precision))
+        undefined = [c for c in ("_q50", *(f"_{n}" for n in QUANTILES), "_median_y")]
+        grouped = pl.DataFrame(columns).with_columns(pl.col(undefined).fill_nan(None))
+        return grouped_table(grouped, list(spec.keys))
+
+    def _sums(
+        self,
+    ) -> tuple[list[pl.Series], list[tuple[npt.NDArray[Any], ...]], tuple[Any, ...]] | None:
+        """The unit's key columns, its two histograms' buckets and its totals (None: not here)."""
         spec, kernel = self.spec, loops()
         if kernel is None or spec.exact or spec.precision > MAX_WINDOW_BITS:
             return None
@@ -79,17 +132,28 @@ class Histograms(Staged):
         with small_pages():
             error = f - y
             size, p = back.size, spec.precision
+            half = codes.size // 2
+            halves = [slice(0, half), slice(half, codes.size)]
             with ThreadPoolExecutor(2) as pool:
                 parts = [
                     pool.submit(_histogram, kernel, (codes, x, weights), size, p)
                     for x in (y, error)
                 ]
-                sums, bad, amax = regressionloops.row_totals(
-                    codes, y, f, weights, float(spec.power), _EPS, size
-                )
+                summed = []
+                for rows in halves:
+                    w = weights[rows] if weights.size else weights
+                    job = (codes[rows], y[rows], f[rows], w, float(spec.power), _EPS, size)
+                    summed.append(pool.submit(regressionloops.row_totals, *job))
                 histograms = [part.result() for part in parts]
-        keys = groups.decode(back.view(np.uint64))
-        return _table(keys, histograms, (sums, bad, amax), spec, schema, constants)
+                (sums, bad, amax), (sums2, bad2, amax2) = (done.result() for done in summed)
+        totals = (sums + sums2, bad + bad2, np.maximum(amax, amax2))
+        return groups.decode(back.view(np.uint64)), histograms, totals
+
+
+def _zero(part: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The level at or below which a sum of squares is zero (as the state's finalize)."""
+    zero: npt.NDArray[np.float64] = (16 * _EPS * part[6]) ** 2 * part[0] + 16 * _EPS * part[7]
+    return zero
 
 
 def _histogram(

@@ -81,8 +81,13 @@ def _deviance(y, f, power):  # type: ignore[no-untyped-def]
         return 2.0 * (math.log(f / y) + y / f - 1.0), y <= 0 or f <= 0
     p = power
     base = max(y, 0.0) if p < 0 else y
-    head = base ** (2.0 - p) / ((1.0 - p) * (2.0 - p))
-    dev = 2.0 * (head - y * f ** (1.0 - p) / (1.0 - p) + f ** (2.0 - p) / (2.0 - p))
+    if p == 1.5:  # the default power: square roots rather than powers (same values)
+        root = math.sqrt(f)
+        head = math.sqrt(base) / ((1.0 - p) * (2.0 - p))
+        dev = 2.0 * (head - y * (1.0 / root) / (1.0 - p) + root / (2.0 - p))
+    else:
+        head = base ** (2.0 - p) / ((1.0 - p) * (2.0 - p))
+        dev = 2.0 * (head - y * f ** (1.0 - p) / (1.0 - p) + f ** (2.0 - p) / (2.0 - p))
     if p < 0:
         return dev, f <= 0
     return dev, (y < 0 if p < 2 else y <= 0) or f <= 0
@@ -128,3 +133,159 @@ def row_totals(codes, y, f, weights, power, eps, groups):  # type: ignore[no-unt
             else:
                 sums[3 + j, g] += w * dev if weighted else dev
     return sums, bad, amax
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _next(means, start, i, j, stop, absolute):  # type: ignore[no-untyped-def]
+    """The next bucket in value order (|value| order when ``absolute``) and the cursors after.
+
+    In |value| order the negative buckets are read from ``i`` down to ``start``, the others
+    from ``j`` up, the smaller |mean| first; else all from ``j`` up.
+    """
+    if absolute and i >= start and (j >= stop or abs(means[i]) <= abs(means[j])):
+        return i, i - 1, j
+    return j, i, j + 1
+
+
+@jit
+def part_aggregates(group, bucket, count, sums, groups, alpha, absolute, eps, quantiles):  # type: ignore[no-untyped-def]
+    """Per group, the aggregates of one value's buckets (:func:`histogram_cells`' output).
+
+    As :func:`streameval.metrics.histograms.aggregates` computes them from a state: each
+    bucket's weight W_b, sum s_b = W_b·lo + d1, mean lo + d1/W_b and centred M2
+    max(d2 − d1²/W_b, 0); per group, rows, ΣW_b, Σs_b, M2 (Chan's formula over the buckets),
+    Σ squares, Σ|s_b|, the pinball sum at ``alpha``, max |lo| and Σd2; the ``quantiles``
+    (percentages) of the bucket means (of their absolute values when ``absolute``), as
+    sklearn's averaged weighted percentile; and Σ|s_b − median·W_b|.
+
+    Returns the row counts, whether each group has weight (else its quantiles are
+    undefined), and the floats: a row each of ΣW_b, Σs_b, M2, Σ squares, Σ|s_b|, pinball,
+    max |lo|, Σd2, Σ|s_b − median·W_b|, then one per quantile.
+    """
+    nq = quantiles.size
+    rows = np.zeros(groups, np.int64)
+    has = np.zeros(groups, np.bool_)
+    out = np.zeros((9 + nq, groups), np.float64)
+    size = group.size
+    lows = np.empty(size, np.float64)
+    mean_b = np.empty(size, np.float64)
+    start = 0
+    while start < size:
+        g = group[start]
+        stop = start
+        while stop < size and group[stop] == g:
+            stop += 1
+        total_w = 0.0
+        total_s = 0.0
+        occupied = 0
+        sq = 0.0
+        sabs = 0.0
+        pin = 0.0
+        vmax = 0.0
+        d2sum = 0.0
+        n = 0
+        for c in range(start, stop):
+            wb = sums[0, c]
+            d1 = sums[1, c]
+            d2 = sums[2, c]
+            lo = _score(bucket[c])
+            lows[c] = lo
+            s = wb * lo + d1
+            n += count[c]
+            total_w += wb
+            total_s += s
+            sq += wb * lo * lo + 2 * lo * d1 + d2
+            sabs += abs(s)
+            pin += -alpha * s if s < 0 else (1 - alpha) * s
+            vmax = max(vmax, abs(lo))
+            d2sum += d2
+            mean_b[c] = lo  # (a bucket without weight: only ordered, never read)
+            if wb > 0:
+                occupied += 1
+                mean_b[c] = lo + d1 / wb
+        mean = total_s / total_w
+        m2 = 0.0
+        spread = 0.0
+        for c in range(start, stop):
+            wb = sums[0, c]
+            if wb > 0:
+                m2 += max(sums[2, c] - sums[1, c] * sums[1, c] / wb, 0.0)
+                if occupied > 1:
+                    spread += wb * (mean_b[c] - mean) ** 2
+        rows[g] = n
+        out[0, g] = total_w
+        out[1, g] = total_s
+        out[2, g] = m2 + spread
+        out[3, g] = sq
+        out[4, g] = sabs
+        out[5, g] = pin
+        out[6, g] = vmax
+        out[7, g] = d2sum
+        if occupied:
+            has[g] = True
+            _quantiles(
+                sums, mean_b, lows, (start, stop), bucket, absolute, eps, quantiles, out[:, g]
+            )
+        start = stop
+    return rows, has, out
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _quantiles(sums, mean_b, lows, span, bucket, absolute, eps, quantiles, out):  # type: ignore[no-untyped-def]
+    """A group's quantiles (``out[9:]``) and Σ|s_b − median·W_b| (``out[8]``)."""
+    start, stop = span
+    nq = quantiles.size
+    # the occupied buckets in value order: |value| order reads the negative ones down
+    mid = start
+    if absolute:
+        while mid < stop and bucket[mid] < 0:
+            mid += 1
+    cdf_total = 0.0
+    i, j = mid - 1, (mid if absolute else start)
+    for _ in range(stop - start):
+        c, i, j = _next(mean_b, start, i, j, stop, absolute)
+        if sums[0, c] > 0:
+            cdf_total += sums[0, c]
+    # one pass for every quantile (ascending): each takes the first bucket whose cumulative
+    # weight reaches its rank, and the next bucket's value
+    nq = quantiles.size
+    ranks = np.empty(nq, np.float64)
+    for q in range(nq):
+        ranks[q] = quantiles[q] / 100.0 * cdf_total
+    first = np.full(nq, np.nan)
+    after = np.full(nq, np.nan)
+    above = np.zeros(nq, np.float64)
+    waiting = 0  # quantiles whose first bucket was found, waiting for the next value
+    q = 0
+    cdf = 0.0
+    last = np.nan
+    i, j = mid - 1, (mid if absolute else start)
+    for _ in range(stop - start):
+        c, i, j = _next(mean_b, start, i, j, stop, absolute)
+        if sums[0, c] <= 0:
+            continue
+        v = abs(mean_b[c]) if absolute else mean_b[c]
+        last = v
+        cdf += sums[0, c]
+        while waiting < q:
+            after[waiting] = v
+            waiting += 1
+        while q < nq and cdf >= ranks[q]:
+            first[q] = v
+            above[q] = cdf - ranks[q]
+            q += 1
+        if waiting == nq:
+            break
+    for k in range(nq):
+        if k >= q:  # (rounding left the rank above the total)
+            value = last
+        elif above[k] > eps:
+            value = first[k]
+        else:
+            value = (first[k] + (first[k] if np.isnan(after[k]) else after[k])) / 2
+        out[9 + k] = value
+    median = out[9]
+    dev = 0.0
+    for c in range(start, stop):
+        dev += abs((sums[0, c] * lows[c] + sums[1, c]) - median * sums[0, c])
+    out[8] = dev

@@ -41,6 +41,14 @@ class Staged(ABC):
         runs = self.runs()
         return None if runs is None else runs_grouped(runs, spec, thresholds)
 
+    def metrics(self, spec: Spec, options: Mapping[str, Any]) -> pl.DataFrame | None:
+        """The unit's metric table straight from the rows, where the kernel computes one.
+
+        ``options`` are :meth:`streameval.State.metrics`' (without ``metrics`` or ``ci``).
+        None: the metrics come from :meth:`grouped` or the state.
+        """
+        return None
+
     def table(self, schema: pl.Schema, constants: Mapping[str, Any]) -> pl.DataFrame | None:
         """The unit's state table straight from the rows, where the kernel builds one.
 

@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import DomainWarning, InputError
-from .binary import ALL
+from .binary import ALL, with_group_key
 from .histograms import QUANTILES, aggregates
 from .select import select_metrics
 
@@ -196,16 +196,36 @@ def metric_table(
     >>> st.metrics().select("n", "mse", "mae", "median_ae", "r2").row(0)
     (4, 0.5625, 0.625, 0.75, 0.7428571428571429)
     """
+    names = select_metrics(metrics, list(METRICS))
+    lf, keys = aggregates(state, check_alpha(alpha))
+    return _finish(lf, keys, names, explicit=metrics is not None)
+
+
+def check_alpha(alpha: object) -> float:
+    """``alpha`` (the pinball loss's quantile) as a float in [0, 1], or an InputError."""
     if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 <= alpha <= 1:
         raise InputError(f"expected alpha (the pinball quantile) in [0, 1], got {alpha!r}")
-    names = select_metrics(metrics, list(METRICS))
-    lf, keys = aggregates(state, float(alpha))
+    return float(alpha)
+
+
+def grouped_table(grouped: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """The metric table from per-group aggregates computed from the rows.
+
+    ``grouped`` has the columns :func:`.histograms.aggregates` gives (from
+    :mod:`streameval.kernels.regression`, without a state table).
+    """
+    lf, group_keys = with_group_key(grouped, keys)
+    return _finish(lf, group_keys, list(METRICS), explicit=False)
+
+
+def _finish(lf: pl.LazyFrame, keys: list[str], names: list[str], *, explicit: bool) -> pl.DataFrame:
+    """The metric columns ``names`` of each group's aggregates, sorted by the keys."""
     out = (
         lf.with_columns([METRICS[name]().alias(name) for name in names])
         .sort(keys, nulls_last=False)
         .collect(engine="in-memory")
     )
-    _check_domains(out, names, explicit=metrics is not None)
+    _check_domains(out, names, explicit=explicit)
     out = out.select(*keys, "n", *names)
     return out.drop(ALL) if keys == [ALL] else out
 
@@ -229,4 +249,4 @@ def _check_domains(out: pl.DataFrame, names: list[str], *, explicit: bool) -> No
             f"expected data inside the metrics' domains, but {str(warning).split(': ', 1)[1]}; "
             "hint: filter those rows or leave the metric out"
         )
-    warnings.warn(warning, stacklevel=4)
+    warnings.warn(warning, stacklevel=5)
