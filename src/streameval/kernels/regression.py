@@ -94,6 +94,8 @@ class Histograms(Staged):
                 job = (group, bucket, count, cells, size, alpha, bool(absolute), _EPS, quantiles)
                 jobs.append(pool.submit(aggregate, *job))
             (_, has_y, y), (rows, has_e, e) = (job.result() for job in jobs)
+        if not (np.isfinite(y[0]).all() and np.isfinite(e[0]).all()):
+            return None  # a sum of weights overflowed: the state path names it
         columns: dict[str, Any] = {s.name: s for s in keys}
         columns["n"] = rows
         columns["_W"] = e[0]
