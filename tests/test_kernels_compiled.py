@@ -216,6 +216,32 @@ def test_few_and_many_groups_give_the_same_tables(groups, monkeypatch):
     assert_frame_equal(fast, slow, rel_tol=1e-12)
 
 
+@pytest.mark.parametrize("weight", [None, "w"])
+def test_many_groups_over_many_binades_number_their_cells_by_a_sort(weight, monkeypatch):
+    """Sparse cells: (group, binade) pairs numbered by a sort, slots sorted, not scanned."""
+    rng = np.random.default_rng(7)
+    n = 30_000
+    df = pl.DataFrame(
+        {
+            "g": rng.integers(0, 8_000, n),
+            "y": rng.random(n) < 0.3,
+            "p": np.exp(rng.normal(0, 20, n)),  # hundreds of binades, a few rows a cell
+            "w": rng.choice([0.0, 0.5, 2.0], n),
+        }
+    )
+    kw: dict[str, Any] = dict(label="y", score="p", by="g", weight=weight)
+    tables = []
+    for limit in (1, compiled_module.SPARSE_CELLS):  # a sort always; a table when it fits
+        monkeypatch.setattr(compiled_module, "SPARSE_CELLS", limit)
+        tables.append(compiled_and_sorted(lambda: se.evaluate(df, threshold=[0.5, 2.0], **kw)))
+        state = compiled_and_sorted(lambda: se.accumulate(df, thresholds=[0.5, 2.0], **kw))
+        assert_same_state(*state)
+    order = ["g", "threshold"]
+    for fast, slow in tables:
+        assert_frame_equal(fast.sort(order), slow.sort(order), rel_tol=1e-12)
+    assert_frame_equal(tables[0][0].sort(order), tables[1][0].sort(order))
+
+
 def test_the_grouped_frame_and_the_runs_in_either_order():
     """runs() first: grouped() comes from the runs; grouped() first: runs() raises, no crash."""
     rng = np.random.default_rng(4)

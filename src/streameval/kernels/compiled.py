@@ -46,6 +46,9 @@ _NONE = np.zeros(0)  # no weights
 #: The most mantissa bits a bucket window (2**bits slots, kept in cache) is made for; at a
 #: higher precision the rows are sorted instead (:mod:`.buckets`).
 MAX_WINDOW_BITS = 16
+#: Entries of the table of every (group, binade) pair a unit may allocate beyond 4 per row;
+#: with more, the pairs present are numbered by a sort (:func:`_coarse_cells`).
+SPARSE_CELLS = 1 << 24
 
 
 @cache
@@ -90,7 +93,7 @@ class CompiledCells(Staged):
     groups: GroupCodes
     spec: Spec
     loops: ModuleType
-    rows: tuple[I64, list[tuple[int, list[Any]]], I64, I64]
+    rows: tuple[I64, list[tuple[int, list[Any]]], I64, I64, int]
     bounds: I64
     starts: I64
     occupied: I64
@@ -132,12 +135,11 @@ class CompiledCells(Staged):
         if getattr(self, "_gone", False):
             raise RuntimeError("the unit's rows were let go after its grouped frame")
         if not hasattr(self, "_words"):
-            codes, parts, rank, ordinal = self.rows
+            codes, parts, rank, ordinal, ntops = self.rows
             del self.rows
             words = buffer(codes.size, np.int64)
             ordered = buffer(codes.size, np.float64) if self.spec.weighted else np.zeros(0)
             at = self.bounds[:-1].copy()
-            ntops = self.tops.size
             for start, (score, y, *weights) in parts:
                 self.loops.place(
                     codes, start, score.view(np.int64), y, weights[0] if weights else _NONE,
@@ -354,21 +356,61 @@ def compiled_cells(
     if space * ntops > max(rows, 1 << 20):  # sparse codes: the coarse cells' table stays small
         codes, back = compact(codes, space)
         space = back.size
-    sizes = np.zeros(space * ntops, np.int64)
-    for start, (score, *_) in parts:
-        loops.occupied(codes, start, score.view(np.int64), rank, ntops, sizes)
-    occupied = np.flatnonzero(sizes)
-    occ_tops = tops[occupied % ntops]
+    occupied, counts, (row_codes, row_rank, ordinal, place_ntops) = coarse_layout(
+        codes, parts, rank, ntops, space, loops
+    )
+    placing = (row_codes, parts, row_rank, ordinal, place_ntops)
     cuts = cuts_inside(spec)
-    starts = coarse_starts(occ_tops, cuts, p)
-    ordinal = np.zeros(space * ntops, np.int64)
-    ordinal[occupied] = np.arange(occupied.size)
+    starts = coarse_starts(tops[occupied % ntops], cuts, p)
     bounds = np.zeros(occupied.size + 1, np.int64)
-    np.cumsum(sizes[occupied], out=bounds[1:])
+    np.cumsum(counts, out=bounds[1:])
     # the group codes are decoded from the cells: the rows' codes go with the rows
     rest = replace(groups, codes=np.zeros(0, np.uint64))
-    placing = (codes, parts, rank, ordinal)
     return CompiledCells(rest, spec, loops, placing, bounds, starts, occupied, tops, back, heaviest)
+
+
+def coarse_layout(
+    codes: I64,
+    parts: list[tuple[int, list[Any]]],
+    rank: I64,
+    ntops: int,
+    space: int,
+    loops: ModuleType,
+) -> tuple[I64, I64, tuple[I64, I64, I64, int]]:
+    """The coarse cells present (``code * ntops + rank``, sorted), their rows, and how to place.
+
+    The last item holds :func:`.loops.place`'s codes, rank, ordinal and ``ntops``. A table of
+    every (group, binade) pair counts the rows while it stays within 4 entries a row (or
+    :data:`SPARSE_CELLS`); beyond that (a million groups over hundreds of binades) the pairs
+    present are numbered by a sort, and each row's code becomes its cell's ordinal: memory
+    stays proportional to the rows.
+
+    >>> from streameval.kernels.compiled import loops
+    >>> bits = np.array([0.75, 0.3, 0.6])
+    >>> rank = np.zeros(4096, np.int64)
+    >>> rank[[1021 + 2048, 1022 + 2048]] = [0, 1]  # binades of 0.3 and of 0.6, 0.75
+    >>> occupied, counts, _ = coarse_layout(np.array([1, 0, 1]), [(0, [bits])], rank, 2, 2, loops())
+    >>> occupied.tolist(), counts.tolist()  # (group 0, binade 0), (group 1, binade 1)
+    ([0, 3], [1, 2])
+    """
+    rows = codes.size
+    if space * ntops <= max(4 * rows, SPARSE_CELLS):
+        sizes = np.zeros(space * ntops, np.int64)
+        for start, (score, *_) in parts:
+            loops.occupied(codes, start, score.view(np.int64), rank, ntops, sizes)
+        occupied = np.flatnonzero(sizes)
+        ordinal = np.zeros(space * ntops, np.int64)
+        ordinal[occupied] = np.arange(occupied.size)
+        return occupied, sizes[occupied], (codes, rank, ordinal, ntops)
+    cells = buffer(rows, np.int64)
+    for start, (score, *_) in parts:
+        loops.coarse_ids(codes, start, score.view(np.int64), rank, ntops, cells)
+    occupied, inverse, counts = np.unique(cells, return_inverse=True, return_counts=True)
+    give_back(cells)
+    row_cells = inverse.astype(np.int64, copy=False).reshape(-1)
+    # one "binade" of rank 0: a row's code is its cell's ordinal
+    placing = (row_cells, np.zeros(rank.size, np.int64), np.arange(occupied.size), 1)
+    return occupied, counts.astype(np.int64), placing
 
 
 def compact(codes: I64, space: int) -> tuple[I64, I64]:

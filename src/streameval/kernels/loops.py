@@ -89,6 +89,18 @@ def _row(word, floor, first, shift, cut, cuts):  # type: ignore[no-untyped-def]
     return key, c, (word >> _TOP) & 1
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _slots(touched, rows, every, width):  # type: ignore[no-untyped-def]
+    """The slots a coarse cell's rows filled, in order (repeated), or all of a dense cell's.
+
+    A cell with fewer rows than an eighth of its slots has its rows' slots sorted rather
+    than every slot of its window scanned (a million groups: a few rows per cell).
+    """
+    if rows * 8 < width:
+        return np.sort(touched[:rows])
+    return every[:width]
+
+
 @jit
 def binades(bits, seen, extremes):  # type: ignore[no-untyped-def]
     """Mark the binades that occur in ``seen`` (at ``top + OFFSET``); widen ``extremes``.
@@ -115,6 +127,15 @@ def binades(bits, seen, extremes):  # type: ignore[no-untyped-def]
 
 
 @jit
+def _slot_buffers(bounds, widest):  # type: ignore[no-untyped-def]
+    """Every slot index of the widest window, and room for the slots of the largest cell."""
+    most = 0
+    for o in range(bounds.size - 1):
+        most = max(most, bounds[o + 1] - bounds[o])
+    return np.arange(widest), np.empty(most, np.int64)
+
+
+@jit
 def occupied(codes, start, bits, rank, ntops, out):  # type: ignore[no-untyped-def]
     """Add each row to its coarse cell's count in ``out``: ``code * ntops + rank[binade]``.
 
@@ -123,6 +144,13 @@ def occupied(codes, start, bits, rank, ntops, out):  # type: ignore[no-untyped-d
     """
     for i in range(bits.size):
         out[codes[start + i] * ntops + rank[(_key(bits[i]) >> _TOP) + OFFSET]] += 1
+
+
+@jit
+def coarse_ids(codes, start, bits, rank, ntops, out):  # type: ignore[no-untyped-def]
+    """Each row's coarse cell ``code * ntops + rank[binade]`` into ``out`` (from ``start``)."""
+    for i in range(bits.size):
+        out[start + i] = codes[start + i] * ntops + rank[(_key(bits[i]) >> _TOP) + OFFSET]
 
 
 @jit
@@ -165,6 +193,7 @@ def block_sums(words, weights, bounds, starts, occupied, tops, p, cuts, cut_tops
     for o in range(occupied.size):
         widest = max(widest, starts[o + 1] - starts[o])
     window = np.zeros((widest, width), np.float64)
+    every, touched = _slot_buffers(bounds, widest)
     most = min(words.size, starts[-1])
     got = np.empty((width, most), np.float64)  # a row per sum: contiguous columns
     group = np.empty(most, np.uint64)
@@ -182,6 +211,7 @@ def block_sums(words, weights, bounds, starts, occupied, tops, p, cuts, cut_tops
             c = (key >> shift) - first
             if cut:
                 c += np.searchsorted(cuts, key, side="right") - np.searchsorted(cuts, floor)
+            touched[r - bounds[o]] = c
             score = _score(key)
             q = min(max(score, eps), high)
             if (word >> _TOP) & 1:
@@ -205,7 +235,8 @@ def block_sums(words, weights, bounds, starts, occupied, tops, p, cuts, cut_tops
                 window[c, 3] += d * d
                 window[c, 4] += score
         code = occupied[o] // ntops
-        for c in range(starts[o + 1] - starts[o]):
+        rows = bounds[o + 1] - bounds[o]
+        for c in _slots(touched, rows, every, starts[o + 1] - starts[o]):
             if window[c, 0] == 0.0 and (weighted or window[c, 1] == 0.0):
                 continue
             for j in range(width):
@@ -243,6 +274,7 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
     for o in range(occupied.size):
         widest = max(widest, starts[o + 1] - starts[o])
     window = np.zeros((widest, 2), np.int64)
+    every, touched = _slot_buffers(bounds, widest)
     ntops = tops.size
     groups = 0
     most = 0  # the most slots of a group
@@ -286,6 +318,7 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
                 c = (key >> shift) - first
                 if cut:  # (written out: an inlined helper here measured 60% slower)
                     c += np.searchsorted(cuts, key, side="right") - np.searchsorted(cuts, floor)
+                touched[r - bounds[o]] = c
                 label = (word >> _TOP) & 1
                 window[c, label] += 1
                 score = _score(key)
@@ -299,7 +332,8 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
                     power += ((bits >> _TOP) & 0x7FF) - 1023
                     product = np.int64((bits & _LOW52) | _ONE).view(np.float64)
                     since = 0
-            for c in range(starts[o + 1] - starts[o]):
+            rows = bounds[o + 1] - bounds[o]
+            for c in _slots(touched, rows, every, starts[o + 1] - starts[o]):
                 cn = window[c, 0]
                 cp = window[c, 1]
                 if cn == 0 and cp == 0:

@@ -25,7 +25,7 @@ from ..codes import KeyCode
 from ..spec import Spec
 from ..states.regression import DOMAINS, LOSSES, merge_ops
 from . import buffer, give_back, small_pages
-from .compiled import MAX_WINDOW_BITS, compact, loops
+from .compiled import MAX_WINDOW_BITS, coarse_layout, compact, loops
 from .runs import key_exprs, unit_groups
 from .staged import Staged
 
@@ -178,18 +178,17 @@ def _histogram(
         rank[tops + offset] = np.arange(tops.size)
     ntops = tops.size
     with small_pages():
-        sizes = np.zeros(size * ntops, np.int64)
-        kernel.occupied(codes, 0, bits, rank, ntops, sizes)
-        occupied = np.flatnonzero(sizes)
-        ordinal = np.zeros(size * ntops, np.int64)
-        ordinal[occupied] = np.arange(occupied.size)
+        occupied, counts, placing = coarse_layout(codes, [(0, [values])], rank, ntops, size, kernel)
+        row_codes, row_rank, ordinal, place_ntops = placing
         bounds = np.zeros(occupied.size + 1, np.int64)
-        np.cumsum(sizes[occupied], out=bounds[1:])
+        np.cumsum(counts, out=bounds[1:])
         at = bounds[:-1].copy()
         words = buffer(codes.size, np.int64)
         ordered = buffer(codes.size, np.float64) if weights.size else weights
         labels = np.zeros(codes.size, np.uint8)
-        kernel.place(codes, 0, bits, labels, weights, rank, ntops, ordinal, at, words, ordered)
+        kernel.place(
+            row_codes, 0, bits, labels, weights, row_rank, place_ntops, ordinal, at, words, ordered
+        )
         out: tuple[npt.NDArray[Any], ...] = regressionloops.histogram_cells(
             words, ordered, bounds, occupied, tops, p
         )

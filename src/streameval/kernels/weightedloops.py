@@ -14,7 +14,7 @@ import math
 import numba
 import numpy as np
 
-from .loops import _ap_bound_terms, _coarse, _score
+from .loops import _ap_bound_terms, _coarse, _score, _slot_buffers, _slots
 
 _LOW52 = (1 << 52) - 1
 _TOP = 52
@@ -48,6 +48,7 @@ def weighted_metrics(words, weights, bounds, starts, occupied, tops, p, cuts, cu
     for o in range(occupied.size):
         widest = max(widest, starts[o + 1] - starts[o])
     window = np.zeros((widest, 3), np.float64)
+    every, touched = _slot_buffers(bounds, widest)
     ntops = tops.size
     groups = 0
     most = 0
@@ -87,6 +88,7 @@ def weighted_metrics(words, weights, bounds, starts, occupied, tops, p, cuts, cu
                 c = (key >> shift) - first
                 if cut:
                     c += np.searchsorted(cuts, key, side="right") - np.searchsorted(cuts, floor)
+                touched[r - bounds[o]] = c
                 label = (word >> _TOP) & 1
                 w = weights[r]
                 window[c, label] += w
@@ -96,7 +98,8 @@ def weighted_metrics(words, weights, bounds, starts, occupied, tops, p, cuts, cu
                 loss += w * np.log(abs(q - (1.0 - label)))
                 d = score - label
                 brier += w * (d * d)
-            for c in range(starts[o + 1] - starts[o]):
+            rows_in = bounds[o + 1] - bounds[o]
+            for c in _slots(touched, rows_in, every, starts[o + 1] - starts[o]):
                 count = window[c, 2]
                 if count == 0.0:
                     continue
