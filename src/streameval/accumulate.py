@@ -394,12 +394,6 @@ def units_staged(plan: Plan) -> Iterator[tuple[Unit, Staged | None]]:
         yield from kernels.prefetch(plan.units or [], start)
 
 
-def units_with_runs(plan: Plan) -> Iterator[tuple[Unit, Runs | None]]:
-    """Each hive unit with its sorted runs (or None), as :func:`units_staged`."""
-    for unit, staged in units_staged(plan):
-        yield unit, None if staged is None else staged.runs()
-
-
 def unit_states(plan: Plan) -> Iterator[State]:
     """One state per unit, computed when asked for (or one state for everything)."""
     if plan.units is None:

@@ -11,8 +11,10 @@ of every other source (:func:`streameval.source.shard_units`). In exact mode,
 unweighted metrics come straight from the runs; weighted ones from the Polars finalize of the
 runs' state table. Bucketed states are counted straight into their cells by compiled loops
 (:mod:`.dense`, :mod:`.compiled`, :mod:`.loops`) at any density, or, above the windows'
-precision bound, summed from the exact runs (:mod:`.buckets`); their unweighted metrics come
-from the buckets taken as runs, the same way. String keys, and keys without a small
+precision bound, summed from the exact runs (:mod:`.buckets`); their metrics, weighted or not,
+come straight from the placed rows (:mod:`.loops`, :mod:`.weightedloops`). Multiclass metric
+tables (:mod:`.classes`) and regression states and metric tables (:mod:`.regression`) use the
+same placement of rows by (group, binary exponent). String keys, and keys without a small
 integer code (Int64, floats, …), are coded by hashing (:mod:`.hashcodes`). Units whose codes
 do not fit in 64 bits use the Polars group-by. Within a pass (:func:`reusing`), row-sized buffers
 go from unit to unit instead of being faulted in anew.

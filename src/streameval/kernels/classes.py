@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -270,8 +270,3 @@ def collect_classes(
     if frame["_a"].null_count():
         raise invalid()
     return ClassRows(frame, key_codes, weight is not None, predicted is not None, len(scores))
-
-
-def unit_spec(spec: Spec, fixed: Mapping[str, Any]) -> Spec:
-    """The spec of a unit whose keys ``fixed`` are constant (its varying keys only)."""
-    return replace(spec, keys=tuple(k for k in spec.keys if k not in fixed))
