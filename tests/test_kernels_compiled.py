@@ -242,6 +242,24 @@ def test_many_groups_over_many_binades_number_their_cells_by_a_sort(weight, monk
     assert_frame_equal(tables[0][0].sort(order), tables[1][0].sort(order))
 
 
+@pytest.mark.parametrize("groups", [1, 2, 50])
+@pytest.mark.parametrize("weight", [None, "w"])
+def test_two_threads_over_halves_of_the_groups_give_the_same_table(groups, weight, monkeypatch):
+    rng = np.random.default_rng(groups)
+    n = 20_000
+    sizes = rng.integers(0, groups, n) if groups > 2 else np.where(rng.random(n) < 0.9, 0, 1)
+    df = pl.DataFrame(  # (two groups: the first holds the middle row)
+        {"g": sizes % groups, "y": rng.random(n) < 0.3, "p": rng.random(n), "w": rng.random(n)}
+    )
+    kw: dict[str, Any] = dict(label="y", score="p", by="g", weight=weight, threshold=[0.3, 0.5])
+    tables = []
+    for rows in (compiled_module.PARALLEL_ROWS, 1):
+        monkeypatch.setattr(compiled_module, "PARALLEL_ROWS", rows)
+        tables.append(se.evaluate(df, **kw).sort("g", "threshold"))
+    assert_frame_equal(tables[0], tables[1])
+    assert tables[0]["g"].n_unique() == groups
+
+
 def test_the_grouped_frame_and_the_runs_in_either_order():
     """runs() first: grouped() comes from the runs; grouped() first: runs() raises, no crash."""
     rng = np.random.default_rng(4)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cache
 from types import ModuleType
@@ -49,6 +50,8 @@ MAX_WINDOW_BITS = 16
 #: Entries of the table of every (group, binade) pair a unit may allocate beyond 4 per row;
 #: with more, the pairs present are numbered by a sort (:func:`_coarse_cells`).
 SPARSE_CELLS = 1 << 24
+#: Rows from which a unit's metric aggregates are read by two threads (halves of its groups).
+PARALLEL_ROWS = 1 << 22
 
 
 @cache
@@ -198,9 +201,9 @@ class CompiledCells(Staged):
         with small_pages():
             if spec.weighted:
                 return self._weighted(ordered, cuts, cut_tops, marks, place, len(thresholds))
-            codes, counts, sums, largest = self.loops.group_metrics(
-                words, self.bounds, self.starts, self.occupied, self.tops, self.spec.precision,
-                cuts, cut_tops, _EPS, marks,
+            codes, counts, sums, largest = self._in_halves(
+                self.loops.group_metrics, (words,),
+                (self.tops, self.spec.precision, cuts, cut_tops, _EPS, marks),
             )  # fmt: skip
         if not np.isfinite(sums).all():  # a squared error overflowed: the Polars path
             return None
@@ -227,6 +230,35 @@ class CompiledCells(Staged):
             tp_fp,
         )
 
+    def _in_halves(self, kernel: Any, rows: tuple[Any, ...], rest: tuple[Any, ...]) -> Any:
+        """``kernel(*rows, bounds, starts, occupied, *rest)``, of each half of the groups.
+
+        A unit of at least :data:`PARALLEL_ROWS` rows is read by two threads, each over whole
+        groups (the coarse cells split at a group's first cell near the middle row); their
+        outputs are joined (arrays end to end, a number by its maximum).
+        """
+        bounds, starts, occupied = self.bounds, self.starts, self.occupied
+        cut = 0
+        if bounds[-1] >= PARALLEL_ROWS and occupied.size > 1:
+            ntops = self.tops.size
+            middle = min(int(np.searchsorted(bounds, bounds[-1] // 2)), occupied.size - 1)
+            cut = int(np.searchsorted(occupied, occupied[middle] // ntops * ntops))
+            if cut == 0:  # the first group holds the middle row: cut after it
+                cut = int(np.searchsorted(occupied, (occupied[0] // ntops + 1) * ntops))
+        if cut in (0, occupied.size):
+            return kernel(*rows, bounds, starts, occupied, *rest)
+
+        def half(span: slice) -> Any:
+            edges = slice(span.start, None if span.stop is None else span.stop + 1)
+            return kernel(*rows, bounds[edges], starts[edges], occupied[span], *rest)
+
+        with ThreadPoolExecutor(2) as pool:
+            first, second = pool.map(half, (slice(0, cut), slice(cut, None)))
+        return tuple(
+            np.concatenate((a, b), axis=-1) if isinstance(a, np.ndarray) else max(a, b)
+            for a, b in zip(first, second, strict=True)
+        )
+
     def _weighted(
         self,
         weights: F64,
@@ -242,9 +274,9 @@ class CompiledCells(Staged):
         from .weightedloops import weighted_metrics
 
         words, _ = self._placed()
-        codes, rows, sums, scales = weighted_metrics(
-            words, weights, self.bounds, self.starts, self.occupied, self.tops,
-            self.spec.precision, cuts, cut_tops, _EPS, marks,
+        codes, rows, sums, scales = self._in_halves(
+            weighted_metrics, (words, weights),
+            (self.tops, self.spec.precision, cuts, cut_tops, _EPS, marks),
         )  # fmt: skip
         if not np.isfinite(sums).all():  # a squared error overflowed: the Polars path
             return None
