@@ -293,8 +293,7 @@ def prepare(
         type(source).__module__.startswith("pyarrow")
         and type(source).__name__ in ("Table", "RecordBatch")
     )
-    kernel = task.runs is not None or task.direct is not None
-    if units is None and not in_memory and engine == "streaming" and kernel:
+    if units is None and not in_memory and engine == "streaming" and task.runs is not None:
         rows = collect(lf.select(pl.len()), engine, files).item()
         # a shard's budget is in rows of four columns: wider rows (class scores) make more
         units = shard_units(lf, keys, rows * max(4, len(wanted)) // 4)

@@ -10,13 +10,11 @@ from typing import Any
 
 import polars as pl
 
-from . import kernels
 from .accumulate import (
     Plan,
     combine,
     prepare,
     staged_table,
-    state_table,
     unit_staged,
     units_staged,
 )
@@ -24,7 +22,7 @@ from .errors import DomainWarning
 from .kernels.metrics import grouped_metrics
 from .metrics.binary import ALL, as_thresholds
 from .options import check_options
-from .source import Engine, Source, Unit, is_spark_frame
+from .source import Engine, Source, is_spark_frame
 from .spec import parse_precision
 from .state import State
 from .tasks import Inputs
@@ -168,8 +166,6 @@ def _tables(
     plan: Plan, thresholds: list[float], options: dict[str, Any], direct_ok: bool
 ) -> pl.DataFrame:
     """The metric table of a planned pass: per hive unit, or of the whole source at once."""
-    if plan.task.direct is not None and kernels.ENABLED:
-        return _direct_tables(plan, options)
     if plan.units is None:
         staged = unit_staged(plan)
         grouped = staged.grouped(plan.spec, thresholds) if staged and direct_ok else None
@@ -177,7 +173,7 @@ def _tables(
             return grouped_metrics(grouped, plan.spec, thresholds)
         if staged is None:
             return combine(plan).metrics(**options)
-        table = staged.metrics(plan.spec, options) if direct_ok else None
+        table = staged.metrics(plan.spec, options)
         if table is not None:
             return table
         return State(plan.spec, staged_table(plan, None, staged)).metrics(**options)
@@ -197,7 +193,7 @@ def _tables(
             rest = [c for c in grouped.columns[len(spec.keys) :] if c != ALL or not keys]
             parts.append(grouped.with_columns(fixed_columns).select(*keys, *rest))
             continue
-        table = staged.metrics(spec, options) if staged and direct_ok else None
+        table = staged.metrics(spec, options) if staged else None
         if table is None:
             state = State(plan.spec, staged_table(plan, unit, staged))
             table = State(spec, state.table.drop(list(fixed))).metrics(**options)
@@ -209,38 +205,6 @@ def _tables(
     out = pl.concat(tables, how="vertical_relaxed")
     order = [*keys] + (["threshold"] if "threshold" in out.columns else [])
     return out.sort(order, nulls_last=False) if order else out
-
-
-def _direct_tables(plan: Plan, options: dict[str, Any]) -> pl.DataFrame:
-    """The metric table from the task's kernel (:mod:`.kernels.classes`), unit by unit.
-
-    Each unit's rows are read while the previous one is summed; a unit the kernel does not
-    take (:meth:`.kernels.classes.ClassRows.tables` is None) has its state computed instead.
-    """
-    from .stats.tables import multiclass_metrics
-
-    direct = plan.task.direct
-    assert direct is not None
-    units = plan.units if plan.units is not None else [Unit(plan.lf, {})]
-    keys, schema = list(plan.spec.keys), plan.schema
-    metrics, ci, level = options.get("metrics"), options.get("ci"), options.get("level", 0.95)
-    tables = []
-    with kernels.reusing():
-        for unit, rows in kernels.prefetch(units, lambda u: direct(u.lf, u.constants)):
-            fixed = unit.constants
-            spec = replace(plan.spec, keys=tuple(k for k in keys if k not in fixed))
-            got = None if rows is None else rows.tables(spec)
-            if got is None:
-                table = state_table(plan, unit, None).drop(list(fixed))
-                state, pairs = State(spec, table), None
-            else:
-                state, pairs = State(spec, got[0]), got[1]
-            table = multiclass_metrics(state, metrics, ci, level, pairs)
-            fixed_columns = [pl.lit(v, schema[k]).alias(k) for k, v in fixed.items()]
-            columns = [*keys, *table.columns[len(spec.keys) :]]
-            tables.append(table.with_columns(fixed_columns).select(columns))
-    out = pl.concat(tables, how="vertical_relaxed")
-    return out.sort(keys, nulls_last=False) if keys else out
 
 
 def _warn_once(caught: list[warnings.WarningMessage]) -> None:

@@ -30,22 +30,20 @@ import polars as pl
 from ..codes import KeyCode
 from ..spec import Spec
 from ..states.multiclass import group_columns, merge_ops
-from . import buffer, give_back, small_pages
-from .compiled import MAX_WINDOW_BITS, coarse_layout, compact, loops
+from . import small_pages
+from .compiled import MAX_WINDOW_BITS, compact, loops, place_values
 from .runs import key_exprs, unit_groups
+from .staged import Staged
 
 #: Cells of one unit at most: groups × classes × predicted classes, and groups × score
 #: columns × classes (the pair sums).
 MAX_CELLS = 1 << 24
-#: Coarse cells (groups × 4,096 binades) below which no pass looks for the binades used.
-FEW_CELLS = 1 << 20
 #: Threads summing the score columns (the reading thread is a third).
 WORKERS = 2
 #: Classes at most (a class index shares a placed row's word with the score's 52 low bits).
 MAX_CLASSES = 2047
 _EPS = float(np.finfo(np.float64).eps)
 _TOLERANCE = 1e-8 + math.sqrt(_EPS)  # as :func:`streameval.states.multiclass._row_counts`
-_LOW63 = 0x7FFF_FFFF_FFFF_FFFF
 
 
 @dataclass
@@ -57,6 +55,10 @@ class ClassRows:
     weighted: bool
     predicted: bool
     columns: int
+
+    def staged(self, spec: Spec) -> Staged:
+        """The rows, to be summed into the unit's metric table (:meth:`ClassTables.metrics`)."""
+        return ClassTables(self)
 
     def tables(self, spec: Spec) -> tuple[pl.DataFrame, pl.DataFrame] | None:
         """The unit's confusion rows (a state table) and its pair sums, or None (no kernel).
@@ -119,6 +121,32 @@ class ClassRows:
         return confusion, _pairs(keys, (num, ties), present, mass)
 
 
+@dataclass
+class ClassTables(Staged):
+    """Collected rows whose metric table the summing thread computes (no runs, no state)."""
+
+    rows: ClassRows
+
+    def _finish(self) -> None:
+        return None
+
+    def grouped(self, spec: Spec, thresholds: list[float]) -> None:
+        """No grouped frame: a multiclass unit's metrics come from :meth:`metrics`."""
+        return None
+
+    def metrics(self, spec: Spec, options: Mapping[str, Any]) -> pl.DataFrame | None:
+        """The unit's metric table from its confusion rows and pair sums (None: not here)."""
+        from ..state import State
+        from ..stats.tables import multiclass_metrics
+
+        got = self.rows.tables(spec)
+        if got is None:
+            return None
+        confusion, pairs = got
+        metrics, ci, level = options.get("metrics"), options.get("ci"), options.get("level", 0.95)
+        return multiclass_metrics(State(spec, confusion), metrics, ci, level, pairs)
+
+
 def _cells(
     codes: npt.NDArray[np.int64],
     rows: tuple[npt.NDArray[Any], npt.NDArray[Any], pl.DataFrame, npt.NDArray[Any]],
@@ -147,43 +175,18 @@ def _column(
     column: int,
     out: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
 ) -> None:
-    """Place one score column's rows by (group, binade) and add its pair sums to ``out``.
-
-    With few groups every binade gets a coarse cell of each group (most stay empty), which
-    spares a pass over the scores to find the binades they occupy.
-    """
+    """Place one score column's rows by (group, binade) and add its pair sums to ``out``."""
     from . import classloops
 
     codes, score, actual, weights = rows
-    bits = score.view(np.int64)
-    offset = kernel.OFFSET
-    if size * 2 * offset <= FEW_CELLS:
-        tops = np.arange(2 * offset) - offset
-        rank = np.arange(2 * offset)
-    else:
-        seen = np.zeros(2 * offset, np.bool_)
-        kernel.binades(bits, seen, np.array([_LOW63, -_LOW63 - 1], np.int64))
-        tops = np.flatnonzero(seen) - offset
-        rank = np.zeros(seen.size, np.int64)
-        rank[tops + offset] = np.arange(tops.size)
-    ntops = tops.size
+    placed = place_values(kernel, codes, score, actual, weights, size)
+    num, ties = out
     with small_pages():
-        occupied, counts, placing = coarse_layout(codes, [(0, [score])], rank, ntops, size, kernel)
-        row_codes, row_rank, ordinal, place_ntops = placing
-        bounds = np.zeros(occupied.size + 1, np.int64)
-        np.cumsum(counts, out=bounds[1:])
-        at = bounds[:-1].copy()
-        words = buffer(codes.size, np.int64)
-        ordered = buffer(codes.size, np.float64) if weights.size else weights
-        kernel.place(
-            row_codes, 0, bits, actual, weights, row_rank, place_ntops, ordinal, at, words, ordered
-        )
-        num, ties = out
         classloops.pair_sums(
-            words, ordered, bounds, occupied, tops, p, column, num[column], ties[column]
-        )
-    give_back(words)
-    give_back(ordered)
+            placed.words, placed.weights, placed.bounds, placed.occupied, placed.tops, p,
+            column, num[column], ties[column],
+        )  # fmt: skip
+    placed.give_back()
 
 
 def _confusion(
@@ -200,8 +203,8 @@ def _confusion(
     columns: dict[str, Any] = {s.name: s.gather(group) for s in keys}
     columns["actual"] = pl.Series((filled // guesses % classes).astype(np.int32))
     columns["predicted"] = pl.Series((filled % guesses).astype(np.int32))
-    columns["column"] = pl.Series([None] * filled.size, dtype=pl.Int32)
-    columns["bucket"] = pl.Series([None] * filled.size, dtype=pl.Int64)
+    columns["column"] = pl.repeat(None, filled.size, dtype=pl.Int32, eager=True)
+    columns["bucket"] = pl.repeat(None, filled.size, dtype=pl.Int64, eager=True)
     values: dict[str, npt.NDArray[Any]] = {"n": counts[0][filled]}
     if spec.weighted:
         values["w"] = sums[0][filled] + 0.0

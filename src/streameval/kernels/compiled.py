@@ -445,6 +445,69 @@ def coarse_layout(
     return occupied, counts.astype(np.int64), placing
 
 
+#: Coarse cells (groups × 4,096 binades) below which :func:`place_values` assumes every binade
+#: rather than reading the values once to find those used.
+FEW_CELLS = 1 << 20
+
+
+@dataclass
+class Placed:
+    """One value column's rows placed by (group, binade) (:func:`place_values`).
+
+    ``words`` and ``weights`` are the placed rows (:func:`.loops.place`), ``bounds`` each
+    coarse cell's first row and the end, ``occupied`` the coarse cells present
+    (``group * tops.size + binade rank``, sorted) and ``tops`` the binades ranked.
+    """
+
+    words: I64
+    weights: F64
+    bounds: I64
+    occupied: I64
+    tops: I64
+
+    def give_back(self) -> None:
+        """Hand the row buffers back for reuse (:func:`.give_back`)."""
+        give_back(self.words)
+        give_back(self.weights)
+
+
+def place_values(
+    kernel: ModuleType, codes: I64, values: F64, labels: Any, weights: F64, groups: int
+) -> Placed:
+    """Place one value column's rows by (group, binade), each with its label above its key.
+
+    ``codes`` are the rows' groups (0 … ``groups`` − 1); ``labels`` go where the binary kernel
+    puts the label (a class index, say); ``weights`` may be empty. With few groups every
+    binade gets a coarse cell of each group (most stay empty), which spares a pass over the
+    values to find the binades they occupy.
+    """
+    bits = values.view(np.int64)
+    offset = kernel.OFFSET
+    if groups * 2 * offset <= FEW_CELLS:
+        tops = np.arange(2 * offset) - offset
+        rank = np.arange(2 * offset)
+    else:
+        seen = np.zeros(2 * offset, np.bool_)
+        kernel.binades(bits, seen, np.array([_LOW63, -_LOW63 - 1], np.int64))
+        tops = np.flatnonzero(seen) - offset
+        rank = np.zeros(seen.size, np.int64)
+        rank[tops + offset] = np.arange(tops.size)
+    with small_pages():
+        occupied, counts, placing = coarse_layout(
+            codes, [(0, [values])], rank, tops.size, groups, kernel
+        )
+        row_codes, row_rank, ordinal, ntops = placing
+        bounds = np.zeros(occupied.size + 1, np.int64)
+        np.cumsum(counts, out=bounds[1:])
+        at = bounds[:-1].copy()
+        words = buffer(codes.size, np.int64)
+        ordered = buffer(codes.size, np.float64) if weights.size else weights
+        kernel.place(
+            row_codes, 0, bits, labels, weights, row_rank, ntops, ordinal, at, words, ordered
+        )
+    return Placed(words, ordered, bounds, occupied, tops)
+
+
 def compact(codes: I64, space: int) -> tuple[I64, I64]:
     """Group codes renumbered 0, 1, … in the same order, and each new code's old code.
 

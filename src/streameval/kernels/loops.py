@@ -127,12 +127,27 @@ def binades(bits, seen, extremes):  # type: ignore[no-untyped-def]
 
 
 @jit
-def _slot_buffers(bounds, widest):  # type: ignore[no-untyped-def]
-    """Every slot index of the widest window, and room for the slots of the largest cell."""
+def _layout(bounds, starts, occupied, ntops):  # type: ignore[no-untyped-def]
+    """What the summing loops allocate from the placed rows' coarse cells.
+
+    The most slots of a coarse cell, the groups, the most slots of a group, every slot index
+    of the widest window (:func:`_slots`), and room for the slots of the largest cell's rows.
+    """
+    widest = 0
+    rows = 0
+    for o in range(occupied.size):
+        widest = max(widest, starts[o + 1] - starts[o])
+        rows = max(rows, bounds[o + 1] - bounds[o])
+    groups = 0
     most = 0
-    for o in range(bounds.size - 1):
-        most = max(most, bounds[o + 1] - bounds[o])
-    return np.arange(widest), np.empty(most, np.int64)
+    begin = 0
+    for o in range(occupied.size + 1):
+        if o == occupied.size or (o > 0 and occupied[o] // ntops != occupied[o - 1] // ntops):
+            groups += 1
+            most = max(most, starts[o] - starts[begin])
+            begin = o
+    groups = groups if occupied.size else 0
+    return widest, groups, most, np.arange(widest), np.empty(rows, np.int64)
 
 
 @jit
@@ -189,11 +204,8 @@ def block_sums(words, weights, bounds, starts, occupied, tops, p, cuts, cut_tops
     """
     weighted = weights.size > 0
     width = 6 if weighted else 5
-    widest = 0
-    for o in range(occupied.size):
-        widest = max(widest, starts[o + 1] - starts[o])
+    widest, _, _, every, touched = _layout(bounds, starts, occupied, tops.size)
     window = np.zeros((widest, width), np.float64)
-    every, touched = _slot_buffers(bounds, widest)
     most = min(words.size, starts[-1])
     got = np.empty((width, most), np.float64)  # a row per sum: contiguous columns
     group = np.empty(most, np.uint64)
@@ -270,21 +282,9 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
     the labels), the group's terms are summed a ``log`` each instead (:func:`_log_sum`).
     Also returned: the largest bucket count.
     """
-    widest = 0
-    for o in range(occupied.size):
-        widest = max(widest, starts[o + 1] - starts[o])
-    window = np.zeros((widest, 2), np.int64)
-    every, touched = _slot_buffers(bounds, widest)
     ntops = tops.size
-    groups = 0
-    most = 0  # the most slots of a group
-    begin = 0
-    for o in range(occupied.size + 1):
-        if o == occupied.size or (o > 0 and occupied[o] // ntops != occupied[o - 1] // ntops):
-            groups += 1
-            most = max(most, starts[o] - starts[begin])
-            begin = o
-    groups = groups if occupied.size else 0
+    widest, groups, most, every, touched = _layout(bounds, starts, occupied, ntops)
+    window = np.zeros((widest, 2), np.int64)
     nmarks = marks.shape[1]
     codes = np.empty(groups, np.uint64)
     counts = np.zeros((4 + 2 * nmarks, groups), np.int64)

@@ -24,15 +24,12 @@ import polars as pl
 from ..codes import KeyCode
 from ..spec import Spec
 from ..states.regression import DOMAINS, LOSSES, merge_ops
-from . import buffer, give_back, small_pages
-from .compiled import MAX_WINDOW_BITS, coarse_layout, compact, loops
+from . import small_pages
+from .compiled import MAX_WINDOW_BITS, compact, loops, place_values
 from .runs import key_exprs, unit_groups
 from .staged import Staged
 
 _EPS = float(np.finfo(np.float64).eps)
-_LOW63 = 0x7FFF_FFFF_FFFF_FFFF
-#: Coarse cells (groups × 4,096 binades) below which no pass looks for the binades used.
-FEW_CELLS = 1 << 20
 
 
 @dataclass
@@ -80,6 +77,8 @@ class Histograms(Staged):
         from ..metrics.regression import check_alpha, grouped_table
         from . import regressionloops
 
+        if options.get("metrics") or options.get("ci"):
+            return None  # (a selection, or an error for ci=: the state's finalize)
         alpha = check_alpha(options.get("alpha", 0.5))
         parts = self._sums()
         if parts is None:
@@ -165,35 +164,13 @@ def _histogram(
     from . import regressionloops
 
     codes, values, weights = rows
-    bits = values.view(np.int64)
-    offset = kernel.OFFSET
-    if size * 2 * offset <= FEW_CELLS:
-        tops = np.arange(2 * offset) - offset
-        rank = np.arange(2 * offset)
-    else:
-        seen = np.zeros(2 * offset, np.bool_)
-        kernel.binades(bits, seen, np.array([_LOW63, -_LOW63 - 1], np.int64))
-        tops = np.flatnonzero(seen) - offset
-        rank = np.zeros(seen.size, np.int64)
-        rank[tops + offset] = np.arange(tops.size)
-    ntops = tops.size
+    labels = np.zeros(codes.size, np.uint8)
+    placed = place_values(kernel, codes, values, labels, weights, size)
     with small_pages():
-        occupied, counts, placing = coarse_layout(codes, [(0, [values])], rank, ntops, size, kernel)
-        row_codes, row_rank, ordinal, place_ntops = placing
-        bounds = np.zeros(occupied.size + 1, np.int64)
-        np.cumsum(counts, out=bounds[1:])
-        at = bounds[:-1].copy()
-        words = buffer(codes.size, np.int64)
-        ordered = buffer(codes.size, np.float64) if weights.size else weights
-        labels = np.zeros(codes.size, np.uint8)
-        kernel.place(
-            row_codes, 0, bits, labels, weights, row_rank, place_ntops, ordinal, at, words, ordered
-        )
         out: tuple[npt.NDArray[Any], ...] = regressionloops.histogram_cells(
-            words, ordered, bounds, occupied, tops, p
+            placed.words, placed.weights, placed.bounds, placed.occupied, placed.tops, p
         )
-    give_back(words)
-    give_back(ordered)
+    placed.give_back()
     return out
 
 

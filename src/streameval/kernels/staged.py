@@ -44,8 +44,8 @@ class Staged(ABC):
     def metrics(self, spec: Spec, options: Mapping[str, Any]) -> pl.DataFrame | None:
         """The unit's metric table straight from the rows, where the kernel computes one.
 
-        ``options`` are :meth:`streameval.State.metrics`' (without ``metrics`` or ``ci``).
-        None: the metrics come from :meth:`grouped` or the state.
+        ``options`` are :meth:`streameval.State.metrics`' (the kernel returns None for those
+        it does not handle). None: the metrics come from :meth:`grouped` or the state.
         """
         return None
 

@@ -14,7 +14,7 @@ import math
 import numba
 import numpy as np
 
-from .loops import _ap_bound_terms, _coarse, _score, _slot_buffers, _slots
+from .loops import _ap_bound_terms, _coarse, _layout, _score, _slots
 
 _LOW52 = (1 << 52) - 1
 _TOP = 52
@@ -44,21 +44,9 @@ def weighted_metrics(words, weights, bounds, starts, occupied, tops, p, cuts, cu
         Each group's scale: the power of two its pair and AP sums' weights were scaled by.
 
     """
-    widest = 0
-    for o in range(occupied.size):
-        widest = max(widest, starts[o + 1] - starts[o])
-    window = np.zeros((widest, 3), np.float64)
-    every, touched = _slot_buffers(bounds, widest)
     ntops = tops.size
-    groups = 0
-    most = 0
-    begin = 0
-    for o in range(occupied.size + 1):
-        if o == occupied.size or (o > 0 and occupied[o] // ntops != occupied[o - 1] // ntops):
-            groups += 1
-            most = max(most, starts[o] - starts[begin])
-            begin = o
-    groups = groups if occupied.size else 0
+    widest, groups, most, every, touched = _layout(bounds, starts, occupied, ntops)
+    window = np.zeros((widest, 3), np.float64)
     nmarks = marks.shape[1]
     codes = np.empty(groups, np.uint64)
     rows = np.zeros((1 + nmarks, groups), np.int64)

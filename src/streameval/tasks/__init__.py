@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 
+from ..codes import hashed_key, key_code
 from ..errors import InputError
 from ..source import Engine, collect
 
@@ -63,9 +64,9 @@ class TaskPlan:
     turns its result into the state table (``constants`` are group keys fixed over ``lf``).
     ``invalid(table)`` says whether the table marks invalid rows; ``diagnose()`` then
     returns the error that names them. ``runs(lf, constants)``, when given, collects the
-    unit's rows for the sort kernel (:mod:`streameval.kernels`), or returns None to fall back.
-    ``direct(lf, constants)``, when given, collects them for a kernel that computes a metric
-    table without the whole state (:mod:`streameval.kernels.classes`), or returns None.
+    unit's rows for the task's compiled kernel (:mod:`streameval.kernels`): an object whose
+    ``staged(spec)`` is a :class:`~streameval.kernels.staged.Staged`; or returns None to fall
+    back to the Polars query.
     """
 
     spec: Any
@@ -73,7 +74,6 @@ class TaskPlan:
     invalid: Callable[[pl.DataFrame], bool]
     diagnose: Callable[[], Exception]
     runs: Callable[[pl.LazyFrame, Mapping[str, Any]], Any] | None = None
-    direct: Callable[[pl.LazyFrame, Mapping[str, Any]], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,34 @@ def weight_expr(weight: str | None) -> tuple[pl.Expr | None, pl.Expr, list[Check
         show=w,
     )
     return w, bad, [check]
+
+
+def unit_reader(
+    opened: Opened,
+    columns: Sequence[str],
+    read: Callable[..., Any],
+    rows: tuple[Any, ...],
+    diagnose: Callable[[], Exception],
+) -> Callable[[pl.LazyFrame, Mapping[str, Any]], Any]:
+    """A task's ``runs`` hook: a unit's rows collected by ``read`` for its compiled kernel.
+
+    ``read(lf, keys, codes, rows, collect, invalid)`` is the kernel's collector
+    (:func:`streameval.kernels.runs.collect_unit` and its multiclass and regression
+    counterparts); ``columns`` are the source columns read (for read errors), ``rows`` the
+    task's row expressions and ``diagnose`` the error of the first bad row.
+    """
+    schema, keys = opened.schema, opened.keys
+    codes = {k: key_code(k, schema[k]) or hashed_key(k, schema[k]) for k in keys}
+
+    def runs(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Any:
+        varying = [k for k in keys if k not in constants]
+
+        def collected(query: pl.LazyFrame) -> pl.DataFrame:
+            return collect(query, opened.engine, opened.files, list(columns))
+
+        return read(unit, varying, codes, rows, collected, diagnose)
+
+    return runs
 
 
 def require_int(value: Any, name: str, low: int) -> int:

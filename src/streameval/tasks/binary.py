@@ -8,15 +8,13 @@ from typing import Any
 import polars as pl
 
 from ..bucketing import ABOVE_ONE, EXACT_BITS, is_bucket_edge
-from ..codes import hashed_key, key_code
 from ..errors import InputError
-from ..kernels.runs import Collected, collect_unit
+from ..kernels.runs import collect_unit
 from ..metrics.binary import COLUMNS
-from ..source import collect
 from ..spec import Spec
 from ..states import binary
 from ..validate import diagnose_bad_rows, label_expr
-from . import Inputs, Opened, TaskPlan, weight_expr
+from . import Inputs, Opened, TaskPlan, unit_reader, weight_expr
 
 RESERVED = {"bucket", *binary.ALL_COLUMNS, *COLUMNS}
 
@@ -75,19 +73,8 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
             lf, inputs.label, score, inputs.weight, not_allowed, opened.engine, opened.files
         )
 
-    codes = {k: key_code(k, schema[k]) or hashed_key(k, schema[k]) for k in opened.keys}
     columns = [inputs.label, score, *opened.keys, *([inputs.weight] if inputs.weight else [])]
-
-    def runs(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Collected | None:
-        keys = [k for k in opened.keys if k not in constants]
-        return collect_unit(
-            unit,
-            keys,
-            codes,
-            (y, p, w, bad),
-            lambda q: collect(q, opened.engine, opened.files, columns),
-            diagnose,
-        )
+    runs = unit_reader(opened, columns, collect_unit, (y, p, w, bad), diagnose)
 
     invalid = lambda t: bool(t["bucket"].null_count())  # noqa: E731
     return TaskPlan(spec, build, invalid, diagnose, runs)

@@ -8,9 +8,8 @@ from typing import Any
 
 import polars as pl
 
-from ..codes import hashed_key, key_code
 from ..errors import InputError
-from ..kernels.classes import ClassRows, collect_classes
+from ..kernels.classes import collect_classes
 from ..metrics.classes import PER_CLASS, SCORE_COLUMNS
 from ..metrics.multiclass import COLUMNS
 from ..source import collect
@@ -27,6 +26,7 @@ from . import (
     finite_checks,
     first_problem,
     require_int,
+    unit_reader,
     weight_expr,
 )
 
@@ -280,20 +280,9 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
     def diagnose() -> Exception:
         return first_problem(opened.lf, checks, opened.engine, opened.files)
 
-    codes = {k: key_code(k, schema[k]) or hashed_key(k, schema[k]) for k in opened.keys}
     columns = [label, *score_columns, *opened.keys]
     columns += [c for c in (inputs.prediction, inputs.weight) if c is not None]
     given = predicted if inputs.prediction is not None else None
-
-    def direct(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> ClassRows | None:
-        keys = [k for k in opened.keys if k not in constants]
-        return collect_classes(
-            unit,
-            keys,
-            codes,
-            (actual, given, ps, w, bad),
-            lambda q: collect(q, opened.engine, opened.files, columns),
-            diagnose,
-        )
-
-    return TaskPlan(spec, build, invalid, diagnose, direct=direct)
+    rows = (actual, given, ps, w, bad)
+    runs = unit_reader(opened, columns, collect_classes, rows, diagnose)
+    return TaskPlan(spec, build, invalid, diagnose, runs)

@@ -7,14 +7,21 @@ from typing import Any
 
 import polars as pl
 
-from ..codes import hashed_key, key_code
 from ..errors import InputError
-from ..kernels.regression import RegressionRows, collect_regression
+from ..kernels.regression import collect_regression
 from ..metrics.regression import COLUMNS
-from ..source import collect
 from ..spec import Spec
 from ..states import regression
-from . import Check, Inputs, Opened, TaskPlan, finite_checks, first_problem, weight_expr
+from . import (
+    Check,
+    Inputs,
+    Opened,
+    TaskPlan,
+    finite_checks,
+    first_problem,
+    unit_reader,
+    weight_expr,
+)
 
 RESERVED = {*regression.ALL_COLUMNS, *COLUMNS}
 
@@ -73,19 +80,7 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
     def diagnose() -> Exception:
         return first_problem(opened.lf, checks, opened.engine, opened.files)
 
-    schema = opened.schema
-    codes = {k: key_code(k, schema[k]) or hashed_key(k, schema[k]) for k in opened.keys}
     columns = [label, prediction, *opened.keys, *([inputs.weight] if inputs.weight else [])]
-
-    def runs(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> RegressionRows | None:
-        keys = [k for k in opened.keys if k not in constants]
-        return collect_regression(
-            unit,
-            keys,
-            codes,
-            (y, f, w, bad),
-            lambda q: collect(q, opened.engine, opened.files, columns),
-            diagnose,
-        )
+    runs = unit_reader(opened, columns, collect_regression, (y, f, w, bad), diagnose)
 
     return TaskPlan(spec, build, invalid, diagnose, runs)
