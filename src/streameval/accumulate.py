@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
@@ -223,11 +223,14 @@ def prepare(
     by: str | Sequence[str] | None = None,
     drop_nulls: bool = False,
     engine: Engine = "streaming",
+    drawn: bool = False,
 ) -> Plan:
     """Validate the inputs (schema, types, label values) and plan the pass.
 
     Reads no rows, except label values when classes must be found or checked, and the values
-    of a hive partition key (from the file list).
+    of a hive partition key (from the file list). ``drawn``: with ``bootstrap=``, plan for the
+    kernel's replicates (:meth:`Staged.replicated`, units read once each) rather than for the
+    state (whose replicates are Polars passes), where the task's kernel draws them.
     """
     module = task_module(inputs.task)
     boot = resample_plan.bootstrap_options(inputs)
@@ -288,6 +291,8 @@ def prepare(
         task = module.plan(opened, inputs)
     else:
         task, replication = resample_plan.plan_replicated(module, opened, inputs, boot, used)
+        if drawn and replication.runs is not None:
+            task = replace(task, runs=replication.runs)
     units = hive_units(lf, source, files, keys) if files else None
     in_memory = isinstance(source, pl.DataFrame) or (
         type(source).__module__.startswith("pyarrow")
@@ -345,8 +350,13 @@ def compute(plan: Plan, unit: Unit | None = None) -> pl.DataFrame:
 
 
 def staged_table(plan: Plan, unit: Unit | None, staged: Staged | None) -> pl.DataFrame:
-    """The state table of a unit from its staged rows: the kernel's table, or from its runs."""
-    if staged is not None and plan.replication is None:
+    """The state table of a unit from its staged rows: the kernel's table, or from its runs.
+
+    A replicated state's comes from the Polars passes (the staged rows are not replicated).
+    """
+    if plan.replication is not None:
+        return state_table(plan, unit, None)
+    if staged is not None:
         table = staged.table(plan.schema, {} if unit is None else unit.constants)
         if table is not None:
             return table

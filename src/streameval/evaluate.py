@@ -20,10 +20,11 @@ from .accumulate import (
 )
 from .errors import DomainWarning
 from .kernels.metrics import grouped_metrics
+from .kernels.staged import Staged
 from .metrics.binary import ALL, as_thresholds
 from .options import check_options
 from .source import Engine, Source, is_spark_frame
-from .spec import parse_precision
+from .spec import Spec, parse_precision
 from .state import State
 from .tasks import Inputs
 
@@ -115,6 +116,14 @@ def evaluate(
             prediction=prediction, scores=scores, classes=classes, positive=positive,
             precision=precision, top_k=top_k, power=power, drop_nulls=drop_nulls, engine=engine,
         )  # fmt: skip
+    if ci == "bootstrap" and task == "binary" and metrics is None:
+        drawn = _drawn_bootstrap(
+            source, label=label, score=score, by=by, weight=weight, positive=positive,
+            precision=precision, threshold=threshold, bootstrap=bootstrap, row_id=row_id,
+            seed=seed, level=level, drop_nulls=drop_nulls, engine=engine,
+        )  # fmt: skip
+        if drawn is not None:
+            return drawn
     if ci in ("bootstrap", "jackknife"):
         from .accumulate import accumulate
 
@@ -163,17 +172,33 @@ def evaluate(
 
 
 def _tables(
-    plan: Plan, thresholds: list[float], options: dict[str, Any], direct_ok: bool
+    plan: Plan,
+    thresholds: list[float],
+    options: dict[str, Any],
+    direct_ok: bool,
+    replicates: int = 0,
 ) -> pl.DataFrame:
-    """The metric table of a planned pass: per hive unit, or of the whole source at once."""
+    """The metric table of a planned pass: per hive unit, or of the whole source at once.
+
+    With ``replicates`` (a plan made with ``drawn=True``), the table of bootstrap replicates
+    0 … ``replicates`` (key ``replicate`` last), drawn by the kernel where it can.
+    """
+
+    def grouped_of(staged: Staged | None, spec: Spec) -> pl.DataFrame | None:
+        if staged is None:
+            return None
+        if replicates:
+            return staged.replicated(spec, thresholds, replicates)
+        return staged.grouped(spec, thresholds) if direct_ok else None
+
     if plan.units is None:
         staged = unit_staged(plan)
-        grouped = staged.grouped(plan.spec, thresholds) if staged and direct_ok else None
+        grouped = grouped_of(staged, plan.spec)
         if grouped is not None:
             return grouped_metrics(grouped, plan.spec, thresholds)
         if staged is None:
             return combine(plan).metrics(**options)
-        table = staged.metrics(plan.spec, options)
+        table = None if replicates else staged.metrics(plan.spec, options)
         if table is not None:
             return table
         return State(plan.spec, staged_table(plan, None, staged)).metrics(**options)
@@ -187,13 +212,13 @@ def _tables(
         fixed = unit.constants
         spec = replace(plan.spec, keys=tuple(k for k in keys if k not in fixed))
         fixed_columns = [pl.lit(v, schema[k]).alias(k) for k, v in fixed.items()]
-        grouped = staged.grouped(spec, thresholds) if staged and direct_ok else None
+        grouped = grouped_of(staged, spec)
         if grouped is not None:
             # (without any key, the whole source's one group keeps its ALL column)
             rest = [c for c in grouped.columns[len(spec.keys) :] if c != ALL or not keys]
             parts.append(grouped.with_columns(fixed_columns).select(*keys, *rest))
             continue
-        table = staged.metrics(spec, options) if staged else None
+        table = staged.metrics(spec, options) if staged and not replicates else None
         if table is None:
             state = State(plan.spec, staged_table(plan, unit, staged))
             table = State(spec, state.table.drop(list(fixed))).metrics(**options)
@@ -205,6 +230,51 @@ def _tables(
     out = pl.concat(tables, how="vertical_relaxed")
     order = [*keys] + (["threshold"] if "threshold" in out.columns else [])
     return out.sort(order, nulls_last=False) if order else out
+
+
+def _drawn_bootstrap(
+    source: Any,
+    *,
+    label: str,
+    score: str | None,
+    by: str | Sequence[str] | None,
+    weight: str | None,
+    positive: Any,
+    precision: int | str | None,
+    threshold: float | Sequence[float],
+    bootstrap: int,
+    row_id: str | Sequence[str] | None,
+    seed: int,
+    level: float,
+    drop_nulls: bool,
+    engine: Engine,
+) -> pl.DataFrame | None:
+    """Binary bootstrap intervals with the replicates drawn by the compiled kernel.
+
+    Each unit is read once and its replicates are read off its placed rows
+    (:meth:`streameval.kernels.staged.Staged.replicated`): the same draws, replicate tables
+    and intervals as the state's Polars passes (``State.metrics(ci="bootstrap")``), up to
+    the order of float additions. None where the kernel does not apply (exact mode, a
+    precision above its windows, the compiled loops off): the caller takes the state.
+    """
+    from .kernels.compiled import MAX_WINDOW_BITS, loops
+    from .resample import replicate_intervals
+
+    bits = parse_precision(precision)
+    if loops() is None or bits > MAX_WINDOW_BITS:
+        return None
+    thresholds = as_thresholds(threshold)
+    inputs = Inputs(
+        label=label, score=score, weight=weight, positive=positive, precision=bits,
+        thresholds=tuple(thresholds), bootstrap=bootstrap, row_id=row_id, seed=seed,
+    )  # fmt: skip
+    plan = prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine, drawn=True)
+    options: dict[str, Any] = {"threshold": thresholds, "metrics": None}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = _tables(plan, thresholds, options, False, bootstrap)
+    _warn_once(caught)
+    return replicate_intervals(table, plan.spec.keys[:-1], bootstrap, level)
 
 
 def _warn_once(caught: list[warnings.WarningMessage]) -> None:

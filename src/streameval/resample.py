@@ -129,19 +129,35 @@ def bootstrap_intervals(
             f"expected table_fn to return the key {REPLICATE!r} of the replicated state, got "
             f"columns {table.columns}; hint: table_fn=lambda s: s.metrics()"
         )
-    ids = identifier_columns(spec.keys[:-1], table.drop(REPLICATE), identifiers)
+    return replicate_intervals(table, spec.keys[:-1], spec.replicates, level, columns, identifiers)
+
+
+def replicate_intervals(
+    table: pl.DataFrame,
+    keys: Sequence[str],
+    replicates: int,
+    level: float,
+    columns: Sequence[str] | None = None,
+    identifiers: Sequence[str] | None = None,
+) -> pl.DataFrame:
+    """:func:`bootstrap_intervals` from the metric table of replicates 0 … ``replicates``.
+
+    ``table`` has the group ``keys``, then the key ``replicate``, then the metric columns.
+    """
+    level = level_of(level)
+    ids = identifier_columns(keys, table.drop(REPLICATE), identifiers)
     names = metric_columns(table, [*ids, REPLICATE], columns)
     point = table.filter(pl.col(REPLICATE) == 0).drop(REPLICATE)
-    replicates = table.filter(pl.col(REPLICATE) > 0)
-    check_identifiers(point, replicates, ids)
-    allowed = int(spec.replicates * (1 - level) / 2)
+    spread_rows = table.filter(pl.col(REPLICATE) > 0)
+    check_identifiers(point, spread_rows, ids)
+    allowed = int(replicates * (1 - level) / 2)
     aggs = []
     for c in names:
         x = pl.col(c).cast(pl.Float64).fill_nan(None)
-        enough = x.count() >= spec.replicates - allowed
+        enough = x.count() >= replicates - allowed
         for suffix, q in (("_lo", (1 - level) / 2), ("_hi", (1 + level) / 2)):
             aggs.append(pl.when(enough).then(x.quantile(q, "linear")).alias(c + suffix))
-    spread = replicates.group_by(ids).agg(aggs) if ids else replicates.select(aggs)
+    spread = spread_rows.group_by(ids).agg(aggs) if ids else spread_rows.select(aggs)
     return attach(point, spread, ids, names, ("_lo", "_hi"))
 
 

@@ -26,9 +26,11 @@ about 3 µs a row, and the key is hashed again in every pass.
 In a replicated state ``n`` counts the rows drawn, weights are (user weight ×) counts, and
 the state is weighted. Replicates are computed in passes over the source, replicate 0 first,
 then blocks of replicates of about :data:`BLOCK_STATE_ROWS` state rows (one replicate per
-pass for all but small states): R + 1 times the work of a plain pass, the sort kernel not
-applying, and a state of up to R + 1 times the rows, which a coarse ``precision`` keeps
-small.
+pass for all but small states): R + 1 times the work of a plain pass, and a state of up to
+R + 1 times the rows, which a coarse ``precision`` keeps small. A binary ``evaluate`` needs
+no state: each unit is read once with its rows' keys (:data:`ROW_KEY`), and the compiled
+kernel draws the same counts from them (:func:`streameval.kernels.weightedloops.drawn`,
+:meth:`streameval.kernels.compiled.CompiledCells.replicated`).
 
 >>> import polars as pl
 >>> rows = pl.LazyFrame({"id": list(range(20_000)), "replicate": 3})
@@ -68,6 +70,7 @@ REPLICATE_TYPE = pl.UInt16
 MAX_REPLICATES = 65_535
 BLOCK_STATE_ROWS = 1 << 15  # state rows per pass over the source (measured: smaller is faster)
 CHUNK_ROWS = 1 << 18  # replicate rows per streaming chunk
+ROW_KEY = "_se_row_key"  # each row's key (UInt64), for the compiled kernel's draws
 _VALUE = "_se_bits"
 _U64 = pl.UInt64
 
@@ -126,6 +129,18 @@ def count_cuts() -> tuple[int, ...]:
     return tuple(math.ceil(Fraction(f) * scale) for f in poisson_cuts())
 
 
+@cache
+def draw_limits() -> Any:
+    """:func:`count_cuts` as 64-bit draws (uint64 array): a count is the limits a draw reaches.
+
+    >>> int(draw_limits()[0]) == count_cuts()[0] << 11
+    True
+    """
+    import numpy as np
+
+    return np.array([cut << (64 - UNIFORM_BITS) for cut in count_cuts()], np.uint64)
+
+
 def with_counts(lf: pl.LazyFrame, key: str, replicate: str, name: str) -> pl.LazyFrame:
     """``lf`` with column ``name``: the Poisson(1) count (UInt8) of each row in ``replicate``.
 
@@ -156,13 +171,16 @@ class Replication:
     """How a task's rows become replicate rows.
 
     ``hashed`` are the columns of the row key, ``weight`` the weight column the task reads
-    and ``user_weight`` the source's weight column, if any.
+    and ``user_weight`` the source's weight column, if any. ``runs``, when the task's
+    compiled kernel draws the replicates itself, collects a unit's rows with their keys
+    (column :data:`ROW_KEY`) for it (:meth:`streameval.kernels.staged.Staged.replicated`).
     """
 
     boot: Bootstrap
     hashed: tuple[str, ...]
     weight: str
     user_weight: str | None
+    runs: Callable[[pl.LazyFrame, Mapping[str, Any]], Any] | None = None
 
     def rows(self, lf: pl.LazyFrame, lo: int, hi: int) -> pl.LazyFrame:
         """Each row of ``lf`` once per replicate ``lo..hi-1`` it is drawn in.

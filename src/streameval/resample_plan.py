@@ -7,9 +7,10 @@ weighted spec recording ``replicates``, ``seed`` and ``row_id``, and the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from types import ModuleType
+from typing import Any
 
 import polars as pl
 
@@ -19,6 +20,7 @@ from .resample_draw import (
     MAX_REPLICATES,
     REPLICATE,
     REPLICATE_TYPE,
+    ROW_KEY,
     Bootstrap,
     Replication,
     with_row_key,
@@ -74,7 +76,8 @@ def plan_replicated(
     ``used`` are the columns the task reads; they and the group keys are hashed when no row
     id is given. The task plans (and checks its input) over the source with a placeholder
     replicate 0 and weight column; its state query then runs on :meth:`Replication.rows`.
-    The sort kernel does not apply (the replicate rows are weighted), so ``runs`` is None.
+    The task's ``runs`` is None (its kernel would sum the rows unreplicated); a binary
+    task's kernel draws the replicates itself from rows read by ``Replication.runs``.
     """
     for name in (REPLICATE, WEIGHT):
         if name in used or (name == WEIGHT and name in opened.schema):
@@ -107,8 +110,34 @@ def plan_replicated(
         seed=boot.seed,
         row_id=boot.row_id,
     )
-    replication = Replication(boot, tuple(hashed), weight, inputs.weight)
+    runs = None
+    if task.runs is not None and spec.kind == "binary":
+        runs = _keyed_reader(task.runs, extra, opened.schema, tuple(hashed), boot)
+    replication = Replication(boot, tuple(hashed), weight, inputs.weight, runs)
     return replace(task, spec=spec, runs=None), replication
+
+
+def _keyed_reader(
+    read: Callable[[pl.LazyFrame, Mapping[str, Any]], Any],
+    extra: Mapping[str, pl.Expr],
+    schema: pl.Schema,
+    hashed: tuple[str, ...],
+    boot: Bootstrap,
+) -> Callable[[pl.LazyFrame, Mapping[str, Any]], Any]:
+    """The task's reader of a unit's rows for its kernel, each row with its key.
+
+    The key (column :data:`~streameval.resample_draw.ROW_KEY`) is the one
+    :meth:`Replication.rows` draws from; the placeholder replicate (0, held fixed) and
+    weight columns are those the task was planned with.
+    """
+
+    def runs(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Any:
+        keyed = with_row_key(
+            unit.with_columns(**extra), hashed, schema, boot.seed, ROW_KEY, stable=bool(boot.row_id)
+        )
+        return read(keyed, {**constants, REPLICATE: 0})
+
+    return runs
 
 
 def check_distinct(opened: Opened, hashed: Sequence[str]) -> None:

@@ -50,6 +50,8 @@ MAX_WINDOW_BITS = 16
 #: Entries of the table of every (group, binade) pair a unit may allocate beyond 4 per row;
 #: with more, the pairs present are numbered by a sort (:func:`_coarse_cells`).
 SPARSE_CELLS = 1 << 24
+#: Bootstrap replicates read off a coarse cell's rows while they stay in cache.
+REPLICATE_BATCH = 8
 #: Rows from which a unit's metric aggregates are read by two threads (halves of its groups).
 PARALLEL_ROWS = 1 << 22
 
@@ -79,9 +81,12 @@ def warm() -> float:
     started = time.perf_counter()
     if loops() is not None:
         from ..accumulate import accumulate
+        from ..evaluate import evaluate
 
         frame = pl.DataFrame({"g": ["a", "b"], "y": [True, False], "p": [0.75, 0.25]})
         accumulate(frame, label="y", score="p", by="g", precision=2)
+        # the bootstrap's loops (:meth:`CompiledCells.replicated`)
+        evaluate(frame, label="y", score="p", ci="bootstrap", bootstrap=1, precision=2)
     return time.perf_counter() - started
 
 
@@ -103,6 +108,7 @@ class CompiledCells(Staged):
     tops: I64
     back: I64 | None = None
     heaviest: float = 1.0
+    keyed: bool = False
 
     def original(self, codes: npt.NDArray[np.generic]) -> npt.NDArray[np.uint64]:
         """The unit's group codes of the kernel's (renumbered when they were sparse)."""
@@ -148,15 +154,33 @@ class CompiledCells(Staged):
                     codes, start, score.view(np.int64), y, weights[0] if weights else _NONE,
                     rank, ntops, ordinal, at, words, ordered,
                 )  # fmt: skip
+            if self.keyed:  # the row keys placed likewise (their bits moved as floats)
+                self._keys = buffer(codes.size, np.uint64)
+                scratch = buffer(codes.size, np.int64)
+                at = self.bounds[:-1].copy()
+                for start, (score, y, _, keys) in parts:
+                    self.loops.place(
+                        codes, start, score.view(np.int64), y, keys.view(np.float64), rank,
+                        ntops, ordinal, at, scratch, self._keys.view(np.float64),
+                    )  # fmt: skip
+                give_back(scratch)
             give_back(codes)
             self._words = (words, ordered)
         placed: tuple[I64, F64] = self._words
         return placed
 
+    def _keyed(self) -> npt.NDArray[np.uint64]:
+        """The placed rows' keys (``keyed`` only), after :meth:`_placed`."""
+        keys: npt.NDArray[np.uint64] = self._keys
+        return keys
+
     def _let_go(self) -> None:
         """Give the placed rows' buffers back: nothing reads them any more."""
         for array in self._words:
             give_back(array)
+        if self.keyed:
+            give_back(self._keys)
+            del self._keys
         del self._words
         self._gone = True
 
@@ -190,14 +214,7 @@ class CompiledCells(Staged):
         if spec.weighted and not (self.heaviest * self.bounds[-1]) ** 2 < _SAFE:
             return None
         words, ordered = self._placed()
-        cuts, cut_tops = self._cuts()
-        # marks: each threshold, 0 (scores below are outside [0, 1]) and just above 1
-        top, slot = _slot_above(float_to_key_scalar(1.0), self.spec, cuts)
-        points = [_slot_above(float_to_key_scalar(t), self.spec, cuts) for t in thresholds]
-        points += [(0, 0), (top, slot + 1)]
-        order = sorted(range(len(points)), key=lambda i: points[i])
-        marks = np.array([points[i] for i in order], np.int64).T.copy()
-        place = {i: j for j, i in enumerate(order)}  # a point's column among the marks
+        cuts, cut_tops, marks, place = self._marks(thresholds)
         with small_pages():
             if spec.weighted:
                 return self._weighted(ordered, cuts, cut_tops, marks, place, len(thresholds))
@@ -259,6 +276,24 @@ class CompiledCells(Staged):
             for a, b in zip(first, second, strict=True)
         )
 
+    def _marks(
+        self, thresholds: list[float]
+    ) -> tuple[I64, npt.NDArray[np.bool_], I64, dict[int, int]]:
+        """The cuts, the binades with cuts, and the marks the summing loops count rows below.
+
+        The marks are each threshold, 0 (scores below are outside [0, 1]) and just above 1,
+        in score order (a row each: binade, slot); ``place`` maps a point's index (the
+        thresholds, then 0 and 1) to its column among the marks.
+        """
+        cuts, cut_tops = self._cuts()
+        top, slot = _slot_above(float_to_key_scalar(1.0), self.spec, cuts)
+        points = [_slot_above(float_to_key_scalar(t), self.spec, cuts) for t in thresholds]
+        points += [(0, 0), (top, slot + 1)]
+        order = sorted(range(len(points)), key=lambda i: points[i])
+        marks = np.array([points[i] for i in order], np.int64).T.copy()
+        place = {i: j for j, i in enumerate(order)}
+        return cuts, cut_tops, marks, place
+
     def _weighted(
         self,
         weights: F64,
@@ -269,23 +304,38 @@ class CompiledCells(Staged):
         count: int,
     ) -> pl.DataFrame | None:
         """:meth:`grouped` of weighted rows (``count`` thresholds, then the marks 0 and 1)."""
-        from ..metrics.binary import ALL
-        from .metrics import grouped_frame
         from .weightedloops import weighted_metrics
 
         words, _ = self._placed()
-        codes, rows, sums, scales = self._in_halves(
+        sums = self._in_halves(
             weighted_metrics, (words, weights),
             (self.tops, self.spec.precision, cuts, cut_tops, _EPS, marks),
         )  # fmt: skip
-        if not np.isfinite(sums).all():  # a squared error overflowed: the Polars path
+        frame = self._weighted_frame(sums, place, count)
+        if frame is not None:
+            self._let_go()
+        return frame
+
+    def _weighted_frame(
+        self, out: tuple[Any, ...], place: dict[int, int], count: int, extra: Any = None
+    ) -> pl.DataFrame | None:
+        """The grouped frame of :func:`.weightedloops.weighted_metrics`' ``out``.
+
+        ``extra`` is one more key column (the replicate), after the unit's keys. None when a
+        squared error overflowed (the Polars path).
+        """
+        from ..metrics.binary import ALL
+        from .metrics import grouped_frame
+
+        codes, rows, sums, scales = out
+        if not np.isfinite(sums).all():
             return None
-        self._let_go()
         total = rows[0]
         at = {i: (rows[1 + j], *(sums[9 + 4 * j + k] for k in range(4))) for i, j in place.items()}
         zero, above_one = at[count][0], at[count + 1][0]
+        keys = self.groups.decode(self.original(codes))
         return grouped_frame(
-            self.groups.decode(self.original(codes)),
+            keys if extra is None else [*keys, extra],
             ALL,
             (sums[0], sums[1], 1.0),  # each group's pair sums come scaled by its own scale
             (sums[2], sums[3]),
@@ -302,6 +352,65 @@ class CompiledCells(Staged):
             below=[(at[i][2], at[i][1]) for i in range(count)],
             scaled=(sums[0] * scales, sums[1] * scales),
         )
+
+    def replicated(
+        self, spec: Spec, thresholds: list[float], replicates: int
+    ) -> pl.DataFrame | None:
+        """The grouped frame of bootstrap replicates 0 … ``replicates`` of the unit's groups.
+
+        The rows must have been collected with their keys (``_k``: the row key of
+        :func:`streameval.resample_draw.with_row_key`); replicate r ≥ 1 weighs each row by
+        its Poisson count (:func:`.weightedloops.drawn`), as
+        :meth:`streameval.resample_draw.Replication.rows` does, and a group a replicate draws
+        no row of has no row there. The key ``replicate`` follows the unit's keys. The
+        replicates are read off the placed rows, on two threads; None when the kernel cannot
+        (no keys, a weighted sum that could overflow).
+        """
+        from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
+        from ..split.keys import mix_int
+        from .weightedloops import replicate_metrics, replicate_rows
+
+        limits = draw_limits()
+        if not self.keyed or not (self.heaviest * limits.size * self.bounds[-1]) ** 2 < _SAFE:
+            return None
+        words, weights = self._placed()
+        keys = self._keyed()
+        cuts, cut_tops, marks, place = self._marks(thresholds)
+        with small_pages():
+            slot, terms, filled, ends = replicate_rows(
+                words, self.bounds, self.starts, self.occupied, self.tops, self.spec.precision,
+                cuts, cut_tops, _EPS,
+            )  # fmt: skip
+        fixed = (self.bounds, filled, ends, self.occupied, self.tops, marks)
+        batches = [[0]] + [
+            list(range(lo, min(lo + REPLICATE_BATCH, replicates + 1)))
+            for lo in range(1, replicates + 1, REPLICATE_BATCH)
+        ]
+
+        def batch(members: list[int]) -> pl.DataFrame | None:
+            salts = np.array([mix_int(r) if r else 0 for r in members], np.uint64)
+            drawn = keys if members[0] else keys[:0]
+            codes, rows, sums, scales = replicate_metrics(
+                slot, terms, drawn, weights, *fixed, salts, limits
+            )
+            # the replicates' groups end to end (replicate-major), one frame for the batch
+            size = len(members) * codes.size
+            replicate = pl.Series(REPLICATE, np.repeat(members, codes.size), REPLICATE_TYPE)
+            out = (
+                np.tile(codes, len(members)),
+                rows.transpose(1, 0, 2).reshape(-1, size),
+                sums.transpose(1, 0, 2).reshape(-1, size),
+                scales.reshape(size),
+            )
+            frame = self._weighted_frame(out, place, len(thresholds), replicate)
+            return None if frame is None else frame.filter(pl.col("n") > 0)
+
+        with small_pages(), ThreadPoolExecutor(2) as pool:
+            frames = [frame for frame in pool.map(batch, batches) if frame is not None]
+        if len(frames) < len(batches):
+            return None
+        self._let_go()
+        return pl.concat(frames)
 
 
 def _slot_above(key: int, spec: Spec, cuts: I64) -> tuple[int, int]:
@@ -367,7 +476,8 @@ def compiled_cells(
     p = spec.precision
     if p > MAX_WINDOW_BITS:
         return None
-    parts = chunks(frame, ["_p", "_y", *(["_w"] if weighted else [])])
+    keyed = weighted and "_k" in frame.columns  # the row keys of bootstrap draws
+    parts = chunks(frame, ["_p", "_y", *(["_w"] if weighted else []), *(["_k"] if keyed else [])])
     seen = np.zeros(2 * loops.OFFSET, np.bool_)
     extremes = np.array([_LOW63, -_LOW63 - 1], np.int64)
     for _, (score, *_) in parts:
@@ -398,7 +508,9 @@ def compiled_cells(
     np.cumsum(counts, out=bounds[1:])
     # the group codes are decoded from the cells: the rows' codes go with the rows
     rest = replace(groups, codes=np.zeros(0, np.uint64))
-    return CompiledCells(rest, spec, loops, placing, bounds, starts, occupied, tops, back, heaviest)
+    return CompiledCells(
+        rest, spec, loops, placing, bounds, starts, occupied, tops, back, heaviest, keyed
+    )
 
 
 def coarse_layout(

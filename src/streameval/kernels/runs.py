@@ -94,7 +94,7 @@ def collect_unit(
     lf: pl.LazyFrame,
     keys: list[str],
     codes: Mapping[str, KeyCode | None],
-    rows: tuple[pl.Expr, pl.Expr, pl.Expr | None, pl.Expr],
+    rows: tuple[pl.Expr, pl.Expr, pl.Expr | None, pl.Expr, pl.Expr | None],
     collect: Collect,
     invalid: Callable[[], Exception],
 ) -> Collected | None:
@@ -109,7 +109,8 @@ def collect_unit(
     codes : mapping of str to KeyCode or None
         Integer code of each key column (None: not codable, so no sort path).
     rows : tuple of Expr
-        The label as Boolean, the score as Float64, the weight (or None) and the bad-row flag.
+        The label as Boolean, the score as Float64, the weight (or None), the bad-row flag
+        and the row key of bootstrap draws (or None; collected as ``_k``).
     collect : callable
         Collects a query (with the source's error handling).
     invalid : callable
@@ -120,7 +121,7 @@ def collect_unit(
     Collected or None
 
     """
-    label, score, weight, bad = rows
+    label, score, weight, bad, row_key = rows
     coded = key_exprs(keys, codes)
     if coded is None:
         return None
@@ -131,6 +132,8 @@ def collect_unit(
     ]
     if weight is not None:
         exprs.append(weight.alias("_w"))
+    if row_key is not None:
+        exprs.append(row_key.alias("_k"))
     frame = collect(lf.select(exprs))
     if frame["_p"].null_count():
         raise invalid()
@@ -254,6 +257,12 @@ class Deferred(Staged):
     def grouped(self, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
         """The chosen kernel's grouped frame."""
         return self._staged().grouped(spec, thresholds)
+
+    def replicated(
+        self, spec: Spec, thresholds: list[float], replicates: int
+    ) -> pl.DataFrame | None:
+        """The chosen kernel's replicates."""
+        return self._staged().replicated(spec, thresholds, replicates)
 
 
 @dataclass

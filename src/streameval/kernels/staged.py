@@ -49,6 +49,15 @@ class Staged(ABC):
         """
         return None
 
+    def replicated(
+        self, spec: Spec, thresholds: list[float], replicates: int
+    ) -> pl.DataFrame | None:
+        """The grouped frame of bootstrap replicates 0 … ``replicates`` (key ``replicate`` last).
+
+        None where the kernel does not draw replicates (the Polars passes then compute them).
+        """
+        return None
+
     def table(self, schema: pl.Schema, constants: Mapping[str, Any]) -> pl.DataFrame | None:
         """The unit's state table straight from the rows, where the kernel builds one.
 

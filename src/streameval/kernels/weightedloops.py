@@ -20,6 +20,129 @@ _LOW52 = (1 << 52) - 1
 _TOP = 52
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def drawn(key, salt, limits):  # type: ignore[no-untyped-def]
+    """A row's count in a bootstrap replicate: the limits (ascending) its draw reaches.
+
+    The draw is splitmix64's finalizer of ``key ^ salt`` (:func:`streameval.split.keys.rehash`
+    with ``salt`` the replicate's mix), as :func:`streameval.resample_draw.with_counts`.
+    """
+    x = (key ^ salt) + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    x = x ^ (x >> np.uint64(31))
+    # (no branch for the likely counts: 0 to 3 hold 98% of rows)
+    times = np.int64(x >= limits[0]) + np.int64(x >= limits[1]) + np.int64(x >= limits[2])
+    if x >= limits[3]:
+        times = np.int64(4)
+        while times < limits.size and x >= limits[times]:
+            times += 1
+    return times
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _keep(window, c, top, marks, rows, crossed, kept, g, at):  # type: ignore[no-untyped-def]
+    """Move slot ``c``'s sums (if it has rows) to the group's buckets ``kept``, from the lowest.
+
+    ``at`` holds the next mark, the buckets kept, the rows below and the heaviest bucket's
+    weight so far; the updated values are returned. A mark the bucket is at or above gets
+    the rows and the buckets below it.
+    """
+    mark, nkept, below_rows, heaviest = at
+    count = window[c, 2]
+    if count == 0.0:
+        return at
+    cn = window[c, 0]
+    cp = window[c, 1]
+    window[c, 0] = 0.0
+    window[c, 1] = 0.0
+    window[c, 2] = 0.0
+    nmarks = marks.shape[1]
+    while mark < nmarks and (
+        top > marks[0, mark] or (top == marks[0, mark] and c >= marks[1, mark])
+    ):
+        rows[1 + mark, g] = below_rows
+        crossed[mark] = nkept
+        mark += 1
+    kept[nkept, 0] = cp
+    kept[nkept, 1] = cn
+    return mark, nkept + 1, below_rows + int(count), max(heaviest, cn, cp)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _finish(kept, crossed, rows, sums, scales, g, at, loss, brier):  # type: ignore[no-untyped-def]
+    """Group ``g``'s sums from its buckets ``kept`` (``at`` as :func:`_keep` leaves it).
+
+    From the top bucket down (as the Polars finalize sums): the weight at or above each
+    bucket, so that no ratio is a difference of large sums, and the weight below and at or
+    above each mark, each summed apart (a mark below every bucket: the totals). The pair and
+    AP sums take weights scaled by a power of two that brings the group's heaviest bucket
+    near 1, so that no product underflows or overflows.
+    """
+    mark, nkept, below_rows, heaviest = at
+    nmarks = crossed.size
+    while mark < nmarks:
+        rows[1 + mark, g] = below_rows
+        crossed[mark] = nkept
+        mark += 1
+    scale = math.ldexp(1.0, min(-math.frexp(heaviest)[1], 1023)) if heaviest > 0 else 1.0
+    pairs = 0.0
+    ties = 0.0
+    ap = 0.0
+    over = 0.0
+    under = 0.0
+    above_pos = 0.0
+    above_neg = 0.0
+    scaled_pos = 0.0
+    scaled_neg = 0.0
+    mark = nmarks - 1
+    for k in range(nkept - 1, -1, -1):
+        while mark >= 0 and crossed[mark] > k:
+            sums[11 + 4 * mark, g] = above_pos
+            sums[12 + 4 * mark, g] = above_neg
+            mark -= 1
+        for m in range(mark + 1, nmarks):  # the marks above this bucket
+            sums[9 + 4 * m, g] += kept[k, 0]
+            sums[10 + 4 * m, g] += kept[k, 1]
+        above_pos += kept[k, 0]
+        above_neg += kept[k, 1]
+        cp = kept[k, 0] * scale
+        cn = kept[k, 1] * scale
+        pairs += cn * (2.0 * scaled_pos + cp)
+        ties += cp * cn
+        scaled_pos += cp
+        scaled_neg += cn
+        if cp > 0.0:
+            ap += cp * (scaled_pos / (scaled_pos + scaled_neg))
+            up, down = _ap_bound_terms(cp, cn, scaled_pos, scaled_neg)
+            over += up
+            under += down
+    while mark >= 0:
+        sums[11 + 4 * mark, g] = above_pos
+        sums[12 + 4 * mark, g] = above_neg
+        mark -= 1
+    rows[0, g] = below_rows
+    sums[0, g] = above_pos
+    sums[1, g] = above_neg
+    sums[2, g] = pairs
+    sums[3, g] = ties
+    sums[4, g] = ap
+    sums[5, g] = -loss
+    sums[6, g] = brier
+    sums[7, g] = over
+    sums[8, g] = under
+    scales[g] = scale
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _outputs(groups, nmarks):  # type: ignore[no-untyped-def]
+    """The arrays a metrics loop fills: codes, rows, sums, scales (:func:`weighted_metrics`)."""
+    codes = np.empty(groups, np.uint64)
+    rows = np.zeros((1 + nmarks, groups), np.int64)
+    sums = np.zeros((9 + 4 * nmarks, groups), np.float64)
+    return codes, rows, sums, np.empty(groups, np.float64)
+
+
 # (NumPy's error model: a float divided by 0 is inf or nan, as in the Polars finalize)
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def weighted_metrics(words, weights, bounds, starts, occupied, tops, p, cuts, cut_tops, eps, marks):  # type: ignore[no-untyped-def]
@@ -48,10 +171,7 @@ def weighted_metrics(words, weights, bounds, starts, occupied, tops, p, cuts, cu
     widest, groups, most, every, touched = _layout(bounds, starts, occupied, ntops)
     window = np.zeros((widest, 3), np.float64)
     nmarks = marks.shape[1]
-    codes = np.empty(groups, np.uint64)
-    rows = np.zeros((1 + nmarks, groups), np.int64)
-    sums = np.zeros((9 + 4 * nmarks, groups), np.float64)
-    scales = np.empty(groups, np.float64)
+    codes, rows, sums, scales = _outputs(groups, nmarks)
     kept = np.empty((most, 2), np.float64)
     crossed = np.empty(nmarks, np.int64)  # buckets below each mark
     shift = _TOP - p
@@ -62,10 +182,7 @@ def weighted_metrics(words, weights, bounds, starts, occupied, tops, p, cuts, cu
         g += 1
         code = occupied[o] // ntops
         codes[g] = code
-        nkept = 0
-        below_rows = 0
-        heaviest = 0.0
-        mark = 0
+        at = (0, 0, 0, 0.0)
         loss = 0.0
         brier = 0.0
         while o < occupied.size and occupied[o] // ntops == code:
@@ -88,80 +205,129 @@ def weighted_metrics(words, weights, bounds, starts, occupied, tops, p, cuts, cu
                 brier += w * (d * d)
             rows_in = bounds[o + 1] - bounds[o]
             for c in _slots(touched, rows_in, every, starts[o + 1] - starts[o]):
-                count = window[c, 2]
-                if count == 0.0:
-                    continue
-                cn = window[c, 0]
-                cp = window[c, 1]
-                window[c, 0] = 0.0
-                window[c, 1] = 0.0
-                window[c, 2] = 0.0
-                while mark < nmarks and (
-                    top > marks[0, mark] or (top == marks[0, mark] and c >= marks[1, mark])
-                ):
-                    rows[1 + mark, g] = below_rows
-                    crossed[mark] = nkept
-                    mark += 1
-                heaviest = max(heaviest, cn, cp)
-                below_rows += int(count)
-                kept[nkept, 0] = cp
-                kept[nkept, 1] = cn
-                nkept += 1
+                at = _keep(window, c, top, marks, rows, crossed, kept, g, at)
             o += 1
-        while mark < nmarks:
-            rows[1 + mark, g] = below_rows
-            crossed[mark] = nkept
-            mark += 1
-        # From the top bucket down (as the Polars finalize sums): the weight at or above each
-        # bucket, so that no ratio is a difference of large sums, and the weight below and at
-        # or above each mark, each summed apart (a mark below every bucket: the totals). The
-        # pair and AP sums take weights scaled by a power of two that brings the group's
-        # heaviest bucket near 1, so that no product underflows or overflows.
-        scale = math.ldexp(1.0, min(-math.frexp(heaviest)[1], 1023)) if heaviest > 0 else 1.0
-        pairs = 0.0
-        ties = 0.0
-        ap = 0.0
-        over = 0.0
-        under = 0.0
-        above_pos = 0.0
-        above_neg = 0.0
-        scaled_pos = 0.0
-        scaled_neg = 0.0
-        mark = nmarks - 1
-        for k in range(nkept - 1, -1, -1):
-            while mark >= 0 and crossed[mark] > k:
-                sums[11 + 4 * mark, g] = above_pos
-                sums[12 + 4 * mark, g] = above_neg
-                mark -= 1
-            for m in range(mark + 1, nmarks):  # the marks above this bucket
-                sums[9 + 4 * m, g] += kept[k, 0]
-                sums[10 + 4 * m, g] += kept[k, 1]
-            above_pos += kept[k, 0]
-            above_neg += kept[k, 1]
-            cp = kept[k, 0] * scale
-            cn = kept[k, 1] * scale
-            pairs += cn * (2.0 * scaled_pos + cp)
-            ties += cp * cn
-            scaled_pos += cp
-            scaled_neg += cn
-            if cp > 0.0:
-                ap += cp * (scaled_pos / (scaled_pos + scaled_neg))
-                up, down = _ap_bound_terms(cp, cn, scaled_pos, scaled_neg)
-                over += up
-                under += down
-        while mark >= 0:
-            sums[11 + 4 * mark, g] = above_pos
-            sums[12 + 4 * mark, g] = above_neg
-            mark -= 1
-        rows[0, g] = below_rows
-        sums[0, g] = above_pos
-        sums[1, g] = above_neg
-        sums[2, g] = pairs
-        sums[3, g] = ties
-        sums[4, g] = ap
-        sums[5, g] = -loss
-        sums[6, g] = brier
-        sums[7, g] = over
-        sums[8, g] = under
-        scales[g] = scale
+        _finish(kept, crossed, rows, sums, scales, g, at, loss, brier)
+    return codes, rows, sums, scales
+
+
+@numba.njit(cache=True, nogil=True)
+def replicate_rows(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps):  # type: ignore[no-untyped-def]
+    """What every bootstrap replicate reads of the placed rows (:func:`replicate_metrics`).
+
+    Returns each row's slot in its coarse cell's window times 2 plus its label (int32); its
+    log-loss term (the log of its label's clipped probability) and squared error, a row
+    each; and each coarse cell's filled slots in ascending order (``filled``, the cell's
+    from ``ends[o]`` to ``ends[o + 1]``).
+    """
+    ntops = tops.size
+    widest, _, _, _, touched = _layout(bounds, starts, occupied, ntops)
+    seen = np.zeros(widest, np.bool_)
+    slot = np.empty(words.size, np.int32)
+    terms = np.empty((words.size, 2), np.float64)
+    filled = np.empty(words.size, np.int32)
+    ends = np.zeros(occupied.size + 1, np.int64)
+    shift = _TOP - p
+    high = 1.0 - eps
+    k = 0
+    for o in range(occupied.size):
+        _, floor, first, cut = _coarse(occupied[o], tops, ntops, shift, cut_tops)
+        distinct = 0
+        for r in range(bounds[o], bounds[o + 1]):
+            word = words[r]
+            key = floor | (word & _LOW52)
+            c = (key >> shift) - first
+            if cut:
+                c += np.searchsorted(cuts, key, side="right") - np.searchsorted(cuts, floor)
+            label = (word >> _TOP) & 1
+            slot[r] = c * 2 + label
+            score = _score(key)
+            q = min(max(score, eps), high)
+            terms[r, 0] = np.log(abs(q - (1.0 - label)))
+            d = score - label
+            terms[r, 1] = d * d
+            if not seen[c]:
+                seen[c] = True
+                touched[distinct] = c
+                distinct += 1
+        for c in np.sort(touched[:distinct]):
+            seen[c] = False
+            filled[k] = c
+            k += 1
+        ends[o + 1] = k
+    return slot, terms, filled[:k].copy(), ends
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def replicate_metrics(  # type: ignore[no-untyped-def]
+    slot, terms, keys, weights, bounds, filled, ends, occupied, tops, marks, salts, limits
+):
+    """:func:`weighted_metrics` of bootstrap replicates, one per salt, from :func:`replicate_rows`.
+
+    In the replicate of ``salts[b]``, each row's weight is multiplied by its count,
+    :func:`drawn` of its key (``keys``, placed as the rows), the salt and ``limits``; rows
+    drawn 0 times are left out, and a group with none drawn has no rows. Empty ``keys``:
+    the rows as they are (replicate 0; one salt). Each coarse cell's rows are read for every
+    replicate in turn while they are in cache. Returns what :func:`weighted_metrics` returns,
+    each array but the codes with the replicates as its first axis.
+    """
+    ntops = tops.size
+    widest = 0
+    for o in range(occupied.size):
+        if ends[o + 1] > ends[o]:
+            widest = max(widest, filled[ends[o + 1] - 1] + 1)
+    _, groups, most, _, _ = _layout(bounds, ends, occupied, ntops)
+    window = np.zeros((widest, 3), np.float64)
+    nmarks = marks.shape[1]
+    count = salts.size
+    codes = np.empty(groups, np.uint64)
+    rows = np.zeros((count, 1 + nmarks, groups), np.int64)
+    sums = np.zeros((count, 9 + 4 * nmarks, groups), np.float64)
+    scales = np.empty((count, groups), np.float64)
+    kept = np.empty((count, most, 2), np.float64)
+    crossed = np.empty((count, nmarks), np.int64)
+    at = np.zeros((count, 3), np.int64)  # per replicate: next mark, buckets kept, rows below
+    heaviest = np.zeros(count, np.float64)
+    loss = np.zeros(count, np.float64)
+    brier = np.zeros(count, np.float64)
+    draw = keys.size > 0
+    g = -1
+    o = 0
+    while o < occupied.size:
+        g += 1
+        code = occupied[o] // ntops
+        codes[g] = code
+        at[:] = 0
+        heaviest[:] = 0.0
+        loss[:] = 0.0
+        brier[:] = 0.0
+        while o < occupied.size and occupied[o] // ntops == code:
+            top = tops[occupied[o] % ntops]
+            for b in range(count):
+                salt = salts[b]
+                lost = 0.0
+                squared = 0.0
+                for r in range(bounds[o], bounds[o + 1]):
+                    w = weights[r]
+                    row = 1.0
+                    if draw:  # (a row drawn 0 times adds 0 and is not counted: no branch)
+                        times = drawn(keys[r], salt, limits)
+                        w *= times
+                        row = np.float64(times > 0)
+                    s = slot[r]
+                    window[s >> 1, s & 1] += w
+                    window[s >> 1, 2] += row
+                    lost += w * terms[r, 0]
+                    squared += w * terms[r, 1]
+                loss[b] += lost
+                brier[b] += squared
+                state = (at[b, 0], at[b, 1], at[b, 2], heaviest[b])
+                below, cross, keep = rows[b], crossed[b], kept[b]
+                for i in range(ends[o], ends[o + 1]):
+                    state = _keep(window, filled[i], top, marks, below, cross, keep, g, state)
+                at[b, 0], at[b, 1], at[b, 2], heaviest[b] = state
+            o += 1
+        for b in range(count):
+            state = (at[b, 0], at[b, 1], at[b, 2], heaviest[b])
+            _finish(kept[b], crossed[b], rows[b], sums[b], scales[b], g, state, loss[b], brier[b])
     return codes, rows, sums, scales

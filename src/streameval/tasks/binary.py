@@ -11,6 +11,7 @@ from ..bucketing import ABOVE_ONE, EXACT_BITS, is_bucket_edge
 from ..errors import InputError
 from ..kernels.runs import collect_unit
 from ..metrics.binary import COLUMNS
+from ..resample_draw import ROW_KEY
 from ..spec import Spec
 from ..states import binary
 from ..validate import diagnose_bad_rows, label_expr
@@ -74,7 +75,8 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
         )
 
     columns = [inputs.label, score, *opened.keys, *([inputs.weight] if inputs.weight else [])]
-    runs = unit_reader(opened, columns, collect_unit, (y, p, w, bad), diagnose)
+    key = pl.col(ROW_KEY) if inputs.bootstrap else None  # (added by the replicates' reader)
+    runs = unit_reader(opened, columns, collect_unit, (y, p, w, bad, key), diagnose)
 
     invalid = lambda t: bool(t["bucket"].null_count())  # noqa: E731
     return TaskPlan(spec, build, invalid, diagnose, runs)
