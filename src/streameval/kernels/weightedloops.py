@@ -14,7 +14,7 @@ import math
 import numba
 import numpy as np
 
-from .loops import _ap_bound_terms, _coarse, _layout, _score, _slots
+from .loops import _ap_bound_terms, _coarse, _layout, _row, _score, _slots
 
 _LOW52 = (1 << 52) - 1
 _TOP = 52
@@ -188,13 +188,8 @@ def weighted_metrics(words, weights, bounds, starts, occupied, tops, p, cuts, cu
         while o < occupied.size and occupied[o] // ntops == code:
             top, floor, first, cut = _coarse(occupied[o], tops, ntops, shift, cut_tops)
             for r in range(bounds[o], bounds[o + 1]):
-                word = words[r]
-                key = floor | (word & _LOW52)
-                c = (key >> shift) - first
-                if cut:
-                    c += np.searchsorted(cuts, key, side="right") - np.searchsorted(cuts, floor)
+                key, c, label = _row(words[r], floor, first, shift, cut, cuts)
                 touched[r - bounds[o]] = c
-                label = (word >> _TOP) & 1
                 w = weights[r]
                 window[c, label] += w
                 window[c, 2] += 1.0
@@ -234,12 +229,7 @@ def replicate_rows(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps
         _, floor, first, cut = _coarse(occupied[o], tops, ntops, shift, cut_tops)
         distinct = 0
         for r in range(bounds[o], bounds[o + 1]):
-            word = words[r]
-            key = floor | (word & _LOW52)
-            c = (key >> shift) - first
-            if cut:
-                c += np.searchsorted(cuts, key, side="right") - np.searchsorted(cuts, floor)
-            label = (word >> _TOP) & 1
+            key, c, label = _row(words[r], floor, first, shift, cut, cuts)
             slot[r] = c * 2 + label
             score = _score(key)
             q = min(max(score, eps), high)
