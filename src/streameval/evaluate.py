@@ -116,28 +116,6 @@ def evaluate(
             prediction=prediction, scores=scores, classes=classes, positive=positive,
             precision=precision, top_k=top_k, power=power, drop_nulls=drop_nulls, engine=engine,
         )  # fmt: skip
-    if ci == "bootstrap" and task == "binary" and metrics is None:
-        drawn = _drawn_bootstrap(
-            source, label=label, score=score, by=by, weight=weight, positive=positive,
-            precision=precision, threshold=threshold, bootstrap=bootstrap, row_id=row_id,
-            seed=seed, level=level, drop_nulls=drop_nulls, engine=engine,
-        )  # fmt: skip
-        if drawn is not None:
-            return drawn
-    if ci in ("bootstrap", "jackknife"):
-        from .accumulate import accumulate
-
-        state = accumulate(
-            source, label=label, score=score, by=by, weight=weight, task=task,
-            prediction=prediction, scores=scores, classes=classes, positive=positive,
-            precision=precision, thresholds=threshold, top_k=top_k, power=power,
-            bootstrap=bootstrap if ci == "bootstrap" else None, row_id=row_id, seed=seed,
-            drop_nulls=drop_nulls, engine=engine,
-        )  # fmt: skip
-        return state.metrics(
-            threshold if task == "binary" else None, alpha=alpha, metrics=metrics, ci=ci,
-            level=level, jackknife=jackknife,
-        )  # fmt: skip
     thresholds = as_thresholds(threshold)
     inputs = Inputs(
         label=label,
@@ -153,6 +131,25 @@ def evaluate(
         top_k=top_k,
         power=power,
     )
+    if ci == "bootstrap" and task == "binary" and metrics is None:
+        drawn = replace(inputs, bootstrap=bootstrap, row_id=row_id, seed=seed)
+        table = _drawn_bootstrap(source, drawn, by, level, drop_nulls, engine)
+        if table is not None:
+            return table
+    if ci in ("bootstrap", "jackknife"):
+        from .accumulate import accumulate
+
+        state = accumulate(
+            source, label=label, score=score, by=by, weight=weight, task=task,
+            prediction=prediction, scores=scores, classes=classes, positive=positive,
+            precision=precision, thresholds=threshold, top_k=top_k, power=power,
+            bootstrap=bootstrap if ci == "bootstrap" else None, row_id=row_id, seed=seed,
+            drop_nulls=drop_nulls, engine=engine,
+        )  # fmt: skip
+        return state.metrics(
+            threshold if task == "binary" else None, alpha=alpha, metrics=metrics, ci=ci,
+            level=level, jackknife=jackknife,
+        )  # fmt: skip
     plan = prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine)
     options: dict[str, Any] = {"threshold": thresholds} if task == "binary" else {}
     options["metrics"] = metrics
@@ -234,17 +231,8 @@ def _tables(
 
 def _drawn_bootstrap(
     source: Any,
-    *,
-    label: str,
-    score: str | None,
+    inputs: Inputs,
     by: str | Sequence[str] | None,
-    weight: str | None,
-    positive: Any,
-    precision: int | str | None,
-    threshold: float | Sequence[float],
-    bootstrap: int,
-    row_id: str | Sequence[str] | None,
-    seed: int,
     level: float,
     drop_nulls: bool,
     engine: Engine,
@@ -260,21 +248,16 @@ def _drawn_bootstrap(
     from .kernels.compiled import MAX_WINDOW_BITS, loops
     from .resample import replicate_intervals
 
-    bits = parse_precision(precision)
-    if loops() is None or bits > MAX_WINDOW_BITS:
+    if loops() is None or inputs.precision > MAX_WINDOW_BITS or inputs.bootstrap is None:
         return None
-    thresholds = as_thresholds(threshold)
-    inputs = Inputs(
-        label=label, score=score, weight=weight, positive=positive, precision=bits,
-        thresholds=tuple(thresholds), bootstrap=bootstrap, row_id=row_id, seed=seed,
-    )  # fmt: skip
+    thresholds = list(inputs.thresholds)
     plan = prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine, drawn=True)
     options: dict[str, Any] = {"threshold": thresholds, "metrics": None}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        table = _tables(plan, thresholds, options, False, bootstrap)
+        table = _tables(plan, thresholds, options, False, inputs.bootstrap)
     _warn_once(caught)
-    return replicate_intervals(table, plan.spec.keys[:-1], bootstrap, level)
+    return replicate_intervals(table, plan.spec.keys[:-1], inputs.bootstrap, level)
 
 
 def _warn_once(caught: list[warnings.WarningMessage]) -> None:

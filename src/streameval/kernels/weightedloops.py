@@ -134,15 +134,6 @@ def _finish(kept, crossed, rows, sums, scales, g, at, loss, brier):  # type: ign
     scales[g] = scale
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _outputs(groups, nmarks):  # type: ignore[no-untyped-def]
-    """The arrays a metrics loop fills: codes, rows, sums, scales (:func:`weighted_metrics`)."""
-    codes = np.empty(groups, np.uint64)
-    rows = np.zeros((1 + nmarks, groups), np.int64)
-    sums = np.zeros((9 + 4 * nmarks, groups), np.float64)
-    return codes, rows, sums, np.empty(groups, np.float64)
-
-
 # (NumPy's error model: a float divided by 0 is inf or nan, as in the Polars finalize)
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def weighted_metrics(words, weights, bounds, starts, occupied, tops, p, cuts, cut_tops, eps, marks):  # type: ignore[no-untyped-def]
@@ -171,7 +162,10 @@ def weighted_metrics(words, weights, bounds, starts, occupied, tops, p, cuts, cu
     widest, groups, most, every, touched = _layout(bounds, starts, occupied, ntops)
     window = np.zeros((widest, 3), np.float64)
     nmarks = marks.shape[1]
-    codes, rows, sums, scales = _outputs(groups, nmarks)
+    codes = np.empty(groups, np.uint64)
+    rows = np.zeros((1 + nmarks, groups), np.int64)
+    sums = np.zeros((9 + 4 * nmarks, groups), np.float64)
+    scales = np.empty(groups, np.float64)
     kept = np.empty((most, 2), np.float64)
     crossed = np.empty(nmarks, np.int64)  # buckets below each mark
     shift = _TOP - p
