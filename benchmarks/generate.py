@@ -27,8 +27,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import shutil
+import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -39,6 +40,7 @@ import polars as pl
 DEFAULT_START = date(2026, 10, 1)
 DEFAULT_ROWS_PER_FILE = 4_000_000
 DEFAULT_ROW_GROUP_SIZE = 1_000_000
+_PART = re.compile(r"part-\d+\.parquet(\.tmp)?")  # the files this generator writes
 
 # Tags mixed into the seed so that each random stream is independent.
 _PARAMS_STREAM = 0
@@ -186,10 +188,71 @@ def make_chunk(params: SegmentParams, n: int, seed: int, day_index: int, part: i
 
 
 def _clear_partitions(out: Path) -> None:
-    """Remove the ``day=*`` directories of a previous run, and nothing else."""
-    for child in out.glob("day=*"):
-        if child.is_dir():
-            shutil.rmtree(child)
+    """Remove the files a previous run wrote (``day=*/part-K.parquet``), and nothing else.
+
+    A ``day=*`` directory holding anything else raises :class:`FileExistsError` before
+    anything is removed; a directory left empty is removed.
+    """
+    days = [d for d in out.glob("day=*") if d.is_dir()]
+    ours = [f for d in days for f in d.iterdir() if _PART.fullmatch(f.name)]
+    others = [f for d in days for f in d.iterdir() if not _PART.fullmatch(f.name)]
+    if others:
+        raise FileExistsError(
+            f"{out} holds files this generator did not write, such as {others[0]}; "
+            "remove them or choose another output directory"
+        )
+    for path in ours:
+        path.unlink()
+    for folder in days:
+        folder.rmdir()
+
+
+def check_sizes(rows: int, segments: int, days: int, rows_per_file: int) -> None:
+    """Raise :class:`ValueError` unless every size argument is positive."""
+    if rows < 1 or segments < 1 or days < 1 or rows_per_file < 1:
+        raise ValueError("rows, segments, days and rows_per_file must be >= 1")
+
+
+def write_partitions(
+    make: Callable[[int, int, int], pl.DataFrame],
+    out: str | os.PathLike[str],
+    rows: int,
+    days: int,
+    *,
+    start: date,
+    rows_per_file: int,
+    row_group_size: int,
+    overwrite: bool,
+) -> GenerateResult:
+    """Write ``out/day=YYYY-MM-DD/part-K.parquet``, one file at a time.
+
+    ``make(n, day_index, part)`` gives a file's ``n`` rows. The rows are spread evenly over
+    ``days`` days, and a day's over files of at most ``rows_per_file`` rows; each file is
+    written under a temporary name and then renamed. Existing partitions raise
+    :class:`FileExistsError` unless ``overwrite`` (then :func:`_clear_partitions`).
+    """
+    t0 = time.perf_counter()
+    root = Path(out)
+    if any(root.glob("day=*")):
+        if not overwrite:
+            raise FileExistsError(f"{root} already holds day=* partitions")
+        _clear_partitions(root)
+    result = GenerateResult(out=root, rows=rows)
+    for day_index, day_rows in enumerate(split_evenly(rows, days)):
+        day_dir = root / f"day={(start + timedelta(days=day_index)).isoformat()}"
+        day_dir.mkdir(parents=True, exist_ok=True)
+        n_parts = max(1, math.ceil(day_rows / rows_per_file))
+        for part, n in enumerate(split_evenly(day_rows, n_parts)):
+            chunk = make(n, day_index, part)
+            path = day_dir / f"part-{part}.parquet"
+            tmp = path.with_suffix(".parquet.tmp")
+            chunk.write_parquet(tmp, compression="zstd", row_group_size=row_group_size)
+            tmp.replace(path)
+            result.files.append(path)
+            result.total_bytes += path.stat().st_size
+            del chunk
+    result.seconds = time.perf_counter() - t0
+    return result
 
 
 def generate(
@@ -226,7 +289,8 @@ def generate(
     row_group_size : int, default 1_000_000
         Parquet row-group size.
     overwrite : bool, default False
-        Remove existing ``day=*`` directories under `out` first. Otherwise an
+        Remove the files of an earlier run under `out` first (only ``day=*/part-K.parquet``:
+        a partition holding other files raises :class:`FileExistsError`). Otherwise an
         existing partition raises :class:`FileExistsError`.
 
     Returns
@@ -241,31 +305,18 @@ def generate(
     FileExistsError
         If `out` already holds ``day=*`` partitions and `overwrite` is false.
     """
-    if rows < 1 or segments < 1 or days < 1 or rows_per_file < 1:
-        raise ValueError("rows, segments, days and rows_per_file must be >= 1")
-    t0 = time.perf_counter()
-    root = Path(out)
-    if any(root.glob("day=*")):
-        if not overwrite:
-            raise FileExistsError(f"{root} already holds day=* partitions")
-        _clear_partitions(root)
+    check_sizes(rows, segments, days, rows_per_file)
     params = segment_params(segments, seed)
-    result = GenerateResult(out=root, rows=rows)
-    for day_index, day_rows in enumerate(split_evenly(rows, days)):
-        day_dir = root / f"day={(start + timedelta(days=day_index)).isoformat()}"
-        day_dir.mkdir(parents=True, exist_ok=True)
-        n_parts = max(1, math.ceil(day_rows / rows_per_file))
-        for part, n in enumerate(split_evenly(day_rows, n_parts)):
-            chunk = make_chunk(params, n, seed, day_index, part)
-            path = day_dir / f"part-{part}.parquet"
-            tmp = path.with_suffix(".parquet.tmp")
-            chunk.write_parquet(tmp, compression="zstd", row_group_size=row_group_size)
-            tmp.replace(path)
-            result.files.append(path)
-            result.total_bytes += path.stat().st_size
-            del chunk
-    result.seconds = time.perf_counter() - t0
-    return result
+    return write_partitions(
+        lambda n, day_index, part: make_chunk(params, n, seed, day_index, part),
+        out,
+        rows,
+        days,
+        start=start,
+        rows_per_file=rows_per_file,
+        row_group_size=row_group_size,
+        overwrite=overwrite,
+    )
 
 
 def _parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -38,12 +38,10 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import shutil
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +55,8 @@ from generate import (  # noqa: E402
     DEFAULT_ROWS_PER_FILE,
     DEFAULT_START,
     GenerateResult,
-    split_evenly,
+    check_sizes,
+    write_partitions,
 )
 
 KINDS: tuple[str, ...] = ("binary", "multiclass", "regression")
@@ -261,32 +260,19 @@ def _write(
     row_group_size: int,
     overwrite: bool,
 ) -> GenerateResult:
-    """Write ``OUT/day=.../part-K.parquet`` one file at a time with a chunk maker."""
-    if rows < 1 or segments < 1 or days < 1 or rows_per_file < 1:
-        raise ValueError("rows, segments, days and rows_per_file must be >= 1")
-    t0 = time.perf_counter()
-    root = Path(out)
-    existing = [d for d in root.glob("day=*") if d.is_dir()]
-    if existing and not overwrite:
-        raise FileExistsError(f"{root} already holds day=* partitions")
-    for folder in existing:
-        shutil.rmtree(folder)
+    """Write ``OUT/day=.../part-K.parquet`` with a chunk maker (``generate.write_partitions``)."""
+    check_sizes(rows, segments, days, rows_per_file)
     params = spread_params(segments, seed)
-    result = GenerateResult(out=root, rows=rows)
-    for day_index, day_rows in enumerate(split_evenly(rows, days)):
-        folder = root / f"day={(start + timedelta(days=day_index)).isoformat()}"
-        folder.mkdir(parents=True, exist_ok=True)
-        n_parts = max(1, math.ceil(day_rows / rows_per_file))
-        for part, n in enumerate(split_evenly(day_rows, n_parts)):
-            path = folder / f"part-{part}.parquet"
-            tmp = path.with_suffix(".parquet.tmp")
-            frame = chunk(params, n, seed, day_index, part)
-            frame.write_parquet(tmp, compression="zstd", row_group_size=row_group_size)
-            tmp.replace(path)
-            result.files.append(path)
-            result.total_bytes += path.stat().st_size
-    result.seconds = time.perf_counter() - t0
-    return result
+    return write_partitions(
+        lambda n, day_index, part: chunk(params, n, seed, day_index, part),
+        out,
+        rows,
+        days,
+        start=start,
+        rows_per_file=rows_per_file,
+        row_group_size=row_group_size,
+        overwrite=overwrite,
+    )
 
 
 def generate(
