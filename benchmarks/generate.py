@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -207,17 +208,14 @@ def _clear_partitions(out: Path) -> None:
         folder.rmdir()
 
 
-def check_sizes(rows: int, segments: int, days: int, rows_per_file: int) -> None:
-    """Raise :class:`ValueError` unless every size argument is positive."""
-    if rows < 1 or segments < 1 or days < 1 or rows_per_file < 1:
-        raise ValueError("rows, segments, days and rows_per_file must be >= 1")
-
-
 def write_partitions(
-    make: Callable[[int, int, int], pl.DataFrame],
+    chunk: Callable[[Any, int, int, int, int], pl.DataFrame],
+    params_of: Callable[[int, int], Any],
     out: str | os.PathLike[str],
     rows: int,
+    segments: int,
     days: int,
+    seed: int,
     *,
     start: date,
     rows_per_file: int,
@@ -226,31 +224,35 @@ def write_partitions(
 ) -> GenerateResult:
     """Write ``out/day=YYYY-MM-DD/part-K.parquet``, one file at a time.
 
-    ``make(n, day_index, part)`` gives a file's ``n`` rows. The rows are spread evenly over
-    ``days`` days, and a day's over files of at most ``rows_per_file`` rows; each file is
-    written under a temporary name and then renamed. Existing partitions raise
+    ``params_of(segments, seed)`` gives the segments' parameters and ``chunk(params, n,
+    seed, day_index, part)`` a file's ``n`` rows. The rows are spread evenly over ``days``
+    days, and a day's over files of at most ``rows_per_file`` rows; each file is written
+    under a temporary name and then renamed. Existing partitions raise
     :class:`FileExistsError` unless ``overwrite`` (then :func:`_clear_partitions`).
     """
+    if rows < 1 or segments < 1 or days < 1 or rows_per_file < 1:
+        raise ValueError("rows, segments, days and rows_per_file must be >= 1")
     t0 = time.perf_counter()
     root = Path(out)
     if any(root.glob("day=*")):
         if not overwrite:
             raise FileExistsError(f"{root} already holds day=* partitions")
         _clear_partitions(root)
+    params = params_of(segments, seed)
     result = GenerateResult(out=root, rows=rows)
     for day_index, day_rows in enumerate(split_evenly(rows, days)):
         day_dir = root / f"day={(start + timedelta(days=day_index)).isoformat()}"
         day_dir.mkdir(parents=True, exist_ok=True)
         n_parts = max(1, math.ceil(day_rows / rows_per_file))
         for part, n in enumerate(split_evenly(day_rows, n_parts)):
-            chunk = make(n, day_index, part)
+            frame = chunk(params, n, seed, day_index, part)
             path = day_dir / f"part-{part}.parquet"
             tmp = path.with_suffix(".parquet.tmp")
-            chunk.write_parquet(tmp, compression="zstd", row_group_size=row_group_size)
+            frame.write_parquet(tmp, compression="zstd", row_group_size=row_group_size)
             tmp.replace(path)
             result.files.append(path)
             result.total_bytes += path.stat().st_size
-            del chunk
+            del frame
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -305,18 +307,10 @@ def generate(
     FileExistsError
         If `out` already holds ``day=*`` partitions and `overwrite` is false.
     """
-    check_sizes(rows, segments, days, rows_per_file)
-    params = segment_params(segments, seed)
     return write_partitions(
-        lambda n, day_index, part: make_chunk(params, n, seed, day_index, part),
-        out,
-        rows,
-        days,
-        start=start,
-        rows_per_file=rows_per_file,
-        row_group_size=row_group_size,
-        overwrite=overwrite,
-    )
+        make_chunk, segment_params, out, rows, segments, days, seed, start=start,
+        rows_per_file=rows_per_file, row_group_size=row_group_size, overwrite=overwrite,
+    )  # fmt: skip
 
 
 def _parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -55,7 +55,6 @@ from generate import (  # noqa: E402
     DEFAULT_ROWS_PER_FILE,
     DEFAULT_START,
     GenerateResult,
-    check_sizes,
     write_partitions,
 )
 
@@ -248,33 +247,6 @@ CHUNKS: dict[str, Chunk] = {
 }
 
 
-def _write(
-    chunk: Chunk,
-    out: str | os.PathLike[str],
-    rows: int,
-    segments: int,
-    days: int,
-    seed: int,
-    start: date,
-    rows_per_file: int,
-    row_group_size: int,
-    overwrite: bool,
-) -> GenerateResult:
-    """Write ``OUT/day=.../part-K.parquet`` with a chunk maker (``generate.write_partitions``)."""
-    check_sizes(rows, segments, days, rows_per_file)
-    params = spread_params(segments, seed)
-    return write_partitions(
-        lambda n, day_index, part: chunk(params, n, seed, day_index, part),
-        out,
-        rows,
-        days,
-        start=start,
-        rows_per_file=rows_per_file,
-        row_group_size=row_group_size,
-        overwrite=overwrite,
-    )
-
-
 def generate(
     out: str | os.PathLike[str],
     rows: int,
@@ -316,18 +288,10 @@ def generate(
     GenerateResult
         Files written, total rows and bytes, wall time.
     """
-    return _write(
-        binary_chunk,
-        out,
-        rows,
-        segments,
-        days,
-        seed,
-        start,
-        rows_per_file,
-        row_group_size,
-        overwrite,
-    )
+    return write_partitions(
+        binary_chunk, spread_params, out, rows, segments, days, seed, start=start,
+        rows_per_file=rows_per_file, row_group_size=row_group_size, overwrite=overwrite,
+    )  # fmt: skip
 
 
 def generate_multiclass(
@@ -346,18 +310,10 @@ def generate_multiclass(
 
     Files are smaller by default (1M rows), since a row holds 10 probabilities.
     """
-    return _write(
-        multiclass_chunk,
-        out,
-        rows,
-        segments,
-        days,
-        seed,
-        start,
-        rows_per_file,
-        row_group_size,
-        overwrite,
-    )
+    return write_partitions(
+        multiclass_chunk, spread_params, out, rows, segments, days, seed, start=start,
+        rows_per_file=rows_per_file, row_group_size=row_group_size, overwrite=overwrite,
+    )  # fmt: skip
 
 
 def generate_regression(
@@ -373,18 +329,10 @@ def generate_regression(
     overwrite: bool = False,
 ) -> GenerateResult:
     """Write a regression data set (see :func:`regression_chunk`); arguments as :func:`generate`."""
-    return _write(
-        regression_chunk,
-        out,
-        rows,
-        segments,
-        days,
-        seed,
-        start,
-        rows_per_file,
-        row_group_size,
-        overwrite,
-    )
+    return write_partitions(
+        regression_chunk, spread_params, out, rows, segments, days, seed, start=start,
+        rows_per_file=rows_per_file, row_group_size=row_group_size, overwrite=overwrite,
+    )  # fmt: skip
 
 
 GENERATE: dict[str, Callable[..., GenerateResult]] = {
