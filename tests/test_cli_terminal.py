@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -46,6 +47,14 @@ def in_terminal(argv: list[str], width: int, cwd: Path) -> tuple[int, str]:
     os.close(master)
     status = proc.wait(timeout=120)
     return status, b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def screen_lines(out: str) -> list[str]:
+    """The lines a terminal showed: escape sequences dropped, each redrawn line on its own."""
+    return [part for line in ESCAPE.sub("", out).split("\n") for part in line.split("\r")]
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +118,7 @@ def test_every_command_fits_the_terminal(place, name, width):
     status, out = in_terminal(COMMANDS[name], width, place)
     assert status == 0, out
     assert "Traceback" not in out
-    too_long = [line for line in out.splitlines() if len(line.rstrip("\r")) > width]
+    too_long = [line for line in screen_lines(out) if len(line) > width]
     assert not too_long, out
     assert out.strip()
     if name == "evaluate-many-groups":
@@ -148,3 +157,52 @@ def test_piped_output_is_long_enough_to_fill_the_pipe(place):
         capture_output=True, cwd=place, env=ENV, check=True,
     )  # fmt: skip
     assert len(result.stdout) > 65536  # more than a pipe buffer: the test above means something
+
+
+PROGRESS = {  # each long command, and what its progress bar counts
+    "evaluate": ("2/2 partitions", "rows/s"),
+    "evaluate-bootstrap": ("1/1 shards", "ETA"),  # not by day: the rows in shards
+    "report": ("1/1 shards", "rows/s"),
+    "demo": ("partitions", "rows/s"),
+    "run-full": ("2/2 files", "rows/s"),
+    "state-merge": ("2/2 inputs", "ETA"),
+}
+COMMANDS["run-full"] = ["run", "job.toml", "--full-refresh"]
+
+
+@pytest.mark.parametrize("name", list(PROGRESS))
+def test_progress_shows_on_a_terminal_and_not_when_piped(place, name):
+    status, out = in_terminal(COMMANDS[name], 120, place)
+    assert status == 0, out
+    shown = ESCAPE.sub("", out)
+    assert all(text in shown for text in PROGRESS[name]), out
+    piped = subprocess.run(
+        [sys.executable, "-m", "streameval", *COMMANDS[name]],
+        capture_output=True, text=True, cwd=place, env=ENV,
+    )  # fmt: skip
+    assert piped.returncode == 0, piped.stderr
+    assert "\x1b" not in piped.stderr and "\r" not in piped.stderr and "━" not in piped.stderr
+    if name == "run-full":  # a job's log: one plain line per partition stored
+        assert piped.stderr.startswith("streameval run: day=2026-10-01: 1 file(s), 4,000 rows")
+    else:
+        assert not any(text in piped.stderr for text in PROGRESS[name]), piped.stderr
+
+
+def test_progress_in_python_draws_a_bar_and_changes_nothing(place, capsys):
+    import io
+
+    import streameval as se
+    from streameval import progress
+
+    plain = se.evaluate(place / "preds", label="y", score="p", by=["kind", "day"])
+    shown = se.evaluate(place / "preds", label="y", score="p", by=["kind", "day"], progress=True)
+    assert shown.equals(plain)
+    out = io.StringIO()
+    bar = progress.Bar("evaluate", stream=out, terminal=True)
+    progress._ACTIVE.set(bar)
+    try:
+        se.evaluate(place / "preds", label="y", score="p", by=["kind", "day"])
+    finally:
+        progress._ACTIVE.set(None)
+        bar.close()
+    assert "2/2 partitions 8,000 rows" in ESCAPE.sub("", out.getvalue())

@@ -292,20 +292,25 @@ def test_progress_is_plain_lines_without_a_terminal_and_silent_when_quiet(setup,
     assert main("run", str(job), "--quiet").stderr == ""
 
 
-def test_progress_on_a_terminal_is_one_updating_line():
+def test_progress_on_a_terminal_is_a_bar_with_the_log_above_it():
     import io
+    import re
 
     from streameval.jobs.progress import Progress
 
     out = io.StringIO()
     p = Progress(2, 20, stream=out, tty=True)
+    p.log("took over a stale lock")
     p.begin("day=1")
     p.done("day=1", files=1, rows=10)
     p.done("day=2", files=1, rows=10)
     p.finish()
-    text = out.getvalue()
-    assert text.count("\n") == 1 and text.count("\r") == 3
-    assert "2/2 files, 20/20 rows" in text
+    p.log("2 partitions processed")
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    assert "2/2 files 20/20 rows" in text and "ETA" in text
+    assert "streameval run: took over a stale lock\n" in text
+    assert text.endswith("streameval run: 2 partitions processed\n")
+    assert "day=1" not in out.getvalue().split("\n")[-1]  # the bar is gone at the end
 
 
 def test_a_flat_source_is_one_partition_per_file(tmp_path):

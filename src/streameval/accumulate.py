@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from . import kernels, resample_draw, resample_plan
+from . import progress as bar
 from .errors import InputError, close_matches
 from .kernels.buckets import bucketed_state
 from .kernels.runs import Collected, Runs, runs_state
@@ -89,6 +90,7 @@ def accumulate(
     bootstrap: int | None = None,
     row_id: str | Sequence[str] | None = None,
     seed: int = 0,
+    progress: bool = False,
 ) -> State:
     """Compute the mergeable state of a model's predictions in one streaming pass.
 
@@ -142,6 +144,8 @@ def accumulate(
         from row to row (more than 5% of rows repeating others is an error).
     seed : int
         With ``bootstrap``: the seed of the draws (0 to 2**64 − 1).
+    progress : bool
+        Show a progress bar on stderr (partitions or shards read, rows, rate, time left).
 
     Returns
     -------
@@ -166,6 +170,10 @@ def accumulate(
 
     """
     check_options(locals())
+    if progress and not is_spark_frame(source):
+        settings = {k: v for k, v in locals().items() if k not in ("source", "progress")}
+        with bar.showing("accumulate", True):
+            return accumulate(source, **settings)
     if is_spark_frame(source):
         from .spark import accumulate as on_spark
 
@@ -395,12 +403,28 @@ def units_staged(plan: Plan) -> Iterator[tuple[Unit, Staged | None]]:
     (:data:`streameval.kernels.AHEAD`).
     """
 
-    def start(unit: Unit) -> Staged | None:
+    def start(unit: Unit) -> tuple[Staged | None, int | None]:
         rows = unit_rows(plan, unit)
-        return None if rows is None else rows.staged(plan.spec)
+        if rows is None:
+            return None, None
+        return rows.staged(plan.spec), rows.frame.height
 
+    units = plan.units or []
+    bar.expect(len(units), "partitions" if _hive(units) else "shards")
     with kernels.reusing():  # the units' row buffers, reused rather than faulted in anew
-        yield from kernels.prefetch(plan.units or [], start)
+        for unit, (staged, height) in kernels.prefetch(units, start):
+            yield unit, staged
+            bar.step(rows=height, name=_unit_name(unit))
+
+
+def _hive(units: Sequence[Unit]) -> bool:
+    """Whether the units are hive partitions (each with its key's value) rather than shards."""
+    return bool(units) and bool(units[0].constants)
+
+
+def _unit_name(unit: Unit) -> str:
+    """``day=2026-10-01`` for a hive unit, empty for a shard."""
+    return " ".join(f"{k}={v}" for k, v in unit.constants.items())
 
 
 def unit_states(plan: Plan) -> Iterator[State]:

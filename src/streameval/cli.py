@@ -29,6 +29,7 @@ from .cli_checks import (
     output_format,
 )
 from .errors import StreamevalError
+from .progress import at_terminal, showing
 from .spec import parse_precision
 
 __all__ = ["check_output_path", "main", "one_line", "output_format"]
@@ -297,9 +298,10 @@ def _report(args: argparse.Namespace) -> int:
     check_level(args.level)
     check_output_path(args.output)
     source = args.source if len(args.source) > 1 else args.source[0]
-    state = accumulate(source, **_columns(args))  # type: ignore[arg-type]
-    with output_errors(args.output):
-        write_report(state, args.output, title=args.title, level=args.level)
+    with showing("report", at_terminal()):
+        state = accumulate(source, **_columns(args))  # type: ignore[arg-type]
+        with output_errors(args.output):
+            write_report(state, args.output, title=args.title, level=args.level)
     groups, rows = _extent(state)
     s = "" if groups == 1 else "s"
     display.note(f"wrote a report of {groups:,} group{s} ({rows:,} rows) to {args.output}")
@@ -316,12 +318,14 @@ def _evaluate(args: argparse.Namespace) -> int:
     columns = _columns(args)
     intervals = {"ci": args.ci, "level": level, "auc_method": args.auc_method or "delong"}
     if args.summary:
-        state = accumulate(source, **columns, thresholds=thresholds)  # type: ignore[arg-type]
+        with showing("evaluate", at_terminal()):
+            state = accumulate(source, **columns, thresholds=thresholds)  # type: ignore[arg-type]
         print(state.summary(thresholds[0], level=level), end="")
         return 0
     hint = "--all prints them, --output FILE saves them"
     if args.table != "metrics":
-        state = accumulate(source, **columns)  # type: ignore[arg-type]
+        with showing("evaluate", at_terminal()):
+            state = accumulate(source, **columns)  # type: ignore[arg-type]
         if args.table == "tests":
             table = state.roc_test(level=level)
             keys = [*args.by, "model_a", "model_b"]
@@ -346,6 +350,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         metrics=args.metric,
         folds=args.folds,
         repeats=args.repeats,
+        progress=at_terminal(),
         **intervals,
         **(resampling if args.ci in ("bootstrap", "jackknife") else {}),
         **columns,  # type: ignore[arg-type]
@@ -371,7 +376,9 @@ def _demo(args: argparse.Namespace) -> int:
         display.note(
             f"$ streameval evaluate {folder} --label label --score score --by segment --by day"
         )
-        table = evaluate(folder, label="label", score="score", by=["segment", "day"])
+        table = evaluate(
+            folder, label="label", score="score", by=["segment", "day"], progress=at_terminal()
+        )
         emit(table, ["segment", "day"], SUMMARY["binary"], args, fmt)
     finally:
         if not args.dir:

@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from . import progress as bar
 from .accumulate import (
     Plan,
     combine,
@@ -58,6 +59,7 @@ def evaluate(
     jackknife: str | None = None,
     drop_nulls: bool = False,
     engine: Engine = "streaming",
+    progress: bool = False,
 ) -> pl.DataFrame:
     """Evaluate predictions: one metric row per group (and threshold, for a binary task).
 
@@ -74,6 +76,9 @@ def evaluate(
     ``folds`` (and ``repeats``) name the fold (and repeat) column of out-of-fold predictions:
     the table then has per-fold rows plus the mean, standard deviation and pooled metric per
     group, as :func:`streameval.fold_metrics`.
+
+    ``progress=True`` shows a progress bar on stderr (partitions or shards read, rows, rate,
+    time left), as the command line does at a terminal.
 
     Examples
     --------
@@ -95,6 +100,10 @@ def evaluate(
 
     """
     check_options(locals())
+    if progress and not is_spark_frame(source):
+        settings = {k: v for k, v in locals().items() if k not in ("source", "progress")}
+        with bar.showing("evaluate", True):
+            return evaluate(source, **settings)
     if is_spark_frame(source):
         from .spark import evaluate as on_spark
 

@@ -125,6 +125,7 @@ EXPECTED: dict[str, tuple[Check, str, str]] = {
     "bootstrap": (_optional(_integer), "a number of replicates (int)", "bootstrap=200"),
     "seed": (_integer, "an integer (int)", "seed=0"),
     "drop_nulls": (lambda v: isinstance(v, bool), "True or False", "drop_nulls=True"),
+    "progress": (lambda v: isinstance(v, bool), "True or False", "progress=True"),
     "engine": (
         lambda v: v in ("streaming", "in-memory"),
         "'streaming' or 'in-memory'",

@@ -97,6 +97,7 @@ def _inspect(args: argparse.Namespace) -> int:
 def _merge(args: argparse.Namespace) -> int:
     from ..cli import check_output_path, output_errors
     from ..display import note
+    from ..progress import at_terminal, showing
     from .tools import load_states
 
     if Path(args.output).suffix.lower() != ".parquet":
@@ -105,9 +106,10 @@ def _merge(args: argparse.Namespace) -> int:
             "is a Parquet file: name it FILE.parquet"
         )
     check_output_path(args.output)
-    state = load_states(args.paths)
-    with output_errors(args.output):
-        state.write(args.output)
+    with showing("state merge", at_terminal()):
+        state = load_states(args.paths)
+        with output_errors(args.output):
+            state.write(args.output)
     keys = list(state.spec.keys)
     groups = state.table.select(keys).n_unique() if keys else 1
     s = "" if groups == 1 else "s"

@@ -1,4 +1,4 @@
-r"""Progress of a run on stderr: one updating line on a terminal, plain log lines otherwise.
+r"""Progress of a run on stderr: a progress bar on a terminal, plain log lines otherwise.
 
 >>> import io
 >>> out = io.StringIO()
@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from ..progress import Bar, at_terminal
+
 PREFIX = "streameval run: "
 
 
@@ -30,7 +32,11 @@ def _count(n: float) -> str:
 
 
 class Progress:
-    """Counts files and rows done against the totals of a run's partitions."""
+    """Counts files and rows done against the totals of a run's partitions.
+
+    On a terminal, a :class:`streameval.progress.Bar` (partitions, rows, rate, time left)
+    with the log lines above it; otherwise one line per partition stored.
+    """
 
     def __init__(
         self,
@@ -44,14 +50,15 @@ class Progress:
     ) -> None:
         self.stream = sys.stderr if stream is None else stream
         self.quiet = quiet
-        isatty = getattr(self.stream, "isatty", None)
-        self.tty = bool(isatty and isatty()) if tty is None else tty
+        self.tty = at_terminal(self.stream) if tty is None else tty
         self.files, self.rows = files, rows
         self.files_done = self.rows_done = 0
         self.clock = clock
         self.start = clock()
-        self._last = -1.0
-        self._width = 0
+        self.bar: Bar | None = None
+        if self.tty and not quiet and files:
+            self.bar = Bar("streameval run", stream=self.stream, terminal=True)
+            self.bar.expect(files, "files", rows)
 
     def status(self) -> str:
         """``3/30 files, 1,200/9,000 rows, 5,000 rows/s, ETA 0:00:02``."""
@@ -65,9 +72,9 @@ class Progress:
         )
 
     def begin(self, name: str) -> None:
-        """A partition is being computed (shown on a terminal only)."""
-        if self.tty and not self.quiet:
-            self._line(f"{name} … [{self.status()}]")
+        """A partition is being computed (named on the bar)."""
+        if self.bar is not None:
+            self.bar.describe(name)
 
     def done(self, name: str, *, files: int, rows: int) -> None:
         """A partition's state is stored."""
@@ -75,32 +82,24 @@ class Progress:
         self.rows_done += rows
         if self.quiet:
             return
-        if self.tty:
-            self._line(f"{name} done [{self.status()}]")
-        else:
+        if self.bar is not None:
+            self.bar.step(files, rows, name)
+        elif not self.tty:
             text = f"{name}: {files} file(s), {_count(rows)} rows [{self.status()}]"
             self.log(text)
 
-    def _line(self, text: str) -> None:
-        line = PREFIX + text
-        pad = max(0, self._width - len(line))
-        self.stream.write("\r" + line + " " * pad)
-        self.stream.flush()
-        self._width = len(line)
-
     def log(self, text: str, *, always: bool = False) -> None:
-        """One log line (ends an updating line first)."""
+        """One log line (above the bar on a terminal)."""
         if self.quiet and not always:
             return
-        if self.tty and self._width:
-            self.stream.write("\r" + " " * self._width + "\r")
-            self._width = 0
+        if self.bar is not None:
+            self.bar.log(PREFIX + text)
+            return
         self.stream.write(PREFIX + text + "\n")
         self.stream.flush()
 
     def finish(self) -> None:
-        """End the updating line."""
-        if self.tty and self._width and not self.quiet:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._width = 0
+        """Remove the bar."""
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None

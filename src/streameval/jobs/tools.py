@@ -22,6 +22,7 @@ from typing import Any
 
 import polars as pl
 
+from .. import progress
 from ..errors import InputError, StateFileError
 from ..io import read_state
 from ..state import State, merge
@@ -106,8 +107,10 @@ def store_states(path: str) -> list[State]:
 def load_states(paths: Sequence[str]) -> State:
     """Merge state files and stores into one state."""
     states: list[State] = []
+    progress.expect(len(paths), "inputs")
     for p in paths:
         states.extend(store_states(p) if is_store(p) else [read_state(p)])
+        progress.step(name=os.path.basename(os.path.normpath(p)))
     return merge(states)
 
 
