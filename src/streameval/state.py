@@ -186,7 +186,9 @@ class State:
         group — the AUCs, their difference with its interval at ``level``, ``z`` and
         ``p_value``. A binary state: each value of the group key ``column`` against its
         value ``baseline`` (two days, two segments), per other keys — independent AUCs, the
-        statistic, its degrees of freedom and ``p_value`` (Student's t, as pROC).
+        statistic, its degrees of freedom and ``p_value`` (Student's t, as pROC);
+        ``baseline="previous"`` tests each value against the one before it (each day against
+        the day before).
         ``alternative`` is ``"two-sided"``, ``"greater"`` (first AUC larger) or ``"less"``.
 
         Examples

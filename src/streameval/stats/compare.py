@@ -203,7 +203,11 @@ def paired_test(state: State, level: float, alternative: str) -> pl.DataFrame:
 
 
 def unpaired_test(state: State, column: str, baseline: Any, alternative: str) -> pl.DataFrame:
-    """Each value of ``column`` against ``baseline`` within the other keys (binary state)."""
+    """Each value of ``column`` against ``baseline`` within the other keys (binary state).
+
+    ``baseline="previous"`` compares each value with the one before it (in the key's order)
+    within the other keys: each day against the day before.
+    """
     check_alternative(alternative)
     if column not in state.keys:
         raise InputError(
@@ -213,21 +217,35 @@ def unpaired_test(state: State, column: str, baseline: Any, alternative: str) ->
     rest = [k for k in state.keys if k != column]
     table = state.table.lazy().with_columns(pl.col("pos", "neg").cast(pl.Float64))
     per_group = delong(table, state.keys).with_columns((pl.col("_P") + pl.col("_N")).alias("_n"))
-    dtype = state.table.schema[column]
-    baseline = _baseline(state, column, baseline)
-    base = per_group.filter(pl.col(column) == pl.lit(baseline, dtype)).collect()
-    if base.is_empty():
-        raise InputError(
-            f"expected baseline to be a value of {column!r}, got {baseline!r}; "
-            f"values are {_values(state, column)}"
+    tested = ("_auc", "_var", "_n")
+    if _previous(state, column, baseline):
+        ordered = per_group.sort([*rest, column], nulls_last=False)
+        before = [pl.col(c).shift(1) for c in (column, *tested)]
+        before = [e.over(rest) if rest else e for e in before]
+        joined = (
+            ordered.with_columns(
+                before[0].alias("baseline"),
+                *(e.alias(f"{c}_b") for e, c in zip(before[1:], tested, strict=True)),
+            )
+            .filter(pl.col("_n_b").is_not_null())
+            .collect()
         )
-    others = per_group.filter(pl.col(column) != pl.lit(baseline, dtype)).collect()
-    b = base.select(*rest, *(pl.col(c).alias(f"{c}_b") for c in ("_auc", "_var", "_n")))
-    joined = (
-        others.join(b, on=rest, how="inner", nulls_equal=True)
-        if rest
-        else others.join(b, how="cross")
-    )
+    else:
+        dtype = state.table.schema[column]
+        value = _baseline(state, column, baseline)
+        base = per_group.filter(pl.col(column) == pl.lit(value, dtype)).collect()
+        if base.is_empty():
+            raise InputError(
+                f"expected baseline to be a value of {column!r}, got {baseline!r}; "
+                f"values are {_values(state, column)}; hint: or baseline='previous'"
+            )
+        others = per_group.filter(pl.col(column) != pl.lit(value, dtype)).collect()
+        b = base.select(*rest, *(pl.col(c).alias(f"{c}_b") for c in tested))
+        joined = (
+            others.join(b, on=rest, how="inner", nulls_equal=True)
+            if rest
+            else others.join(b, how="cross")
+        ).with_columns(pl.lit(value, dtype).alias("baseline"))
     va, vb = joined["_var"].to_numpy(), joined["_var_b"].to_numpy()
     na, nb = joined["_n"].to_numpy(), joined["_n_b"].to_numpy()
     diff = joined["_auc"].to_numpy() - joined["_auc_b"].to_numpy()
@@ -237,7 +255,7 @@ def unpaired_test(state: State, column: str, baseline: Any, alternative: str) ->
     out = joined.select(
         *rest,
         pl.col(column),
-        pl.lit(baseline, dtype).alias("baseline"),
+        pl.col("baseline"),
         pl.col("_auc").alias("roc_auc"),
         pl.col("_auc_b").alias("roc_auc_baseline"),
         (pl.col("_auc") - pl.col("_auc_b")).alias("difference"),
@@ -246,6 +264,18 @@ def unpaired_test(state: State, column: str, baseline: Any, alternative: str) ->
         pl.Series("p_value", _pvalue(d, alternative, df)).fill_nan(None),
     )
     return out.sort([*rest, column], nulls_last=False)
+
+
+def _previous(state: State, column: str, baseline: Any) -> bool:
+    """Whether ``baseline`` asks for each value's predecessor (refused where it is a value)."""
+    if not (isinstance(baseline, str) and baseline == "previous"):
+        return False
+    if state.table.schema[column] == pl.String and (state.table[column] == "previous").any():
+        raise InputError(
+            f"expected baseline='previous' to mean each value's predecessor, but 'previous' is "
+            f"also a value of {column!r}; hint: rename that value, or pass the baseline's value"
+        )
+    return True
 
 
 def _values(state: State, column: str) -> list[str]:
