@@ -38,6 +38,8 @@ def _frame(n: int = 3000, seed: int = 0) -> pl.DataFrame:
 
 def _nonblank(png: Path) -> float:
     """Share of pixels that are not (near) white."""
+    import matplotlib.image
+
     image = matplotlib.image.imread(png)[..., :3]
     return float((image.min(axis=2) < 0.9).mean())
 
@@ -95,7 +97,7 @@ def test_report_renders_in_chromium(tmp_path, task):
             pl.col("segment").shuffle(seed=2).alias("guess")
         ).write_parquet(folder / "part-0.parquet")
     report = tmp_path / "report.html"
-    args = ["--label", "y", "--score", "a"] if task == "binary" else [
+    args = ["--label", "y", "--score", "a", "--by", "segment"] if task == "binary" else [
         "--task", "multiclass", "--label", "segment", "--prediction", "guess"]  # fmt: skip
     run = subprocess.run(
         [sys.executable, "-m", "streameval", "report", str(source), *args, "--by", "day",
@@ -106,17 +108,23 @@ def test_report_renders_in_chromium(tmp_path, task):
     text = report.read_text()
     assert "http://" not in text and "https://" not in text  # works offline: nothing fetched
     browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-               "--virtual-time-budget=5000"]  # fmt: skip
+               "--virtual-time-budget=5000", "--window-size=1400,1000"]  # fmt: skip
     dom = subprocess.run(
         [*browser, "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120
     ).stdout
     metrics = re.search(r'<table id="metrics".*?<tbody>(.*?)</tbody>', dom, re.S)
-    assert metrics is not None and metrics.group(1).count("<tr>") == 2  # two days
-    images = 4 if task == "binary" else 1  # ROC, PR, cost and calibration curves
-    assert f'data-images-loaded="{images}"' in dom
+    groups = 6 if task == "binary" else 2  # three segments × two days, or two days
+    assert metrics is not None and metrics.group(1).count("<tr") == groups
+    charts = text.count('<svg class="chart"')
+    # binary: a trend panel per metric (6) and ROC, PR, cost and calibration per segment (12);
+    # multiclass: accuracy, balanced accuracy, macro F1 and kappa over days, the confusion matrix
+    assert charts == (18 if task == "binary" else 5)
+    assert f'data-charts-drawn="{charts}"' in dom  # each one laid out, with its lines
+    width = re.search(r'data-metrics-width="(\d+)"', dom)
+    assert width is not None and int(width.group(1)) <= 1400  # the table fits a 1400 px window
     shot = tmp_path / "shot.png"
     subprocess.run(
-        [*browser, "--window-size=1200,1600", f"--screenshot={shot}", report.as_uri()],
+        [*browser, f"--screenshot={shot}", report.as_uri()],
         capture_output=True, timeout=120, check=True,
     )  # fmt: skip
     assert _nonblank(shot) > 0.02

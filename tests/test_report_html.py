@@ -134,3 +134,63 @@ def test_multiclass_support_is_a_count_where_the_weights_are(weights):
     rows = re.findall(r"<tr>(.*?)</tr>", body.group(2), re.S)
     shown = [re.findall(r"<td[^>]*>([^<]*)</td>", r)[column] for r in rows]
     assert all(re.fullmatch(r"\d+", s) for s in shown) is integral, shown
+
+
+def _drifting(seed: int = 7) -> pl.DataFrame:
+    """Three days of two segments; segment "b"'s model breaks on the third day."""
+    from datetime import date
+
+    rng = np.random.default_rng(seed)
+    frames = []
+    for d in (1, 2, 3):
+        for seg in ("a", "b"):
+            n = 2000
+            y = rng.integers(0, 2, n)
+            signal = 0.0 if (seg, d) == ("b", 3) else 0.5
+            frames.append(pl.DataFrame({
+                "day": [date(2026, 10, d)] * n, "seg": [seg] * n, "y": y,
+                "p": np.clip(signal * y + (1 - signal) * rng.random(n), 0, 1),
+            }))  # fmt: skip
+    return pl.concat(frames)
+
+
+def test_a_changed_day_is_flagged_in_the_tables_and_on_the_chart():
+    from streameval.report import build_report
+
+    state = se.accumulate(_drifting(), label="y", score="p", by=["seg", "day"])
+    text = build_report(state)
+    tests = state.roc_test("day", "previous")
+    changed = tests.filter(pl.col("p_value") < 0.05)
+    assert changed.select("seg", pl.col("day").cast(str)).rows() == [("b", "2026-10-03")]
+    flagged = re.search(r'<table id="changes".*?<tbody>(.*?)</tbody>', text, re.S)
+    assert flagged is not None
+    assert re.findall(r'<tr class="flag"><td[^>]*>([^<]*)</td><td[^>]*>([^<]*)</td>',
+                      flagged.group(1)) == [("b", "2026-10-03")]  # fmt: skip
+    metrics = re.search(r'<table id="metrics".*?<tbody>(.*?)</tbody>', text, re.S)
+    assert metrics is not None
+    rows = re.findall(r"<tr( class=\"flag\")?><td[^>]*>([^<]*)</td><td[^>]*>([^<]*)</td>",
+                      metrics.group(1))  # fmt: skip
+    assert [(seg, day) for mark, seg, day in rows if mark] == [("b", "2026-10-03")]
+    assert len(rows) == 6
+    panels = re.findall(r'<svg class="chart".*?aria-label="([^"]+)".*?</svg>',
+                        text.split('data-kind="trend"')[1].split("</div>")[0], re.S)  # fmt: skip
+    assert panels[:2] == ["roc_auc", "average_precision"]
+    auc_panel = text.split('aria-label="roc_auc"')[1].split("</svg>")[0]
+    assert auc_panel.count('class="flag"') == 1 and 'data-label="b"' in auc_panel
+    assert auc_panel.count('class="band"') == 2  # each segment's DeLong interval
+
+
+def test_the_baseline_can_be_one_day_and_the_trend_any_key():
+    from streameval.report import build_report
+
+    state = se.accumulate(_drifting(), label="y", score="p", by=["seg", "day"])
+    text = build_report(state, baseline="2026-10-01")
+    body = re.search(r'<table id="tests".*?<tbody>(.*?)</tbody>', text, re.S)
+    assert body is not None and body.group(1).count("<tr") == 4  # two later days × 2 segments
+    assert "differs from the baseline" in text
+    strings = se.accumulate(_drifting().with_columns(pl.col("day").cast(str)), label="y",
+                            score="p", by=["seg", "day"])  # fmt: skip
+    assert "<h2>Over" not in build_report(strings)  # a String key is no date: no trend
+    assert "<h2>Over day</h2>" in build_report(strings, trend="day")
+    with pytest.raises(se.errors.InputError, match="expected trend to be a group key"):
+        build_report(strings, trend="hour")

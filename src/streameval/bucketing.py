@@ -95,7 +95,15 @@ def bucket_expr(score: pl.Expr, bits: int, splits: tuple[float, ...] = ()) -> pl
     Splitting at user thresholds keeps the confusion counts at those thresholds exact in
     bucketed mode: the bucket holding a threshold is cut in two at it.
     """
-    key = ordered_key(score)
+    return key_bucket(ordered_key(score), bits, splits)
+
+
+def key_bucket(key: pl.Expr, bits: int, splits: tuple[float, ...] = ()) -> pl.Expr:
+    """:func:`bucket_expr` of ordered keys; of finer buckets' keys, their coarser bucket.
+
+    A finer bucket with the same splits lies wholly within one coarser bucket (each split
+    starts a bucket at every precision), so this merges the buckets of a state.
+    """
     lo = bucket_floor(key, bits)
     if bits >= EXACT_BITS or not splits:
         return lo

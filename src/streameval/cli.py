@@ -38,19 +38,6 @@ PIPED = (
     "lines say what was left out); piped or redirected, it is CSV: every row at full precision."
 )
 
-SUMMARY = {
-    "binary": [
-        "n", "positives", "prevalence", "roc_auc", "roc_auc_error", "average_precision",
-        "log_loss", "precision", "recall", "f1", "accuracy", "threshold",
-    ],
-    "multiclass": [
-        "n", "accuracy", "balanced_accuracy", "f1_macro", "f1_weighted", "cohen_kappa", "mcc",
-        "log_loss", "top_k_accuracy", "roc_auc_ovr_macro", "roc_auc_ovr_macro_error",
-    ],
-    "regression": ["n", "mean_error", "rmse", "mae", "median_ae", "mape", "smape", "r2"],
-    "paired": ["model", "n", "positives", "roc_auc", "roc_auc_error", "average_precision"],
-}  # fmt: skip
-
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
@@ -155,6 +142,16 @@ def _build() -> argparse.ArgumentParser:
     rep.add_argument("--output", required=True, help="the HTML file to write")
     rep.add_argument("--title", default="streameval report", help="the report's title")
     rep.add_argument("--level", type=float, default=0.95, help="confidence level (0.95)")
+    rep.add_argument(
+        "--trend",
+        help="the date key drawn over, a panel per metric (default: the first Date key)",
+    )
+    rep.add_argument(
+        "--baseline",
+        default="previous",
+        help="each day's AUC is tested against this value of the --trend key (default: the "
+        "day before)",
+    )
 
     demo = sub.add_parser(
         "demo", help="generate a small prediction log and evaluate it", epilog=PIPED
@@ -280,16 +277,6 @@ def _columns(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
-def _extent(state: object) -> tuple[int, int]:
-    """(groups, source rows) of a state."""
-    table = state.metrics()  # type: ignore[attr-defined]
-    if "model" in table.columns:
-        table = table.filter(pl.col("model") == table["model"][0])
-    keys = list(state.spec.keys)  # type: ignore[attr-defined]
-    groups = table.select(keys).n_unique() if keys else 1
-    return groups, int(table["n"].sum())
-
-
 def _report(args: argparse.Namespace) -> int:
     from . import accumulate
     from .report import write_report
@@ -301,8 +288,14 @@ def _report(args: argparse.Namespace) -> int:
     with showing("report", at_terminal()):
         state = accumulate(source, **_columns(args))  # type: ignore[arg-type]
         with output_errors(args.output):
-            write_report(state, args.output, title=args.title, level=args.level)
-    groups, rows = _extent(state)
+            groups, rows = write_report(
+                state,
+                args.output,
+                title=args.title,
+                level=args.level,
+                trend=args.trend,
+                baseline=args.baseline,
+            )
     s = "" if groups == 1 else "s"
     display.note(f"wrote a report of {groups:,} group{s} ({rows:,} rows) to {args.output}")
     return 0
@@ -359,7 +352,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     by = [b for b in args.by if args.ci != "jackknife" or b != args.jackknife_by]
     keys = [*by, *cells, *(["model"] if args.task == "paired" else [])]
     keys += ["threshold"] if len(thresholds) > 1 else []
-    names = SUMMARY[args.task] if not args.metric else [c for c in table.columns if c not in keys]
+    names = (
+        display.SUMMARY[args.task]
+        if not args.metric
+        else [c for c in table.columns if c not in keys]
+    )
     emit(table, keys, names, args, fmt, display.MORE_HINT)
     return 0
 
@@ -379,7 +376,7 @@ def _demo(args: argparse.Namespace) -> int:
         table = evaluate(
             folder, label="label", score="score", by=["segment", "day"], progress=at_terminal()
         )
-        emit(table, ["segment", "day"], SUMMARY["binary"], args, fmt)
+        emit(table, ["segment", "day"], display.SUMMARY["binary"], args, fmt)
     finally:
         if not args.dir:
             shutil.rmtree(folder, ignore_errors=True)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 KINDS = ("roc", "pr", "det", "cost", "gains", "calibration")
 MAX_PANELS = 36
-_AXES = {
+AXES = {
     "roc": ("fpr", "tpr", "false positive rate", "true positive rate"),
     "pr": ("recall", "precision", "recall", "precision"),
     "det": ("fpr", "fnr", "false positive rate", "false negative rate"),
@@ -91,7 +91,8 @@ def _pyplot() -> Any:
     return plt
 
 
-def _curve(state: State, kind: str) -> pl.DataFrame:
+def curve_table(state: State, kind: str) -> pl.DataFrame:
+    """The points of one kind of curve, for every group of a binary state."""
     if kind not in KINDS:
         raise InputError(f"expected a curve kind among {list(KINDS)}, got {kind!r}")
     if kind == "roc":
@@ -160,8 +161,8 @@ def plot_curve(
     """
     plt = _pyplot()
     named = _states(states)
-    x, y, xlabel, ylabel = _AXES.get(kind, ("", "", "", ""))
-    tables = {name: _curve(state, kind) for name, state in named.items()}
+    x, y, xlabel, ylabel = AXES.get(kind, ("", "", "", ""))
+    tables = {name: curve_table(state, kind) for name, state in named.items()}
     first = next(iter(named.values()))
     if facet is not None and facet not in first.keys:
         raise InputError(f"expected facet to be a group key among {first.keys}, got {facet!r}")
@@ -216,7 +217,7 @@ def plot_confusion(
     matrix. ``normalize`` is ``None``, ``"true"``, ``"pred"`` or ``"all"``.
     """
     plt = _pyplot()
-    labels, matrix = _matrix(state, normalize, threshold)
+    labels, matrix = confusion_matrix(state, normalize, threshold)
     fig, ax = plt.subplots(figsize=(1.0 + 0.6 * len(labels), 0.8 + 0.6 * len(labels)))
     image = ax.imshow(matrix, cmap="Blues")
     ax.set_xticks(range(len(labels)), labels, fontsize=8, rotation=45)
@@ -236,9 +237,10 @@ def plot_confusion(
     return fig
 
 
-def _matrix(
+def confusion_matrix(
     state: State, normalize: str | None, threshold: float
 ) -> tuple[list[str], list[list[float]]]:
+    """Class names and the confusion matrix summed over groups (normalized as asked)."""
     if state.spec.kind == "multiclass":
         cells = state.confusion_matrix().group_by("actual", "predicted").agg(pl.col("count").sum())
         labels = [str(c) for c in state.spec.classes]

@@ -6,7 +6,7 @@ import math
 import os
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import polars as pl
@@ -255,6 +255,45 @@ class State:
                 f"expected a {kind} state for {method}(), got a {self.spec.kind} state; "
                 f"hint: accumulate with task='{kind}'"
             )
+
+    def coarsen(self, precision: int) -> State:
+        """The same binary state at fewer mantissa bits: its buckets merged.
+
+        Equal to accumulating the rows at ``precision`` (the thresholds' splits kept), for a
+        smaller table and a larger AUC error bound.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 1, 0, 1], "p": [0.30, 0.31, 0.6, 0.9]})
+        >>> st = se.accumulate(df, label="y", score="p")
+        >>> st.table.height, st.coarsen(2).table.height
+        (4, 3)
+
+        """
+        from .bucketing import key_bucket
+
+        self._require("binary", "coarsen")
+        spec = self.spec
+        if spec.exact or not 0 <= precision <= spec.precision:
+            held = "exact" if spec.exact else f"{spec.precision} bits"
+            raise InputError(
+                f"expected a bucketed state and fewer bits than it holds, got precision "
+                f"{precision!r} for a state at {held}; hint: accumulate at the precision wanted"
+            )
+        if precision == spec.precision:
+            return self
+        kind = kind_module(spec)
+        coarse = replace(spec, precision=precision)
+        table = (
+            self.table.lazy()
+            .with_columns(key_bucket(pl.col("bucket"), precision, spec.splits))
+            .group_by([*spec.keys, "bucket"], maintain_order=True)
+            .agg(getattr(pl.col(c), op)() for c, op in kind.merge_ops(spec).items())
+            .collect()
+            .select(self.table.columns)
+        )
+        return State(coarse, table)
 
     def roc_curve(self, *, drop_intermediate: bool = False) -> pl.DataFrame:
         """ROC points per group: keys, threshold, fpr, tpr (as sklearn's ``roc_curve``)."""
