@@ -1,4 +1,4 @@
-"""Command line: ``streameval evaluate``, ``report`` and ``demo``.
+"""The command line: ``evaluate``, ``report`` and ``demo`` (``run`` and ``state``: jobs).
 
 Bad input prints one line on stderr and exits with status 2; every argument is checked
 before any data is read. On a terminal a table fits its width; piped, it is CSV.
@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import tempfile
+import textwrap
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -37,6 +38,85 @@ PIPED = (
     "On a terminal, a table fits its width (key columns, then the metrics that fit; the last "
     "lines say what was left out); piped or redirected, it is CSV: every row at full precision."
 )
+
+
+DESCRIPTION = (
+    "Evaluate model predictions stored as data (Parquet files, hive day=… folders, globs): "
+    "metric tables per segment and day, HTML reports, and scheduled jobs."
+)
+EXAMPLES = {
+    "streameval": [
+        ("try it on a generated log", "streameval demo"),
+        ("metrics per segment and day",
+         "streameval evaluate preds/ --label label --score score --by segment --by day"),
+        ("an HTML report", "streameval report preds/ --label label --score score --by segment "
+         "--by day --output report.html"),
+        ("a nightly job", "streameval run job.toml"),
+    ],
+    "evaluate": [
+        ("binary metrics per segment and day",
+         "streameval evaluate preds/ --label label --score score --by segment --by day"),
+        ("saved as Parquet", "streameval evaluate 'preds/*.parquet' --label label --score score "
+         "--output metrics.parquet"),
+        ("bootstrap intervals of every metric", "streameval evaluate preds/ --label label "
+         "--score score --by segment --ci bootstrap --row-id id"),
+        ("multiclass", "streameval evaluate preds/ --task multiclass --label animal "
+         "--prediction guess --scores p_cat,p_dog,p_bird --classes cat,dog,bird"),
+        ("regression", "streameval evaluate preds/ --task regression --label y --prediction "
+         "y_hat --by segment"),
+    ],
+    "report": [
+        ("metric table, trends over days and curves", "streameval report preds/ --label label "
+         "--score score --by segment --by day --output report.html"),
+        ("each day's AUC against one day", "streameval report preds/ --label label --score "
+         "score --by segment --by day --baseline 2026-10-01 --output report.html"),
+    ],
+    "demo": [
+        ("generate 200,000 rows, evaluate them", "streameval demo"),
+        ("keep the log to try other commands", "streameval demo --rows 1000000 --dir demo-log"),
+    ],
+    "run": [
+        ("update the store and outputs", "streameval run job.toml"),
+        ("what would be processed", "streameval run job.toml --dry-run"),
+        ("recompute every partition", "streameval run job.toml --full-refresh"),
+    ],
+    "state": [
+        ("what a store holds", "streameval state inspect store/"),
+        ("merge states", "streameval state merge a.parquet b.parquet --output ab.parquet"),
+        ("metrics of the last 7 days", "streameval state metrics store/ --by-window 7d"),
+    ],
+    "inspect": [("a store's partitions and files", "streameval state inspect store/ --files")],
+    "merge": [("two stores into one state", "streameval state merge store-a/ store-b/ "
+               "--output all.parquet")],
+    "metrics": [("windows ending on a day", "streameval state metrics store/ --by-window 1d "
+                 "--by-window 7d --end 2026-10-07")],
+}  # fmt: skip
+
+
+def examples(command: str, extra: str = "") -> str:
+    """The epilog of a command's help: its examples, then ``extra``.
+
+    >>> print(examples("run").splitlines()[1])
+      update the store and outputs:
+    """
+    lines = ["examples:"]
+    for what, line in EXAMPLES[command]:
+        lines += [f"  {what}:", f"    $ {line}"]
+    return "\n".join(lines) + (f"\n\n{extra}" if extra else "")
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Prose wrapped to the terminal; indented lines (the examples) kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines = []
+        for line in text.splitlines():
+            if line.startswith(" ") or not line:
+                lines.append(indent + line)
+            else:
+                lines.append(textwrap.fill(line, width, initial_indent=indent,
+                                           subsequent_indent=indent))  # fmt: skip
+        return "\n".join(lines)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -98,11 +178,25 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
 def _build() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = _Parser(prog="streameval", description=__doc__.splitlines()[0], epilog=PIPED)
+    parser = _Parser(
+        prog="streameval",
+        description=DESCRIPTION,
+        epilog=examples("streameval", PIPED),
+        formatter_class=_Formatter,
+    )
     parser.add_argument("--version", action="version", version=f"streameval {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
+    )
 
-    ev = sub.add_parser("evaluate", help="evaluate predictions stored as Parquet", epilog=PIPED)
+    ev = sub.add_parser(
+        "evaluate",
+        help="metric table of predictions stored as Parquet, per group",
+        description="Evaluate predictions stored as Parquet: one metric row per group (and "
+        "threshold), with intervals on request.",
+        epilog=examples("evaluate", PIPED),
+        formatter_class=_Formatter,
+    )
     _add_inputs(ev)
     ev.add_argument("--folds", help="fold column: per-fold rows plus mean, sd and pooled rows")
     ev.add_argument("--repeats", help="repeat column of repeated cross-validation (with --folds)")
@@ -137,7 +231,15 @@ def _build() -> argparse.ArgumentParser:
     )
     _add_output(ev)
 
-    rep = sub.add_parser("report", help="write a self-contained HTML report")
+    rep = sub.add_parser(
+        "report",
+        help="self-contained HTML report: metrics, trends over days, curves",
+        description="Write one HTML file (works offline): the metric table with intervals, "
+        "a trend panel per metric over a date key with changed days flagged (DeLong), the "
+        "groups ranked worst first, and the curves per group.",
+        epilog=examples("report"),
+        formatter_class=_Formatter,
+    )
     _add_inputs(rep)
     rep.add_argument("--output", required=True, help="the HTML file to write")
     rep.add_argument("--title", default="streameval report", help="the report's title")
@@ -154,7 +256,11 @@ def _build() -> argparse.ArgumentParser:
     )
 
     demo = sub.add_parser(
-        "demo", help="generate a small prediction log and evaluate it", epilog=PIPED
+        "demo",
+        help="generate a small prediction log and evaluate it",
+        description="Write a synthetic prediction log (hive day= folders) and evaluate it.",
+        epilog=examples("demo", PIPED),
+        formatter_class=_Formatter,
     )
     demo.add_argument("--rows", type=int, default=200_000)
     demo.add_argument("--dir", help="keep the log in this folder (default: a temporary one)")
