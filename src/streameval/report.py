@@ -158,7 +158,7 @@ def table_html(
             _cell(
                 row[index[c]],
                 c in keys,
-                tuple(row[index[x]] for x in paired[c]) if c in paired else None,  # type: ignore[arg-type]
+                (row[index[paired[c][0]]], row[index[paired[c][1]]]) if c in paired else None,
             )
             for c in shown
         )
@@ -368,18 +368,18 @@ def _trends(
     for metric in metrics:
         band = [c for c in (f"{metric}_lo", f"{metric}_hi") if c in table.columns]
         values = table.select(pl.concat_list(metric, *band).explode()).to_series()
-        values = values.cast(pl.Float64).drop_nulls().drop_nans()
-        low, high = (float(values.min()), float(values.max())) if values.len() else (0.0, 1.0)
+        found = values.cast(pl.Float64).drop_nulls().drop_nans().to_numpy()
+        low, high = (float(found.min()), float(found.max())) if found.size else (0.0, 1.0)
         pad = (high - low) * 0.05 or 0.05
         lines = []
         for label, frame in groups:
-            flags = frame["_flag"] if metric == "roc_auc" and "_flag" in frame.columns else None
+            flag = frame["_flag"] if metric == "roc_auc" and "_flag" in frame.columns else None
             ys = _floats(frame, metric)
             assert ys is not None
             lines.append(charts.Line(
                 label or metric, np.array([position[d] for d in frame[day].to_list()]), ys,
                 _floats(frame, f"{metric}_lo"), _floats(frame, f"{metric}_hi"),
-                None if flags is None else flags.fill_null(False).to_numpy(), index[label],
+                None if flag is None else flag.fill_null(False).to_numpy(), index[label],
             ))  # fmt: skip
         svgs.append(charts.panel(
             metric, lines, xlabel=str(day), ylabel=metric, x_range=(-0.3, len(days) - 0.7),
@@ -449,7 +449,8 @@ def _figures(state: State, day: str | None) -> list[str]:
         for kind, name in kinds:
             x, y, xlabel, ylabel = AXES[kind]
             table = curve_table(state, kind)
-            top = float(table[y].max() or 1.0) if kind == "cost" else 1.0
+            ys = table[y].cast(pl.Float64).drop_nulls().drop_nans().to_numpy()
+            top = float(ys.max()) if kind == "cost" and ys.size else 1.0
 
             def line(
                 label: str, frame: pl.DataFrame, i: int, x: str = x, y: str = y
