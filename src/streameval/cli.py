@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -119,6 +120,20 @@ class _Formatter(argparse.HelpFormatter):
         return "\n".join(lines)
 
 
+def add_command(sub: Any, name: str, summary: str, description: str, extra: str = "") -> Any:
+    """Add the subcommand ``name``: ``summary`` in the list of commands.
+
+    Its own help gives ``description``, then its examples (:data:`EXAMPLES`) and ``extra``.
+    """
+    return sub.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog=examples(name, extra),
+        formatter_class=_Formatter,
+    )
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         hint = "" if "hint:" in message else f"; hint: see '{self.prog} --help'"
@@ -189,13 +204,13 @@ def _build() -> argparse.ArgumentParser:
         dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
     )
 
-    ev = sub.add_parser(
+    ev = add_command(
+        sub,
         "evaluate",
-        help="metric table of predictions stored as Parquet, per group",
-        description="Evaluate predictions stored as Parquet: one metric row per group (and "
+        "metric table of predictions stored as Parquet, per group",
+        "Evaluate predictions stored as Parquet: one metric row per group (and "
         "threshold), with intervals on request.",
-        epilog=examples("evaluate", PIPED),
-        formatter_class=_Formatter,
+        PIPED,
     )
     _add_inputs(ev)
     ev.add_argument("--folds", help="fold column: per-fold rows plus mean, sd and pooled rows")
@@ -231,14 +246,13 @@ def _build() -> argparse.ArgumentParser:
     )
     _add_output(ev)
 
-    rep = sub.add_parser(
+    rep = add_command(
+        sub,
         "report",
-        help="self-contained HTML report: metrics, trends over days, curves",
-        description="Write one HTML file (works offline): the metric table with intervals, "
+        "self-contained HTML report: metrics, trends over days, curves",
+        "Write one HTML file (works offline): the metric table with intervals, "
         "a trend panel per metric over a date key with changed days flagged (DeLong), the "
         "groups ranked worst first, and the curves per group.",
-        epilog=examples("report"),
-        formatter_class=_Formatter,
     )
     _add_inputs(rep)
     rep.add_argument("--output", required=True, help="the HTML file to write")
@@ -255,12 +269,12 @@ def _build() -> argparse.ArgumentParser:
         "day before)",
     )
 
-    demo = sub.add_parser(
+    demo = add_command(
+        sub,
         "demo",
-        help="generate a small prediction log and evaluate it",
-        description="Write a synthetic prediction log (hive day= folders) and evaluate it.",
-        epilog=examples("demo", PIPED),
-        formatter_class=_Formatter,
+        "generate a small prediction log and evaluate it",
+        "Write a synthetic prediction log (hive day= folders) and evaluate it.",
+        PIPED,
     )
     demo.add_argument("--rows", type=int, default=200_000)
     demo.add_argument("--dir", help="keep the log in this folder (default: a temporary one)")

@@ -12,15 +12,14 @@ from ..errors import StreamevalError
 
 def register(sub: Any) -> None:
     """Add ``run`` and ``state`` to the ``streameval`` subcommands."""
-    from ..cli import _Formatter, examples
+    from ..cli import add_command
 
-    run = sub.add_parser(
+    run = add_command(
+        sub,
         "run",
-        help="run a scheduled job: update its state store and outputs",
-        description="Run the job file: compute the new and changed partitions' states, "
+        "run a scheduled job: update its state store and outputs",
+        "Run the job file: compute the new and changed partitions' states, "
         "update the rollups and write the outputs (resumes after a crash).",
-        epilog=examples("run"),
-        formatter_class=_Formatter,
     )
     run.add_argument("job", help="the job file (TOML)")
     run.add_argument("--dry-run", action="store_true", help="list what would be processed")
@@ -28,46 +27,40 @@ def register(sub: Any) -> None:
     run.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     run.set_defaults(handler=_run)
 
-    state = sub.add_parser(
+    state = add_command(
+        sub,
         "state",
-        help="inspect, merge or evaluate state stores and state files",
-        description="Look into a job's state store or state files, merge them, or compute "
-        "their metric tables.",
-        epilog=examples("state"),
-        formatter_class=_Formatter,
+        "inspect, merge or evaluate state stores and state files",
+        "Look into a job's state store or state files, merge them, or compute their metric tables.",
     )
     verbs = state.add_subparsers(dest="state_command", required=True, parser_class=type(state))
-    inspect = verbs.add_parser(
+    inspect = add_command(
+        verbs,
         "inspect",
-        help="spec, versions, partitions and sizes",
-        description="Show a store's or state file's spec, versions, partitions and sizes.",
-        epilog=examples("inspect"),
-        formatter_class=_Formatter,
+        "spec, versions, partitions and sizes",
+        "Show a store's or state file's spec, versions, partitions and sizes.",
     )
     inspect.add_argument("path", help="a store folder or a state file")
     inspect.add_argument("--files", action="store_true", help="list each partition's files")
     inspect.add_argument("--json", action="store_true", help="print a store's manifest as JSON")
     inspect.set_defaults(handler=_inspect)
 
-    merge = verbs.add_parser(
+    merge = add_command(
+        verbs,
         "merge",
-        help="merge state files (and stores) into one state file",
-        description="Merge state files and stores computed with the same spec into one.",
-        epilog=examples("merge"),
-        formatter_class=_Formatter,
+        "merge state files (and stores) into one state file",
+        "Merge state files and stores computed with the same spec into one.",
     )
     merge.add_argument("paths", nargs="+", help="state files or store folders")
     merge.add_argument("--output", required=True, help="the merged state file (.parquet)")
     merge.set_defaults(handler=_merge)
 
-    metrics = verbs.add_parser(
+    metrics = add_command(
+        verbs,
         "metrics",
-        help="the metric table of a state file or store",
-        description="The metric table of a state file or store, or of its windows of days.",
-        epilog=examples(
-            "metrics", "On a terminal, the table fits its width; piped or redirected, it is CSV."
-        ),
-        formatter_class=_Formatter,
+        "the metric table of a state file or store",
+        "The metric table of a state file or store, or of its windows of days.",
+        "On a terminal, the table fits its width; piped or redirected, it is CSV.",
     )
     metrics.add_argument("path", help="a state file or a store folder")
     metrics.add_argument(
