@@ -427,7 +427,7 @@ def usage_unknown_command(tmp: Path) -> Case:
 
 @case()
 def usage_no_command(tmp: Path) -> Case:
-    return [], "required: command"
+    return [], "required: COMMAND"
 
 
 @case()
