@@ -87,7 +87,8 @@ class Bar:
 
     def expect(self, total: int | None, unit: str, rows: int | None = None) -> None:
         """A pass of ``total`` units begins (``rows`` in all, when known)."""
-        if self.task is not None:
+        if self.task is not None:  # the pass before, drawn once done, then hidden
+            self.progress.refresh()
             self.progress.update(self.task, visible=False)
         self.rows = 0
         self.total_rows = rows

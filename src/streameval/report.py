@@ -218,7 +218,7 @@ def _build(
             "hint: report each model's binary state"
         )
     day = _trend_key(state, trend)
-    bar.expect(4, "parts")
+    bar.expect(3, "parts")
     if kind in ("binary", "multiclass"):
         table = state.metrics(ci="wilson", level=level)
     else:
