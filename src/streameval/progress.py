@@ -24,10 +24,10 @@ from typing import Any, TextIO
 _ACTIVE: ContextVar[Bar | None] = ContextVar("streameval_progress", default=None)
 
 
-def _count(n: float) -> str:
+def count(n: float) -> str:
     """``1,234,567``: a count as people read it.
 
-    >>> _count(1234567.4)
+    >>> count(1234567.4)
     '1,234,567'
     """
     return f"{n:,.0f}"
@@ -83,6 +83,7 @@ class Bar:
         )
         self.task: Any = None
         self.rows: int | None = 0
+        self.total_rows: int | None = None
         self.progress.start()
 
     def expect(self, total: int | None, unit: str, rows: int | None = None) -> None:
@@ -108,9 +109,9 @@ class Bar:
         elapsed = self.progress.tasks[-1].elapsed or 0.0
         shown = ""
         if self.rows is not None:
-            total = "" if self.total_rows is None else f"/{_count(self.total_rows)}"
-            rate = f", {_count(self.rows / elapsed)} rows/s" if elapsed > 0 else ""
-            shown = f"{_count(self.rows)}{total} rows{rate}"
+            total = "" if self.total_rows is None else f"/{count(self.total_rows)}"
+            rate = f", {count(self.rows / elapsed)} rows/s" if elapsed > 0 else ""
+            shown = f"{count(self.rows)}{total} rows{rate}"
         text = self.description if name is None else f"{self.description} {name}"
         self.progress.update(self.task, advance=units, rows=shown, description=text)
 

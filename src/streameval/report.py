@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -323,7 +324,13 @@ _DASHES = {"-": "solid", "--": "dashed", ":": "dotted", "-.": "dashed"}
 
 
 def _figure(
-    name: str, kind: str, table: pl.DataFrame, keys: list[str], facet: str | None, **axes: Any
+    name: str,
+    kind: str,
+    table: pl.DataFrame,
+    keys: list[str],
+    facet: str | None,
+    make: Callable[[str, pl.DataFrame, int], charts.Line],
+    **axes: Any,
 ) -> str:
     """Panels of ``table`` (one per value of ``facet``), a line per other keys' group."""
     values = sorted(set(table[facet].to_list()), key=natural_key) if facet else [None]
@@ -331,7 +338,6 @@ def _figure(
     panels = [(v, _series(table, keys, facet, v)) for v in shown]
     labels = sorted({label for _, lines in panels for label, _ in lines}, key=natural_key)
     index = {label: i for i, label in enumerate(labels)}
-    make = axes.pop("make")
     svgs = []
     for value, lines in panels:
         drawn = [make(label, frame, index[label]) for label, frame in lines]

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from ..progress import Bar, at_terminal
+from ..progress import Bar, at_terminal, count
 
 PREFIX = "streameval run: "
 
@@ -25,10 +25,6 @@ PREFIX = "streameval run: "
 def _duration(seconds: float) -> str:
     seconds = max(0, round(seconds))
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
-
-
-def _count(n: float) -> str:
-    return f"{n:,.0f}"
 
 
 class Progress:
@@ -67,8 +63,8 @@ class Progress:
         left = self.rows - self.rows_done
         eta = _duration(left / rate) if rate > 0 else "?"
         return (
-            f"{self.files_done}/{self.files} files, {_count(self.rows_done)}/{_count(self.rows)} "
-            f"rows, {_count(rate)} rows/s, ETA {eta}"
+            f"{self.files_done}/{self.files} files, {count(self.rows_done)}/{count(self.rows)} "
+            f"rows, {count(rate)} rows/s, ETA {eta}"
         )
 
     def begin(self, name: str) -> None:
@@ -85,7 +81,7 @@ class Progress:
         if self.bar is not None:
             self.bar.step(files, rows, name)
         elif not self.tty:
-            text = f"{name}: {files} file(s), {_count(rows)} rows [{self.status()}]"
+            text = f"{name}: {files} file(s), {count(rows)} rows [{self.status()}]"
             self.log(text)
 
     def log(self, text: str, *, always: bool = False) -> None:
