@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 from test_kernels_dense import ANY_THRESHOLDS
 from test_sort_kernel import frames, switched_off
@@ -143,6 +144,33 @@ def test_many_distinct_values_grow_the_table_over_chunks(b_cuts):
     assert firsts.tolist() == list(range(5000))
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 6), min_size=1, max_size=60),
+    st.lists(st.integers(1, 59), max_size=3),
+    st.booleans(),
+)
+def test_two_threads_number_the_values_as_one_pass(values, cuts, collide):
+    """Halves numbered on their own and joined: the codes, first rows and ok flag of one pass."""
+    first = np.array(values, np.int64) * 7919  # value 0: null (both hashes 0)
+    second = first * 3
+    if collide:  # value 6: value 5's first hash, another second hash
+        first[first == 6 * 7919] = 5 * 7919
+    hashes = {name: in_chunks(h.view(np.uint64), sorted(set(cuts))) for name, h in
+              (("a", first), ("b", second))}  # fmt: skip
+    frame = pl.DataFrame(hashes)
+    out = []
+    for rows in (compiled_module.PARALLEL_ROWS, 1):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(compiled_module, "PARALLEL_ROWS", rows)
+            out.append(number_hashes(frame, ["a", "b"], loops))
+    (codes, firsts, ok), (halved, halved_firsts, halved_ok) = out
+    assert ok == halved_ok == (not (collide and {5, 6} <= set(values)))
+    if ok:
+        assert halved.tolist() == codes.tolist()
+        assert halved_firsts.tolist() == firsts.tolist()
+
+
 def test_a_collision_of_the_first_hash_is_caught_and_coded_another_way():
     first = np.array([5, 9, 5, 5], np.int64)
     second = np.array([1, 2, 1, 4], np.int64)  # row 3: same first hash, other second
@@ -244,19 +272,27 @@ def test_many_groups_over_many_binades_number_their_cells_by_a_sort(weight, monk
 
 @pytest.mark.parametrize("groups", [1, 2, 50])
 @pytest.mark.parametrize("weight", [None, "w"])
-def test_two_threads_over_halves_of_the_groups_give_the_same_table(groups, weight, monkeypatch):
+@pytest.mark.parametrize("sparse", [False, True])
+def test_two_threads_over_halves_give_the_same_table_and_state(groups, weight, sparse, monkeypatch):
+    """Rows placed by two threads (halves of the rows), read by two (halves of the groups)."""
     rng = np.random.default_rng(groups)
     n = 20_000
     sizes = rng.integers(0, groups, n) if groups > 2 else np.where(rng.random(n) < 0.9, 0, 1)
     df = pl.DataFrame(  # (two groups: the first holds the middle row)
         {"g": sizes % groups, "y": rng.random(n) < 0.3, "p": rng.random(n), "w": rng.random(n)}
     )
-    kw: dict[str, Any] = dict(label="y", score="p", by="g", weight=weight, threshold=[0.3, 0.5])
-    tables = []
+    df = pl.concat([df[: n // 3], df[n // 3 :]], rechunk=False)  # a chunk holds the middle row
+    if sparse:  # coarse cells numbered by a sort
+        monkeypatch.setattr(compiled_module, "SPARSE_CELLS", 1)
+    kw: dict[str, Any] = dict(label="y", score="p", by="g", weight=weight)
+    tables, states = [], []
     for rows in (compiled_module.PARALLEL_ROWS, 1):
         monkeypatch.setattr(compiled_module, "PARALLEL_ROWS", rows)
-        tables.append(se.evaluate(df, **kw).sort("g", "threshold"))
+        tables.append(se.evaluate(df, threshold=[0.3, 0.5], **kw).sort("g", "threshold"))
+        states.append(se.accumulate(df, thresholds=[0.3, 0.5], **kw))
     assert_frame_equal(tables[0], tables[1])
+    order = ["g", "bucket"]
+    assert_frame_equal(states[0].table.sort(order), states[1].table.sort(order), check_exact=True)
     assert tables[0]["g"].n_unique() == groups
 
 

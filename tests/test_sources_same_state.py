@@ -148,3 +148,31 @@ def test_a_collision_of_the_first_hash_codes_the_key_another_way(dtype, values):
     assert span is None  # coded the other way
     assert decode(pl.Series(codes)).to_list() == values
     assert codes[0] == codes[3] and len(set(codes.tolist())) == 3
+
+
+@pytest.mark.parametrize("precision", [None, "exact"])
+def test_keys_whose_codes_pass_63_bits_keep_their_groups(tmp_path, precision):
+    """Three full-range 32-bit keys (96 bits of codes) still make 27 groups, as Polars does."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    n = 3_000
+    ends = [-(2**31), 2**31 - 1]
+    df = pl.DataFrame(
+        {
+            "a": rng.choice([*ends, 0], n).astype(np.int32),
+            "b": rng.choice([0, 2**32 - 1, 5], n).astype(np.uint32),
+            "c": rng.choice([*ends, 7], n).astype(np.int32),
+            "y": rng.random(n) < 0.4,
+            "p": rng.random(n),
+        }
+    ).with_columns(pl.when(pl.int_range(n) % 11 == 0).then(None).otherwise(pl.col("b")).alias("b"))
+    kw: dict[str, Any] = dict(label="y", score="p", by=["a", "b", "c"], precision=precision)
+    with switched_off(kernels):
+        want = se.accumulate(df, **kw)
+        table = se.evaluate(df, **kw).sort("a", "b", "c")
+    assert table.height == 36  # 3 × (3 values and null) × 3
+    for src in (df, df.to_arrow(), *_sources(df, tmp_path).values()):
+        assert_same_state(se.accumulate(src, **kw), want)
+        got = se.evaluate(src, **kw).sort("a", "b", "c")
+        assert got.select("a", "b", "c", "n").equals(table.select("a", "b", "c", "n"))

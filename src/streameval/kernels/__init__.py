@@ -185,6 +185,42 @@ def chunks(frame: pl.DataFrame, names: Sequence[str]) -> list[tuple[int, list[An
     return out
 
 
+Parts = list[tuple[int, list[Any]]]
+
+
+def split_rows(parts: Parts, rows: int) -> list[Parts]:
+    """The chunks (:func:`chunks`) of ``rows`` rows as two lists of half the rows each.
+
+    The chunk holding the middle row is cut there (views, no copy).
+
+    >>> parts = [(0, [np.arange(3)]), (3, [np.arange(3, 5)])]
+    >>> [[(start, a[0].tolist()) for start, a in half] for half in split_rows(parts, 5)]
+    [[(0, [0, 1])], [(2, [2]), (3, [3, 4])]]
+    """
+    middle = rows // 2
+    first: Parts = []
+    second: Parts = []
+    for start, arrays in parts:
+        size = len(arrays[0])
+        if start + size <= middle:
+            first.append((start, arrays))
+        elif start >= middle:
+            second.append((start, arrays))
+        else:
+            cut = middle - start
+            first.append((start, [a[:cut] for a in arrays]))
+            second.append((middle, [a[cut:] for a in arrays]))
+    return [first, second]
+
+
+def each(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``work`` of each item, on a thread each when there are two or more (in order)."""
+    if len(items) < 2:
+        return [work(item) for item in items]
+    with ThreadPoolExecutor(len(items)) as pool:
+        return list(pool.map(work, items))
+
+
 def prefetch(
     items: Sequence[T], work: Callable[[T], R], ahead: int = AHEAD
 ) -> Iterator[tuple[T, R]]:

@@ -27,7 +27,7 @@ import polars as pl
 
 from ..bucketing import EXACT_BITS, bucket_floor_scalar, float_to_key_scalar, key_to_float_scalar
 from ..spec import Spec
-from . import buffer, chunks, give_back, small_pages
+from . import Parts, buffer, chunks, each, give_back, small_pages, split_rows
 from .groups import GroupCodes
 from .staged import Staged
 
@@ -101,7 +101,7 @@ class CompiledCells(Staged):
     groups: GroupCodes
     spec: Spec
     loops: ModuleType
-    rows: tuple[I64, list[tuple[int, list[Any]]], I64, I64, int]
+    rows: tuple[I64, list[tuple[list[tuple[int, list[Any]]], I64]], I64, I64, int]
     bounds: I64
     starts: I64
     occupied: I64
@@ -144,25 +144,35 @@ class CompiledCells(Staged):
         if getattr(self, "_gone", False):
             raise RuntimeError("the unit's rows were let go after its grouped frame")
         if not hasattr(self, "_words"):
-            codes, parts, rank, ordinal, ntops = self.rows
+            codes, halves, rank, ordinal, ntops = self.rows
             del self.rows
             words = buffer(codes.size, np.int64)
             ordered = buffer(codes.size, np.float64) if self.spec.weighted else np.zeros(0)
-            at = self.bounds[:-1].copy()
-            for start, (score, y, *weights) in parts:
-                self.loops.place(
-                    codes, start, score.view(np.int64), y, weights[0] if weights else _NONE,
-                    rank, ntops, ordinal, at, words, ordered,
-                )  # fmt: skip
+
+            def place(half: tuple[list[tuple[int, list[Any]]], I64]) -> None:
+                parts, before = half
+                at = self.bounds[:-1] + before  # this half's rows follow the earlier half's
+                for start, (score, y, *weights) in parts:
+                    self.loops.place(
+                        codes, start, score.view(np.int64), y, weights[0] if weights else _NONE,
+                        rank, ntops, ordinal, at, words, ordered,
+                    )  # fmt: skip
+
+            each(place, halves)
             if self.keyed:  # the row keys placed likewise (their bits moved as floats)
                 self._keys = buffer(codes.size, np.uint64)
                 scratch = buffer(codes.size, np.int64)
-                at = self.bounds[:-1].copy()
-                for start, (score, y, _, keys) in parts:
-                    self.loops.place(
-                        codes, start, score.view(np.int64), y, keys.view(np.float64), rank,
-                        ntops, ordinal, at, scratch, self._keys.view(np.float64),
-                    )  # fmt: skip
+
+                def place_keys(half: tuple[list[tuple[int, list[Any]]], I64]) -> None:
+                    parts, before = half
+                    at = self.bounds[:-1] + before
+                    for start, (score, y, _, keys) in parts:
+                        self.loops.place(
+                            codes, start, score.view(np.int64), y, keys.view(np.float64), rank,
+                            ntops, ordinal, at, scratch, self._keys.view(np.float64),
+                        )  # fmt: skip
+
+                each(place_keys, halves)
                 give_back(scratch)
             give_back(codes)
             self._words = (words, ordered)
@@ -478,11 +488,8 @@ def compiled_cells(
         return None
     keyed = weighted and "_k" in frame.columns  # the row keys of bootstrap draws
     parts = chunks(frame, ["_p", "_y", *(["_w"] if weighted else []), *(["_k"] if keyed else [])])
-    seen = np.zeros(2 * loops.OFFSET, np.bool_)
-    extremes = np.array([_LOW63, -_LOW63 - 1], np.int64)
-    for _, (score, *_) in parts:
-        loops.binades(score.view(np.int64), seen, extremes)
-    low, high = extremes
+    halves = split_rows(parts, rows) if rows >= PARALLEL_ROWS else [parts]
+    seen, (low, high) = _binades(halves, loops)
     largest = max(1.0, abs(key_to_float_scalar(int(low))), abs(key_to_float_scalar(int(high))))
     heaviest = max(1.0, float(frame["_w"].max())) if weighted else 1.0  # type: ignore[arg-type]
     if not largest * largest * heaviest * rows < SAFE:
@@ -498,10 +505,10 @@ def compiled_cells(
     if space * ntops > max(rows, 1 << 20):  # sparse codes: the coarse cells' table stays small
         codes, back = compact(codes, space)
         space = back.size
-    occupied, counts, (row_codes, row_rank, ordinal, place_ntops) = coarse_layout(
-        codes, parts, rank, ntops, space, loops
+    occupied, counts, (row_codes, row_rank, ordinal, place_ntops), split = coarse_layout(
+        codes, halves, rank, ntops, space, loops
     )
-    placing = (row_codes, parts, row_rank, ordinal, place_ntops)
+    placing = (row_codes, split, row_rank, ordinal, place_ntops)
     cuts = cuts_inside(spec)
     starts = coarse_starts(tops[occupied % ntops], cuts, p)
     bounds = np.zeros(occupied.size + 1, np.int64)
@@ -513,48 +520,97 @@ def compiled_cells(
     )
 
 
+def _binades(halves: list[Parts], loops: ModuleType) -> tuple[npt.NDArray[np.bool_], I64]:
+    """The binades the chunks' scores occupy (:func:`.loops.binades`), least and largest key."""
+
+    def scan(parts: Parts) -> tuple[npt.NDArray[np.bool_], I64]:
+        seen = np.zeros(2 * loops.OFFSET, np.bool_)
+        extremes = np.array([_LOW63, -_LOW63 - 1], np.int64)
+        for _, (score, *_) in parts:
+            loops.binades(score.view(np.int64), seen, extremes)
+        return seen, extremes
+
+    found = each(scan, halves)
+    seen = np.logical_or.reduce([s for s, _ in found])
+    low = min(int(e[0]) for _, e in found)
+    high = max(int(e[1]) for _, e in found)
+    return seen, np.array([low, high], np.int64)
+
+
 def coarse_layout(
     codes: I64,
-    parts: list[tuple[int, list[Any]]],
+    halves: list[Parts],
     rank: I64,
     ntops: int,
     space: int,
     loops: ModuleType,
-) -> tuple[I64, I64, tuple[I64, I64, I64, int]]:
-    """The coarse cells present (``code * ntops + rank``, sorted), their rows, and how to place.
+) -> tuple[I64, I64, tuple[I64, I64, I64, int], list[tuple[Parts, I64]]]:
+    """The coarse cells present (``code * ntops + rank``, sorted), their rows, how to place.
 
-    The last item holds :func:`.loops.place`'s codes, rank, ordinal and ``ntops``. A table of
-    every (group, binade) pair counts the rows while it stays within 4 entries a row (or
-    :data:`SPARSE_CELLS`); beyond that (a million groups over hundreds of binades) the pairs
-    present are numbered by a sort, and each row's code becomes its cell's ordinal: memory
-    stays proportional to the rows.
+    ``halves`` are the rows' chunks in one or two lists (:func:`split_rows`), counted on a
+    thread each. The third item holds :func:`.loops.place`'s codes, rank, ordinal and
+    ``ntops``; the last, each list of chunks to place on a thread of its own with how many
+    of each coarse cell's rows the earlier lists hold (where its own rows go in the cell).
+
+    A table of every (group, binade) pair counts the rows while it stays within 4 entries a
+    row (or :data:`SPARSE_CELLS`; a table a thread while they stay within one a row); beyond
+    that (a million groups over hundreds of binades) the pairs present are numbered by a
+    sort, and each row's code becomes its cell's ordinal: memory stays proportional to the
+    rows.
 
     >>> from streameval.kernels.compiled import loops
     >>> bits = np.array([0.75, 0.3, 0.6])
     >>> rank = np.zeros(4096, np.int64)
     >>> rank[[1021 + 2048, 1022 + 2048]] = [0, 1]  # binades of 0.3 and of 0.6, 0.75
-    >>> occupied, counts, _ = coarse_layout(np.array([1, 0, 1]), [(0, [bits])], rank, 2, 2, loops())
+    >>> codes, parts = np.array([1, 0, 1]), [(0, [bits])]
+    >>> occupied, counts, _, _ = coarse_layout(codes, [parts], rank, 2, 2, loops())
     >>> occupied.tolist(), counts.tolist()  # (group 0, binade 0), (group 1, binade 1)
     ([0, 3], [1, 2])
+    >>> bits = np.array([0.75, 0.3, 0.6, 0.3, 0.75, 0.3, 0.6, 0.6])  # one group, two halves
+    >>> halves = split_rows([(0, [bits])], 8)
+    >>> _, counts, _, split = coarse_layout(np.zeros(8, np.int64), halves, rank, 2, 1, loops())
+    >>> counts.tolist(), [before.tolist() for _, before in split]  # the second half's go after
+    ([3, 5], [[0, 0], [2, 2]])
     """
     rows = codes.size
-    if space * ntops <= max(4 * rows, SPARSE_CELLS):
-        sizes = np.zeros(space * ntops, np.int64)
-        for start, (score, *_) in parts:
-            loops.occupied(codes, start, score.view(np.int64), rank, ntops, sizes)
+    cells = space * ntops
+    if cells <= max(4 * rows, SPARSE_CELLS):
+        if len(halves) > 1 and len(halves) * cells > rows:  # a table each would be too big
+            halves = [[part for half in halves for part in half]]
+
+        def count(parts: Parts) -> I64:
+            sizes = np.zeros(cells, np.int64)
+            for start, (score, *_) in parts:
+                loops.occupied(codes, start, score.view(np.int64), rank, ntops, sizes)
+            return sizes
+
+        tables = each(count, halves)
+        sizes = tables[0] if len(tables) == 1 else np.add.reduce(tables)
         occupied = np.flatnonzero(sizes)
-        ordinal = np.zeros(space * ntops, np.int64)
+        ordinal = np.zeros(cells, np.int64)
         ordinal[occupied] = np.arange(occupied.size)
-        return occupied, sizes[occupied], (codes, rank, ordinal, ntops)
-    cells = buffer(rows, np.int64)
-    for start, (score, *_) in parts:
-        loops.coarse_ids(codes, start, score.view(np.int64), rank, ntops, cells)
-    occupied, inverse, counts = np.unique(cells, return_inverse=True, return_counts=True)
-    give_back(cells)
+        earlier = [np.zeros(occupied.size, np.int64)] + [t[occupied] for t in tables[:-1]]
+        before = np.cumsum(earlier, axis=0)
+        placing = (codes, rank, ordinal, ntops)
+        return occupied, sizes[occupied], placing, list(zip(halves, before, strict=True))
+    ids = buffer(rows, np.int64)
+
+    def number(parts: Parts) -> None:
+        for start, (score, *_) in parts:
+            loops.coarse_ids(codes, start, score.view(np.int64), rank, ntops, ids)
+
+    each(number, halves)
+    occupied, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
+    give_back(ids)
     row_cells = inverse.astype(np.int64, copy=False).reshape(-1)
+    offsets = [np.zeros(occupied.size, np.int64)]
+    for half in halves[:-1]:  # (rows before a later half's first row)
+        end = max(start + len(arrays[0]) for start, arrays in half) if half else 0
+        counted = np.bincount(row_cells[:end], minlength=occupied.size)
+        offsets.append(counted.astype(np.int64))
     # one "binade" of rank 0: a row's code is its cell's ordinal
     placing = (row_cells, np.zeros(rank.size, np.int64), np.arange(occupied.size), 1)
-    return occupied, counts.astype(np.int64), placing
+    return occupied, counts.astype(np.int64), placing, list(zip(halves, offsets, strict=True))
 
 
 #: Coarse cells (groups × 4,096 binades) below which :func:`place_values` assumes every binade
@@ -605,8 +661,8 @@ def place_values(
         rank = np.zeros(seen.size, np.int64)
         rank[tops + offset] = np.arange(tops.size)
     with small_pages():
-        occupied, counts, placing = coarse_layout(
-            codes, [(0, [values])], rank, tops.size, groups, kernel
+        occupied, counts, placing, _ = coarse_layout(
+            codes, [[(0, [values])]], rank, tops.size, groups, kernel
         )
         row_codes, row_rank, ordinal, ntops = placing
         bounds = np.zeros(occupied.size + 1, np.int64)

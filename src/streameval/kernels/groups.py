@@ -3,7 +3,9 @@
 Each key column's :class:`streameval.codes.KeyCode` (0 for null) is shifted so that its
 smallest non-null code in the unit becomes 1 (0 stays null) and given the bits its
 largest needs, so 100 segments take 7 bits whatever the key's type. The first key is the
-most significant.
+most significant. Where the keys' bits would pass 63 (several wide integer keys), the codes
+so far are first renumbered 0, 1, … in order (and a key too wide on its own, likewise), so
+the combined code always fits in an int64 and decodes to the same keys.
 
 >>> import numpy as np, polars as pl
 >>> from streameval.codes import key_code
@@ -17,18 +19,55 @@ most significant.
 [2, 1]
 >>> groups.decode(groups.codes)[0].to_list()
 [5, 7, None]
+>>> wide = np.array([1, 2**62, 2**61, 1])  # three such keys: 189 bits, renumbered
+>>> groups = GroupCodes.build([lambda s: s] * 3, [wide, wide[::-1], wide], 4)
+>>> decoded = groups.decode(groups.codes)
+>>> groups.bits <= 63, [(s == k).all() for s, k in zip(decoded, [wide, wide[::-1], wide])]
+(True, [True, True, True])
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from . import Parts, buffer
+
 Decode = Callable[[pl.Series], pl.Series]
+I64 = npt.NDArray[np.int64]
+#: The most bits a combined code takes (it is an int64, never negative).
+MOST_BITS = 63
+
+
+@dataclass
+class Field:
+    """One key's field of the combined code: its decoder, shift, bits and value table.
+
+    ``values`` (when the key's codes were renumbered) maps a field back to the key's code.
+    """
+
+    decode: Decode
+    low: int
+    width: int
+    values: I64 | None = None
+
+    def key(self, field: I64) -> pl.Series:
+        """The key's values of ``field`` (0: null)."""
+        if self.values is not None:
+            return self.decode(pl.Series(self.values[field]))
+        return self.decode(pl.Series(np.where(field > 0, field + self.low, field)))
+
+
+@dataclass
+class Stage:
+    """Keys appended to a code renumbered from the earlier stages' (``back``: the earlier code)."""
+
+    back: I64 | None
+    fields: list[Field] = field(default_factory=list)
 
 
 @dataclass
@@ -40,36 +79,33 @@ class GroupCodes:
     codes : ndarray of uint64
         Combined code of each row.
     bits : int
-        Bits the combined codes take.
-    keys : list of callable
-        Each key column's decoder (codes as an Int64 Series → key values), first key first.
-    lows, widths : list of int
-        What each key's non-null codes were shifted by, and the bits of its shifted codes.
+        Bits the combined codes take (at most :data:`MOST_BITS`).
+    stages : list of Stage
+        The keys' fields, first key first, in stages split where the codes were renumbered.
 
     """
 
     codes: npt.NDArray[np.uint64]
     bits: int
-    keys: list[Decode]
-    lows: list[int]
-    widths: list[int]
+    stages: list[Stage]
 
     @classmethod
     def build(
         cls,
         keys: Sequence[Decode],
-        raw: Sequence[npt.NDArray[np.int64]],
+        raw: Sequence[npt.NDArray[np.int64] | Parts],
         size: int,
         ranges: Sequence[tuple[int, int] | None] = (),
     ) -> GroupCodes:
-        """Combine per-key codes (non-negative Int64 arrays, one per key, ``size`` long).
+        """Combine per-key codes (non-negative integers, one per key and row).
 
         Parameters
         ----------
         keys : list of callable
             Each key column's decoder, first key first (such as :attr:`KeyCode.decode`).
-        raw : list of ndarray of int64
-            Each key's codes (such as :attr:`KeyCode.encode` values; 0 is null).
+        raw : list of ndarray of int64, or of chunks
+            Each key's codes (such as :attr:`KeyCode.encode` values; 0 is null), as one
+            array or as chunks (:func:`streameval.kernels.chunks`, one column).
         size : int
             Rows (all codes are 0 without keys).
         ranges : list of (int, int) or None, optional
@@ -80,31 +116,39 @@ class GroupCodes:
         GroupCodes
 
         """
-        # (allocated only without keys: once glibc's mmap threshold has risen, a large calloc
-        # comes from the heap and is cleared page by page, a page fault each)
-        codes = np.zeros(size if not raw else 0, np.uint64)
-        lows: list[int] = []
-        widths: list[int] = []
-        for i, values in enumerate(raw):
+        from .loops import add_codes, code_range
+
+        parts = [[(0, [r])] if isinstance(r, np.ndarray) else r for r in raw]
+        # (a pooled buffer: a fresh array's pages would be faulted in one by one)
+        codes: I64 = buffer(size, np.int64) if parts else np.zeros(size, np.int64)
+        stages = [Stage(None)]
+        bits = 0
+        for i, (decode, chunked) in enumerate(zip(keys, parts, strict=True)):
             known = ranges[i] if i < len(ranges) else None
-            least, high = known or (int(values.min()), int(values.max()))
-            if least == 0:  # nulls: the non-null codes start at 1
-                present = values[values > 0]
-                low = int(present.min()) - 1 if present.size else 0
-                shifted = np.where(values > 0, values - low, 0)
+            if known is None:
+                extremes = np.array([np.iinfo(np.int64).max, 0], np.int64)
+                for _, (values,) in chunked:
+                    code_range(values, extremes)
+                least, high = int(extremes[0]), int(extremes[1])
+                least = least if high > 0 else 1  # (only nulls)
             else:
-                low = least - 1
-                shifted = values - low if low else values
+                least, high = known
+                least = least if least > 0 else min(1, high)
+            low = max(least - 1, 0)
             width = (high - low).bit_length()
-            if widths:
-                codes <<= np.uint64(width)
-                codes |= shifted.view(np.uint64)
-            else:  # the first key's codes become the combined codes: own them
-                codes = shifted.view(np.uint64)
-                codes = codes if codes.flags.writeable else codes.copy()
-            lows.append(low)
-            widths.append(width)
-        return cls(codes, sum(widths), list(keys), lows, widths)
+            key = Field(decode, low, width)
+            if width > MOST_BITS - 1 and size:  # (alone too wide: its values renumbered)
+                key, chunked = _ranked(decode, chunked, size)
+            if bits + key.width > MOST_BITS:  # the codes so far renumbered
+                back, inverse = np.unique(codes, return_inverse=True)
+                codes[:] = inverse.reshape(-1)
+                bits = max(back.size - 1, 0).bit_length()
+                stages.append(Stage(back))
+            for start, (values,) in chunked:
+                add_codes(codes, start, values, key.low, key.width, i == 0)
+            bits += key.width
+            stages[-1].fields.append(key)
+        return cls(codes.view(np.uint64), bits, stages)
 
     def decode(self, codes: npt.NDArray[np.uint64]) -> list[pl.Series]:
         """The key columns of combined ``codes`` (one Series per key, named as the key).
@@ -119,10 +163,25 @@ class GroupCodes:
         list of Series
 
         """
-        out = []
-        shift = self.bits
-        for key, low, width in zip(self.keys, self.lows, self.widths, strict=True):
-            shift -= width
-            field = ((codes >> np.uint64(shift)) & np.uint64((1 << width) - 1)).astype(np.int64)
-            out.append(key(pl.Series(np.where(field > 0, field + low, field))))
-        return out
+        out: list[pl.Series] = []
+        rest = codes.astype(np.int64)
+        for stage in reversed(self.stages):
+            for key in reversed(stage.fields):
+                out.append(key.key(rest & np.int64((1 << key.width) - 1)))
+                rest = rest >> np.int64(key.width)
+            if stage.back is not None:
+                rest = stage.back[rest]
+        return out[::-1]
+
+
+def _ranked(decode: Decode, chunked: Parts, size: int) -> tuple[Field, Parts]:
+    """A key's codes renumbered 1, 2, … by value (0 stays null), and its field."""
+    values = np.concatenate([v for _, (v,) in chunked]) if chunked else np.zeros(0, np.int64)
+    table, ranks = np.unique(values, return_inverse=True)
+    if not table.size or table[0] != 0:  # no nulls: rank 0 still means null
+        table = np.concatenate(([0], table))
+        ranks = ranks + 1
+    return (
+        Field(decode, 0, (table.size - 1).bit_length(), table.astype(np.int64)),
+        [(0, [ranks.reshape(-1).astype(np.int64)])],
+    )

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
 from ..codes import KeyCode
-from . import buffer, chunks, give_back
+from . import Parts, buffer, chunks, each, give_back, split_rows
 
 _SEEDS = (0x5E11_5EED, 0x0DD5_EED5)
 
@@ -85,11 +86,50 @@ def number_hashes(
     >>> codes.tolist(), firsts.tolist(), ok
     ([1, 2, 1, 0], [0, 1], True)
     """
+    from .compiled import PARALLEL_ROWS
+
     codes = buffer(frame.height, np.int64)
-    table = loops.hash_table()
-    for start, (first, second) in chunks(frame, names):
-        table = loops.hashed_codes(first.view(np.int64), second.view(np.int64), codes, start, table)
-        if not table[-1][1]:
-            break
+    parts = chunks(frame, names)
+    halves = split_rows(parts, frame.height) if frame.height >= PARALLEL_ROWS else [parts]
+
+    def number(parts: Parts) -> Any:
+        table = loops.hash_table()
+        for start, (first, second) in parts:
+            table = loops.hashed_codes(
+                first.view(np.int64), second.view(np.int64), codes, start, table
+            )
+            if not table[-1][1]:
+                break
+        return table
+
+    table, *later = each(number, halves)
+    for half, other in zip(halves[1:], later, strict=True):
+        table = _join(table, other, codes, half, loops)
     count, ok = (int(x) for x in table[-1])
     return codes, table[3][:count], bool(ok)
+
+
+def _join(table: Any, other: Any, codes: npt.NDArray[np.int64], parts: Parts, loops: Any) -> Any:
+    """``table`` carried on over the rows ``other`` numbered on their own (``parts``' rows).
+
+    The other's values are looked up in order of their codes, so the joined codes are those
+    of one pass over all the rows (in order of first appearance); the other's rows' codes
+    are renumbered to them.
+    """
+    if not (table[-1][1] and other[-1][1]) or not parts:
+        table[-1][1] = table[-1][1] and other[-1][1]
+        return table
+    slots, keys, seconds, firsts, state = other
+    count = int(state[0])
+    filled = slots != 0
+    hashes = np.zeros(count, np.int64)
+    hashes[slots[filled] - 1] = keys[filled]  # each of the other's codes' first hash
+    renumbered = np.zeros(count + 1, np.int64)
+    known = int(table[-1][0])
+    table = loops.hashed_codes(hashes, seconds[:count].copy(), renumbered, 1, table)
+    new = table[3][known : int(table[-1][0])]
+    new[:] = firsts[new - 1]  # (recorded as 1 + the other's code: its first row instead)
+    begin = parts[0][0]
+    end = max(start + len(arrays[0]) for start, arrays in parts)
+    codes[begin:end] = renumbered[codes[begin:end]]
+    return table

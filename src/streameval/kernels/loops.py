@@ -418,6 +418,33 @@ def _log_sum(words, bounds, occupied, tops, shift, cut_tops, cuts, eps, cells): 
     return total
 
 
+@jit
+def code_range(values, extremes):  # type: ignore[no-untyped-def]
+    """Narrow ``extremes`` to the least positive and the largest of ``values`` (codes, 0: null)."""
+    low = extremes[0]
+    high = extremes[1]
+    for i in range(values.size):
+        v = np.int64(values[i])
+        if 0 < v < low:
+            low = v
+        high = max(high, v)
+    extremes[0] = low
+    extremes[1] = high
+
+
+@jit
+def add_codes(codes, start, values, low, width, first):  # type: ignore[no-untyped-def]
+    """Append a key's field to the combined codes of rows ``start`` …: ``code << width | field``.
+
+    A row's field is its key's code less ``low`` (0, null, stays 0); ``first``: the codes are
+    set (the buffer holds nothing yet).
+    """
+    for i in range(values.size):
+        v = np.int64(values[i])
+        f = v - low if v > 0 else np.int64(0)
+        codes[start + i] = f if first else (codes[start + i] << width) | f
+
+
 def hash_table() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """An empty table for :func:`hashed_codes`.
 

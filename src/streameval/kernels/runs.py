@@ -25,7 +25,7 @@ import polars as pl
 from ..codes import KeyCode
 from ..spec import Spec
 from ..states.binary import merge_ops
-from . import compiled, small_pages
+from . import chunks, compiled, small_pages
 from .groups import GroupCodes
 from .hashcodes import hashed_codes, hashed_exprs
 from .scorekeys import ScoreField
@@ -168,7 +168,8 @@ def key_exprs(
 
 def unit_groups(frame: pl.DataFrame, key_codes: list[KeyCode]) -> tuple[GroupCodes, pl.DataFrame]:
     """The unit's group codes (:func:`key_exprs` columns), and the frame without those columns."""
-    raw, decoders, names = [], [], []
+    raw: list[Any] = []
+    decoders, names = [], []
     ranges: list[tuple[int, int] | None] = []
     for i, code in enumerate(key_codes):
         names.append(f"_g{i}")
@@ -182,13 +183,14 @@ def unit_groups(frame: pl.DataFrame, key_codes: list[KeyCode]) -> tuple[GroupCod
             names += [f"_h{i}", f"_s{i}"]
         else:
             assert code.decode is not None  # (hashed-only keys are hashed above)
-            raw.append(frame[f"_g{i}"].to_numpy())
+            raw.append(chunks(frame, [f"_g{i}"]))
             decoders.append(code.decode)
             ranges.append(None)
     with small_pages():
         groups = GroupCodes.build(decoders, raw, frame.height, ranges)
         del raw
-        return groups, frame.drop(names)  # the codes hold them now
+        # the codes hold them now (indexing keeps the columns' chunks: drop would align them)
+        return groups, frame[[c for c in frame.columns if c not in names]]
 
 
 @dataclass
