@@ -119,8 +119,7 @@ class GroupCodes:
         from .loops import add_codes, code_range
 
         parts = [[(0, [r])] if isinstance(r, np.ndarray) else r for r in raw]
-        # (a pooled buffer: a fresh array's pages would be faulted in one by one)
-        codes: I64 = buffer(size, np.int64) if parts else np.zeros(size, np.int64)
+        codes: I64 = np.zeros(size if not parts else 0, np.int64)
         stages = [Stage(None)]
         bits = 0
         for i, (decode, chunked) in enumerate(zip(keys, parts, strict=True)):
@@ -144,6 +143,13 @@ class GroupCodes:
                 codes[:] = inverse.reshape(-1)
                 bits = max(back.size - 1, 0).bit_length()
                 stages.append(Stage(back))
+            if i == 0:  # the first key's codes as they are, or into a pooled buffer
+                own = isinstance(raw[0], np.ndarray) and raw[0].dtype == np.int64
+                if own and key.low == 0 and key.values is None and raw[0].flags.writeable:
+                    codes = raw[0]
+                    chunked = []
+                else:  # (a fresh array's pages would be faulted in one by one)
+                    codes = buffer(size, np.int64)
             for start, (values,) in chunked:
                 add_codes(codes, start, values, key.low, key.width, i == 0)
             bits += key.width
