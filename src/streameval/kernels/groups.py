@@ -144,9 +144,10 @@ class GroupCodes:
                 bits = max(back.size - 1, 0).bit_length()
                 stages.append(Stage(back))
             if i == 0:  # the first key's codes as they are, or into a pooled buffer
-                own = isinstance(raw[0], np.ndarray) and raw[0].dtype == np.int64
-                if own and key.low == 0 and key.values is None and raw[0].flags.writeable:
-                    codes = raw[0]
+                first = raw[0]
+                plain = key.low == 0 and key.values is None
+                if isinstance(first, np.ndarray) and plain and _writable_int64(first):
+                    codes = first
                     chunked = []
                 else:  # (a fresh array's pages would be faulted in one by one)
                     codes = buffer(size, np.int64)
@@ -178,6 +179,11 @@ class GroupCodes:
             if stage.back is not None:
                 rest = stage.back[rest]
         return out[::-1]
+
+
+def _writable_int64(values: npt.NDArray[np.generic]) -> bool:
+    """Whether ``values`` may become the combined codes as they are."""
+    return values.dtype == np.int64 and bool(values.flags.writeable)
 
 
 def _ranked(decode: Decode, chunked: Parts, size: int) -> tuple[Field, Parts]:
