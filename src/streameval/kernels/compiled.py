@@ -6,9 +6,11 @@ are ordered by (group, binade), and each such block is summed in a window that s
 cache. A metric table needs no cells: :meth:`CompiledCells.grouped` reads each group's
 aggregates off the windows, the log loss as the log of a product (a multiply per row rather
 than a ``log``). All of it runs in the summing thread (:class:`.runs.Deferred`); the reading
-thread codes the keys. There is no density limit: only filled cells are kept, whatever the
-groups and the precision (up to :data:`MAX_WINDOW_BITS`), and sparse group codes are renumbered
-first (:func:`compact`).
+thread codes the keys. A unit of :data:`PARALLEL_ROWS` rows or more is counted and placed by
+two threads over halves of its rows (the second half's rows placed after the first's in each
+cell: the same layout), and read by two over halves of its groups. There is no density
+limit: only filled cells are kept, whatever the groups and the precision (up to
+:data:`MAX_WINDOW_BITS`), and sparse group codes are renumbered first (:func:`compact`).
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ MAX_WINDOW_BITS = 16
 SPARSE_CELLS = 1 << 24
 #: Bootstrap replicates read off a coarse cell's rows while they stay in cache.
 REPLICATE_BATCH = 8
-#: Rows from which a unit's metric aggregates are read by two threads (halves of its groups).
+#: Rows from which a unit is counted, placed and its String keys numbered by two threads
+#: (halves of its rows), and its metric aggregates read by two (halves of its groups).
 PARALLEL_ROWS = 1 << 22
 
 
