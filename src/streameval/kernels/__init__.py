@@ -213,6 +213,17 @@ def split_rows(parts: Parts, rows: int) -> list[Parts]:
     return [first, second]
 
 
+def span(parts: Parts) -> tuple[int, int]:
+    """The first row of the chunks and the row after their last ((0, 0) without chunks).
+
+    >>> span([(2, [np.arange(3)]), (5, [np.arange(4)])])
+    (2, 9)
+    """
+    if not parts:
+        return 0, 0
+    return parts[0][0], max(start + len(arrays[0]) for start, arrays in parts)
+
+
 def each(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """``work`` of each item, on a thread each when there are two or more (in order)."""
     if len(items) < 2:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cache
@@ -29,7 +30,7 @@ import polars as pl
 
 from ..bucketing import EXACT_BITS, bucket_floor_scalar, float_to_key_scalar, key_to_float_scalar
 from ..spec import Spec
-from . import Parts, buffer, chunks, each, give_back, small_pages, split_rows
+from . import Parts, buffer, chunks, each, give_back, small_pages, span, split_rows
 from .groups import GroupCodes
 from .staged import Staged
 
@@ -152,30 +153,26 @@ class CompiledCells(Staged):
             words = buffer(codes.size, np.int64)
             ordered = buffer(codes.size, np.float64) if self.spec.weighted else np.zeros(0)
 
-            def place(half: tuple[list[tuple[int, list[Any]]], I64]) -> None:
-                parts, before = half
-                at = self.bounds[:-1] + before  # this half's rows follow the earlier half's
-                for start, (score, y, *weights) in parts:
-                    self.loops.place(
-                        codes, start, score.view(np.int64), y, weights[0] if weights else _NONE,
-                        rank, ntops, ordinal, at, words, ordered,
-                    )  # fmt: skip
+            def placing(column: int, out: I64, moved: F64) -> Callable[[Any], None]:
+                """Place a half's rows, with column ``column`` (-1: none) moved beside them."""
 
-            each(place, halves)
+                def place(half: tuple[Parts, I64]) -> None:
+                    parts, before = half
+                    at = self.bounds[:-1] + before  # this half's rows follow the earlier half's
+                    for start, (score, y, *rest) in parts:
+                        values = rest[column].view(np.float64) if column >= 0 else _NONE
+                        self.loops.place(
+                            codes, start, score.view(np.int64), y, values, rank, ntops,
+                            ordinal, at, out, moved,
+                        )  # fmt: skip
+
+                return place
+
+            each(placing(0 if self.spec.weighted else -1, words, ordered), halves)
             if self.keyed:  # the row keys placed likewise (their bits moved as floats)
                 self._keys = buffer(codes.size, np.uint64)
                 scratch = buffer(codes.size, np.int64)
-
-                def place_keys(half: tuple[list[tuple[int, list[Any]]], I64]) -> None:
-                    parts, before = half
-                    at = self.bounds[:-1] + before
-                    for start, (score, y, _, keys) in parts:
-                        self.loops.place(
-                            codes, start, score.view(np.int64), y, keys.view(np.float64), rank,
-                            ntops, ordinal, at, scratch, self._keys.view(np.float64),
-                        )  # fmt: skip
-
-                each(place_keys, halves)
+                each(placing(1, scratch, self._keys.view(np.float64)), halves)
                 give_back(scratch)
             give_back(codes)
             self._words = (words, ordered)
@@ -608,7 +605,7 @@ def coarse_layout(
     row_cells = inverse.astype(np.int64, copy=False).reshape(-1)
     offsets = [np.zeros(occupied.size, np.int64)]
     for half in halves[:-1]:  # (rows before a later half's first row)
-        end = max(start + len(arrays[0]) for start, arrays in half) if half else 0
+        end = span(half)[1]
         counted = np.bincount(row_cells[:end], minlength=occupied.size)
         offsets.append(counted.astype(np.int64))
     # one "binade" of rank 0: a row's code is its cell's ordinal

@@ -20,7 +20,7 @@ import numpy.typing as npt
 import polars as pl
 
 from ..codes import KeyCode
-from . import Parts, buffer, chunks, each, give_back, split_rows
+from . import Parts, buffer, chunks, each, give_back, span, split_rows
 
 _SEEDS = (0x5E11_5EED, 0x0DD5_EED5)
 
@@ -129,7 +129,6 @@ def _join(table: Any, other: Any, codes: npt.NDArray[np.int64], parts: Parts, lo
     table = loops.hashed_codes(hashes, seconds[:count].copy(), renumbered, 1, table)
     new = table[3][known : int(table[-1][0])]
     new[:] = firsts[new - 1]  # (recorded as 1 + the other's code: its first row instead)
-    begin = parts[0][0]
-    end = max(start + len(arrays[0]) for start, arrays in parts)
+    begin, end = span(parts)
     codes[begin:end] = renumbered[codes[begin:end]]
     return table
