@@ -19,6 +19,7 @@ from test_sort_kernel_bucketed import assert_same_state
 
 import streameval as se
 from streameval import kernels, source
+from streameval.kernels import scatter
 
 KEY_TYPES = {
     "string": pl.String,
@@ -63,15 +64,17 @@ def _sources(df: pl.DataFrame, tmp: Any) -> dict[str, Any]:
     frames(),
     st.sampled_from(sorted(KEY_TYPES)),
     st.sampled_from([None, 2, "exact"]),
-    st.booleans(),
+    st.sampled_from([None, "in memory", "spilled"]),
 )
 def test_every_source_and_key_type_gives_the_same_state(
     tmp_path_factory, monkeypatch, frame, kind, precision, sharded
 ):
     df, keys, weight = frame
     df = _typed(df, kind)
-    if sharded:  # shards of a row or two: groups spread over several reads
+    if sharded:  # shards of a row or two: groups spread over several shards
         monkeypatch.setattr(source, "SHARD_ROWS", 2)
+        # each batch's rows written to the spill files before the next batch is split
+        monkeypatch.setattr(scatter, "SPILL_BYTES", 1 if sharded == "spilled" else 1 << 28)
     kw: dict[str, Any] = dict(label="y", score="p", by=keys, weight=weight, precision=precision)
     with switched_off(kernels):  # the reference: the Polars group-by
         want = se.accumulate(df, **kw)

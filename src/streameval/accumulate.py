@@ -15,6 +15,7 @@ from . import progress as bar
 from .errors import InputError, close_matches
 from .kernels.buckets import bucketed_state
 from .kernels.runs import Collected, Runs, runs_state
+from .kernels.scatter import Scatter, Shard
 from .kernels.staged import Staged
 from .metrics.binary import as_thresholds
 from .options import check_options
@@ -216,6 +217,8 @@ class Plan:
     units: list[Unit] | None
     in_memory: bool = False
     replication: resample_draw.Replication | None = None
+    #: The shards' rows, read once for all of them (:mod:`streameval.kernels.scatter`).
+    scatter: Scatter | None = None
 
     @property
     def spec(self) -> Spec:
@@ -309,8 +312,11 @@ def prepare(
     if units is None and not in_memory and engine == "streaming" and task.runs is not None:
         rows = collect(lf.select(pl.len()), engine, files).item()
         # a shard's budget is in rows of four columns: wider rows (class scores) make more
-        units = shard_units(lf, keys, rows * max(4, len(wanted)) // 4)
-    return Plan(lf, schema, files, engine, wanted, task, units, in_memory, replication)
+        units = shard_units(lf, keys, schema, rows * max(4, len(wanted)) // 4)
+    scatter = None
+    if units and units[0].shard is not None:
+        scatter = Scatter(lf, len(units), units[0].shard[0])
+    return Plan(lf, schema, files, engine, wanted, task, units, in_memory, replication, scatter)
 
 
 def _check_key_types(schema: pl.Schema, keys: Sequence[str]) -> None:
@@ -336,7 +342,10 @@ def unit_rows(plan: Plan, unit: Unit | None = None) -> Collected | None:
             return None
         rows: Collected | None = plan.task.runs(plan.lf, {})
         return rows
-    rows = plan.task.runs(unit.lf, unit.constants)
+    shard = None
+    if plan.scatter is not None and unit.shard is not None:
+        shard = Shard(plan.scatter, unit.shard[1])
+    rows = plan.task.runs(unit.lf, unit.constants, shard=shard)
     return rows
 
 

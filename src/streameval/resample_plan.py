@@ -118,12 +118,12 @@ def plan_replicated(
 
 
 def _keyed_reader(
-    read: Callable[[pl.LazyFrame, Mapping[str, Any]], Any],
+    read: Callable[..., Any],
     extra: Mapping[str, pl.Expr],
     schema: pl.Schema,
     hashed: tuple[str, ...],
     boot: Bootstrap,
-) -> Callable[[pl.LazyFrame, Mapping[str, Any]], Any]:
+) -> Callable[..., Any]:
     """The task's reader of a unit's rows for its kernel, each row with its key.
 
     The key (column :data:`~streameval.resample_draw.ROW_KEY`) is the one
@@ -131,11 +131,14 @@ def _keyed_reader(
     weight columns are those the task was planned with.
     """
 
-    def runs(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Any:
-        keyed = with_row_key(
-            unit.with_columns(**extra), hashed, schema, boot.seed, ROW_KEY, stable=bool(boot.row_id)
+    def keyed(lf: pl.LazyFrame) -> pl.LazyFrame:
+        return with_row_key(
+            lf.with_columns(**extra), hashed, schema, boot.seed, ROW_KEY, stable=bool(boot.row_id)
         )
-        return read(keyed, {**constants, REPLICATE: 0})
+
+    def runs(unit: pl.LazyFrame, constants: Mapping[str, Any], shard: Any = None) -> Any:
+        shard = None if shard is None else shard.mapped(keyed)
+        return read(keyed(unit), {**constants, REPLICATE: 0}, shard=shard)
 
     return runs
 

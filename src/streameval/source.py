@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 import glob as globlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -156,11 +156,14 @@ class Unit:
 
     No group spans two units, so each unit is accumulated (and finalized) on its own: smaller
     hash tables and sorts, memory bounded by the largest unit, nothing to re-aggregate. A unit
-    is the whole source filtered on the partition value; Polars reads only its files.
+    is the whole source filtered on the partition value; Polars reads only its files. A shard
+    of any other source (:func:`shard_units`) is a unit too, without constants.
     """
 
     lf: pl.LazyFrame
     constants: dict[str, Any]
+    #: A shard's (:func:`shard_units`): the expression of each row's shard, and its own.
+    shard: tuple[pl.Expr, int] | None = None
 
 
 def hive_units(
@@ -192,22 +195,54 @@ def hive_units(
 #: read ahead) at about 25 bytes a row, well under a gigabyte.
 SHARD_ROWS = 12_000_000
 _SHARD_SEED = 0x5AA2D
+#: The seed of the first hash of a String key's values (:mod:`streameval.kernels.hashcodes`).
+TEXT_SEED = 0x5E11_5EED
 
 
-def shard_units(lf: pl.LazyFrame, keys: Sequence[str], rows: int) -> list[Unit]:
+def text_hash(text: pl.Expr, seed: int = TEXT_SEED) -> pl.Expr:
+    """A 64-bit hash of each value of ``text``, 0 for null (UInt64)."""
+    return pl.when(text.is_null()).then(pl.lit(0, pl.UInt64)).otherwise(text.hash(seed))
+
+
+def shard_expr(keys: Sequence[str], schema: pl.Schema, shards: int) -> pl.Expr:
+    """Each row's shard (UInt64 below ``shards``): a hash of its group keys.
+
+    The hashes of the keys are combined by exclusive or; a String key's is the one its codes
+    are numbered from (:func:`text_hash`), which Polars then computes once a row.
+
+    >>> lf = pl.LazyFrame({"g": ["a", "b", None], "d": [1, 1, 2]})
+    >>> shard = shard_expr(["g", "d"], lf.collect_schema(), 3)
+    >>> values = lf.select(shard).collect().to_series().to_list()
+    >>> len(values), all(0 <= v < 3 for v in values)
+    (3, True)
+    """
+    hashes = [
+        text_hash(pl.col(k)) if schema[k] == pl.String else pl.col(k).hash(_SHARD_SEED + i)
+        for i, k in enumerate(keys)
+    ]
+    combined = hashes[0]
+    for h in hashes[1:]:
+        combined = combined.xor(h)
+    return combined % shards
+
+
+def shard_units(lf: pl.LazyFrame, keys: Sequence[str], schema: pl.Schema, rows: int) -> list[Unit]:
     """The source as shards of whole groups, each of about :data:`SHARD_ROWS` rows at most.
 
     Sources that are neither split into hive units nor held in memory (a file, a glob, a
     LazyFrame, a hive directory grouped without its partition key) are summed shard by shard,
-    as hive units are: no group spans two shards (a row's shard is a hash of its keys), so
-    memory holds the rows of a few shards, not of the source, and nothing is re-aggregated.
-    Each shard reads the source once (one shard below :data:`SHARD_ROWS` rows). Without keys,
-    or with one group bigger than a shard, memory grows with that group's rows.
+    as hive units are: no group spans two shards (a row's shard is a hash of its keys,
+    :func:`shard_expr`), so memory holds the rows of a few shards, not of the source, and
+    nothing is re-aggregated. A shard's rows are the source filtered on its hash; the compiled
+    kernels read the source once for all of them (:mod:`streameval.kernels.scatter`). Without
+    keys, or with one group bigger than a shard, memory grows with that group's rows.
 
     >>> lf = pl.LazyFrame({"g": ["a", "b", "c", "a"], "x": [1, 2, 3, 4]})
-    >>> [u.lf.collect().height for u in shard_units(lf, ["g"], 4)]
+    >>> schema = lf.collect_schema()
+    >>> [u.lf.collect().height for u in shard_units(lf, ["g"], schema, 4)]
     [4]
-    >>> shards = [u.lf.collect()["g"].to_list() for u in shard_units(lf, ["g"], 9 * SHARD_ROWS)]
+    >>> units = shard_units(lf, ["g"], schema, 9 * SHARD_ROWS)
+    >>> shards = [u.lf.collect()["g"].to_list() for u in units]
     >>> len(shards), sorted(g for shard in shards for g in shard)
     (9, ['a', 'a', 'b', 'c'])
     >>> sum("a" in shard for shard in shards)  # a group is in one shard
@@ -216,9 +251,8 @@ def shard_units(lf: pl.LazyFrame, keys: Sequence[str], rows: int) -> list[Unit]:
     shards = -(-rows // SHARD_ROWS)
     if shards <= 1 or not keys:
         return [Unit(lf, {})]
-    keyed = pl.col(keys[0]) if len(keys) == 1 else pl.struct(list(keys))
-    shard = keyed.hash(_SHARD_SEED) % shards
-    return [Unit(lf.filter(shard == k), {}) for k in range(shards)]
+    shard = shard_expr(keys, schema, shards)
+    return [Unit(lf.filter(shard == k), {}, (shard, k)) for k in range(shards)]
 
 
 def _partition_values(
@@ -379,6 +413,16 @@ def collect(
     """Collect, turning engine errors about files into one clear message."""
     try:
         return query.collect(engine=engine)
+    except _ENGINE_ERRORS as exc:
+        raise read_error(exc, files, columns) from None
+
+
+def collect_batches(
+    query: pl.LazyFrame, files: list[str] | None, columns: Sequence[str] = ()
+) -> Iterator[pl.DataFrame]:
+    """The rows of ``query`` in the streaming engine's batches, with :func:`collect`'s errors."""
+    try:
+        yield from query.collect_batches(engine="streaming")
     except _ENGINE_ERRORS as exc:
         raise read_error(exc, files, columns) from None
 

@@ -250,7 +250,7 @@ def collect_classes(
     keys: list[str],
     codes: Mapping[str, KeyCode | None],
     rows: tuple[pl.Expr, pl.Expr | None, list[pl.Expr], pl.Expr | None, pl.Expr],
-    collect: Callable[[pl.LazyFrame], pl.DataFrame],
+    collect: Callable[[pl.LazyFrame, list[pl.Expr]], pl.DataFrame],
     invalid: Callable[[], Exception],
 ) -> ClassRows | None:
     """The columns the multiclass kernel reads of the rows of ``lf`` (None: no key code).
@@ -269,7 +269,7 @@ def collect_classes(
     exprs += [p.alias(f"_c{k}") for k, p in enumerate(scores)]
     if weight is not None:
         exprs.append(weight.alias("_w"))
-    frame = collect(lf.select(exprs))
+    frame = collect(lf, exprs)
     if frame["_a"].null_count():
         raise invalid()
     return ClassRows(frame, key_codes, weight is not None, predicted is not None, len(scores))

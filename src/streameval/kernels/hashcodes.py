@@ -20,19 +20,17 @@ import numpy.typing as npt
 import polars as pl
 
 from ..codes import KeyCode
+from ..source import TEXT_SEED, text_hash
 from . import Parts, buffer, chunks, each, give_back, span, split_rows
 
-_SEEDS = (0x5E11_5EED, 0x0DD5_EED5)
+_SEEDS = (TEXT_SEED, 0x0DD5_EED5)
 
 
 def hashed_exprs(code: KeyCode, i: int) -> list[pl.Expr]:
     """The columns a unit collects for key ``i``: ``_g{i}`` and ``_h{i}`` hashes, ``_s{i}``."""
     assert code.text is not None
     text = code.text
-    hashes = [
-        pl.when(text.is_null()).then(pl.lit(0, pl.UInt64)).otherwise(text.hash(seed))
-        for seed in _SEEDS
-    ]
+    hashes = [text_hash(text, seed) for seed in _SEEDS]
     return [hashes[0].alias(f"_g{i}"), hashes[1].alias(f"_h{i}"), text.alias(f"_s{i}")]
 
 

@@ -214,7 +214,7 @@ def collect_regression(
     keys: list[str],
     codes: Mapping[str, KeyCode | None],
     rows: tuple[pl.Expr, pl.Expr, pl.Expr | None, pl.Expr],
-    collect: Callable[[pl.LazyFrame], pl.DataFrame],
+    collect: Callable[[pl.LazyFrame, list[pl.Expr]], pl.DataFrame],
     invalid: Callable[[], Exception],
 ) -> RegressionRows | None:
     """The columns the regression kernel reads of the rows of ``lf`` (None: no key code).
@@ -230,7 +230,7 @@ def collect_regression(
     exprs += [pl.when(~bad).then(y).alias("_y"), f.alias("_f")]
     if weight is not None:
         exprs.append(weight.alias("_w"))
-    frame = collect(lf.select(exprs))
+    frame = collect(lf, exprs)
     if frame["_y"].null_count():
         raise invalid()
     return RegressionRows(frame, key_codes, weight is not None)

@@ -34,7 +34,7 @@ from .staged import Staged
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
-Collect = Callable[[pl.LazyFrame], pl.DataFrame]
+Collect = Callable[[pl.LazyFrame, list[pl.Expr]], pl.DataFrame]
 
 
 @dataclass
@@ -112,7 +112,8 @@ def collect_unit(
         The label as Boolean, the score as Float64, the weight (or None), the bad-row flag
         and the row key of bootstrap draws (or None; collected as ``_k``).
     collect : callable
-        Collects a query (with the source's error handling).
+        ``collect(lf, exprs)`` collects the columns ``exprs`` of ``lf`` (with the source's
+        error handling; the shards of a source read once hand their rows over instead).
     invalid : callable
         The error to raise when some rows are bad.
 
@@ -134,7 +135,7 @@ def collect_unit(
         exprs.append(weight.alias("_w"))
     if row_key is not None:
         exprs.append(row_key.alias("_k"))
-    frame = collect(lf.select(exprs))
+    frame = collect(lf, exprs)
     if frame["_p"].null_count():
         raise invalid()
     return Collected(frame, key_codes, weight is not None)

@@ -10,7 +10,7 @@ Each task module (``binary``, ``multiclass``, ``regression``) has
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,8 @@ import polars as pl
 
 from ..codes import hashed_key, key_code
 from ..errors import InputError
-from ..source import Engine, collect
+from ..kernels.scatter import Collect, Shard
+from ..source import Engine, collect, collect_batches
 
 Finish = Callable[[pl.DataFrame], pl.DataFrame]
 Build = Callable[[pl.LazyFrame, Mapping[str, Any]], tuple[pl.LazyFrame, Finish]]
@@ -63,17 +64,18 @@ class TaskPlan:
     ``build(lf, constants)`` returns the lazy state query over ``lf`` and the function that
     turns its result into the state table (``constants`` are group keys fixed over ``lf``).
     ``invalid(table)`` says whether the table marks invalid rows; ``diagnose()`` then
-    returns the error that names them. ``runs(lf, constants)``, when given, collects the
-    unit's rows for the task's compiled kernel (:mod:`streameval.kernels`): an object whose
-    ``staged(spec)`` is a :class:`~streameval.kernels.staged.Staged`; or returns None to fall
-    back to the Polars query.
+    returns the error that names them. ``runs(lf, constants, shard=None)``, when given,
+    collects the unit's rows for the task's compiled kernel (:mod:`streameval.kernels`): an
+    object whose ``staged(spec)`` is a :class:`~streameval.kernels.staged.Staged`; or returns
+    None to fall back to the Polars query. A shard's rows (``shard``: a
+    :class:`~streameval.kernels.scatter.Shard`) come from the source read once for all shards.
     """
 
     spec: Any
     build: Build
     invalid: Callable[[pl.DataFrame], bool]
     diagnose: Callable[[], Exception]
-    runs: Callable[[pl.LazyFrame, Mapping[str, Any]], Any] | None = None
+    runs: Callable[..., Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -156,13 +158,23 @@ def unit_reader(
     schema, keys = opened.schema, opened.keys
     codes = {k: key_code(k, schema[k]) or hashed_key(k, schema[k]) for k in keys}
 
-    def runs(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Any:
+    def collected(lf: pl.LazyFrame, exprs: list[pl.Expr]) -> pl.DataFrame:
+        return collect(lf.select(exprs), opened.engine, opened.files, list(columns))
+
+    def batches(query: pl.LazyFrame) -> Iterator[pl.DataFrame]:
+        return collect_batches(query, opened.files, list(columns))
+
+    def runs(unit: pl.LazyFrame, constants: Mapping[str, Any], shard: Shard | None = None) -> Any:
         varying = [k for k in keys if k not in constants]
 
-        def collected(query: pl.LazyFrame) -> pl.DataFrame:
-            return collect(query, opened.engine, opened.files, list(columns))
+        def reader(lf: pl.LazyFrame, codes: Mapping[str, Any], collect: Collect) -> Any:
+            return read(lf, varying, codes, rows, collect, diagnose)
 
-        return read(unit, varying, codes, rows, collected, diagnose)
+        if shard is not None:
+            done, out = shard.read(varying, codes, reader, batches)
+            if done:
+                return out
+        return reader(unit, codes, collected)
 
     return runs
 
