@@ -170,3 +170,15 @@ def test_a_spill_file_changed_under_the_pass_is_refused(tmp_path, spilled, monke
         se.evaluate(path, label="y", score="p", by=["seg", "day"])
     gc.collect()
     assert os.listdir(spill) == []  # removed with the pass that failed
+
+
+def test_a_warning_counting_rows_is_given_once_for_all_shards(tmp_path, spilled):
+    df = _rows().with_columns(q=pl.col("q") * 1.5)  # scores of most rows sum past 1
+    path = _file(tmp_path, df)
+    kw: dict[str, Any] = dict(task="multiclass", label="c", scores=["p", "q", "r"], by=KEYS)
+    with pytest.warns(UserWarning) as want:
+        se.evaluate(df, **kw)
+    with pytest.warns(UserWarning) as got:
+        se.evaluate(path, **kw)
+    assert [str(w.message) for w in got] == [str(w.message) for w in want]
+    assert len(got) == 1 and "do not sum to 1" in str(got[0].message)

@@ -269,11 +269,18 @@ def _drawn_bootstrap(
     return replicate_intervals(table, plan.spec.keys[:-1], inputs.bootstrap, level)
 
 
+#: The count in a unit's warning of multiclass rows whose scores do not sum to 1.
+_UNNORMALIZED = re.compile(r"(?<=the scores of )(\d+)(?= row\(s\) do not sum to 1)")
+
+
 def _warn_once(caught: list[warnings.WarningMessage]) -> None:
-    """Re-issue the units' warnings: the log-loss one once for all units, others as they were."""
+    """Re-issue the units' warnings: those that count rows once, summed; others as they were."""
     outside = [w for w in caught if "log_loss and brier are null" in str(w.message)]
+    unnormalized = [m for w in caught if (m := _UNNORMALIZED.search(str(w.message)))]
     domains: dict[str, list[int]] = {}
     for w in caught:
+        if _UNNORMALIZED.search(str(w.message)):
+            continue
         if isinstance(w.message, DomainWarning):
             for what, (rows, groups) in w.message.problems.items():
                 total = domains.setdefault(what, [0, 0])
@@ -282,6 +289,9 @@ def _warn_once(caught: list[warnings.WarningMessage]) -> None:
             warnings.warn(w.message, stacklevel=3)
     if domains:
         warnings.warn(DomainWarning(domains), stacklevel=3)
+    if unnormalized:
+        rows = sum(int(m.group(1)) for m in unnormalized)
+        warnings.warn(_UNNORMALIZED.sub(str(rows), unnormalized[0].string, count=1), stacklevel=3)
     if outside:
         counts = [re.search(r"null for (\d+)", str(w.message)) for w in outside]
         nulls = sum(int(m.group(1)) for m in counts if m)

@@ -45,7 +45,7 @@ from ..codes import KeyCode
 from . import compiled
 
 #: Bytes of split rows kept in memory before they are written to the spill files.
-SPILL_BYTES = 256 << 20
+SPILL_BYTES = 512 << 20
 _SHARD = "_shard"
 _MOST_CODES = 2**31 - 1  # a hashed key's codes are kept as Int32
 
