@@ -116,6 +116,7 @@ class Scatter:
         self._counts = np.zeros(shards, np.int64)
         self._spilled = np.zeros(shards, np.int64)
         self._dir: str | None = None
+        self._removal: weakref.finalize[Any, Any] | None = None  # removes _dir, once
         self._left = shards
 
     def run(
@@ -234,7 +235,8 @@ class Scatter:
         try:
             if self._dir is None:
                 self._dir = tempfile.mkdtemp(prefix="streameval-shards-")
-                weakref.finalize(self, shutil.rmtree, self._dir, True)
+                # (also when a failed pass is dropped: the directory is this pass's alone)
+                self._removal = weakref.finalize(self, shutil.rmtree, self._dir, True)
             for k, fill in enumerate(self._fill.tolist()):
                 for c, buffer in enumerate(self._buffers):
                     if fill:
@@ -283,9 +285,8 @@ class Scatter:
 
     def _remove(self) -> None:
         """Remove the spill directory (made for this pass, holding only its files)."""
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
+        if self._removal is not None:
+            self._removal()  # (a finalizer runs once: never again at collection)
 
     def codes(
         self, keys: Sequence[str], codes: Mapping[str, KeyCode | None]
