@@ -183,6 +183,12 @@ CONFIGS: tuple[Config, ...] = (
     ),
     Config("exact", "hive", options={"precision": "exact"}, about='precision="exact"'),
     Config(
+        "intervals",
+        "hive",
+        options={"ci": "wilson"},
+        about="ci='wilson': Wilson intervals, caret's statistics, DeLong AUC interval",
+    ),
+    Config(
         "bootstrap-200",
         "ids",
         by=("segment",),
@@ -200,6 +206,8 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("weighted", "polars_ds"): "no weights",
     ("thresholds-5", "polars_ds"): "AUC as hive-string",
     ("thresholds-5", "sklearn"): "AUC as hive-string",
+    ("intervals", "polars_ds"): "no intervals",
+    ("intervals", "sklearn"): "no intervals",
     ("bootstrap-200", "polars_ds"): "no bootstrap",
     ("bootstrap-200", "sklearn"): "no bootstrap",
     ("multiclass", "polars_ds"): "binary AUC only",

@@ -162,12 +162,15 @@ def evaluate(
     plan = prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine)
     options: dict[str, Any] = {"threshold": thresholds} if task == "binary" else {}
     options["metrics"] = metrics
+    direct_ok = not metrics and ci is None
     if ci is not None:
+        from .stats.proportions import METHODS
         from .stats.tables import check_ci
 
         check_ci(ci, level, auc_method)
         options.update(ci=ci, level=level, auc_method=auc_method)
-    direct_ok = not metrics and ci is None
+        # (intervals of counts and of each group's AUC: the kernel's aggregates serve)
+        direct_ok = not metrics and task == "binary" and ci in METHODS
     if task == "regression":
         options["alpha"] = alpha
     with warnings.catch_warnings(record=True) as caught:
@@ -189,19 +192,36 @@ def _tables(
     With ``replicates`` (a plan made with ``drawn=True``), the table of bootstrap replicates
     0 … ``replicates`` (key ``replicate`` last), drawn by the kernel where it can.
     """
+    ci = options.get("ci")
+    variance = ci is not None and options.get("auc_method") == "delong"
 
     def grouped_of(staged: Staged | None, spec: Spec) -> pl.DataFrame | None:
         if staged is None:
             return None
         if replicates:
             return staged.replicated(spec, thresholds, replicates)
-        return staged.grouped(spec, thresholds) if direct_ok else None
+        return staged.grouped(spec, thresholds, variance) if direct_ok else None
+
+    def finished(grouped: pl.DataFrame, spec: Spec) -> pl.DataFrame:
+        """The metric table of grouped frames, with the intervals ``options`` ask for."""
+        table = grouped_metrics(grouped, spec, thresholds)
+        if ci is None:
+            return table
+        from .metrics.binary import COLUMNS
+        from .stats.tables import binary_intervals, ordered
+
+        keys = list(spec.keys)
+        groups = keys or [ALL]
+        var = grouped.lazy().select(*groups, pl.col("_var").fill_nan(None)) if variance else None
+        table = binary_intervals(table, keys, var, ci, options["level"])
+        names = [c for c in COLUMNS if c not in ("n", "threshold")]
+        return ordered(table, [*keys, "n"], names, ["threshold"])
 
     if plan.units is None:
         staged = unit_staged(plan)
         grouped = grouped_of(staged, plan.spec)
         if grouped is not None:
-            return grouped_metrics(grouped, plan.spec, thresholds)
+            return finished(grouped, plan.spec)
         if staged is None:
             return combine(plan).metrics(**options)
         table = None if replicates else staged.metrics(plan.spec, options)
@@ -232,7 +252,7 @@ def _tables(
         tables.append(table.with_columns(fixed_columns).select(columns))
     if parts:
         grouped = pl.concat(parts, how="vertical_relaxed")
-        tables.append(grouped_metrics(grouped, plan.spec, thresholds))
+        tables.append(finished(grouped, plan.spec))
     out = pl.concat(tables, how="vertical_relaxed")
     order = [*keys] + (["threshold"] if "threshold" in out.columns else [])
     return out.sort(order, nulls_last=False) if order else out

@@ -130,7 +130,7 @@ class ClassTables(Staged):
     def _finish(self) -> None:
         return None
 
-    def grouped(self, spec: Spec, thresholds: list[float]) -> None:
+    def grouped(self, spec: Spec, thresholds: list[float], variance: bool = False) -> None:
         """No grouped frame: a multiclass unit's metrics come from :meth:`metrics`."""
         return None
 

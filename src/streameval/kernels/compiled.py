@@ -212,7 +212,9 @@ class CompiledCells(Staged):
                 return None
             return slot_runs(group, binade, local, sums, self.groups, self.spec)
 
-    def grouped(self, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
+    def grouped(
+        self, spec: Spec, thresholds: list[float], variance: bool = False
+    ) -> pl.DataFrame | None:
         """The grouped frame of the unit straight from its rows.
 
         As :func:`.metrics.runs_grouped` of :meth:`runs`, unweighted integer sums and the AP
@@ -223,20 +225,21 @@ class CompiledCells(Staged):
         could overflow.
         """
         from ..metrics.binary import ALL
-        from .metrics import grouped_frame
+        from .metrics import delong_variance, grouped_frame
 
         if hasattr(self, "_cells"):  # summed already (runs() came first): from the runs
-            return super().grouped(spec, thresholds)
+            return super().grouped(spec, thresholds, variance)
         if spec.weighted and not (self.heaviest * self.bounds[-1]) ** 2 < _SAFE:
             return None
         words, ordered = self._placed()
         cuts, cut_tops, marks, place = self._marks(thresholds)
         with small_pages():
             if spec.weighted:
-                return self._weighted(ordered, cuts, cut_tops, marks, place, len(thresholds))
+                count = len(thresholds)
+                return self._weighted(ordered, cuts, cut_tops, marks, place, count, variance)
             codes, counts, sums, largest = self._in_halves(
                 self.loops.group_metrics, (words,),
-                (self.tops, self.spec.precision, cuts, cut_tops, _EPS, marks),
+                (self.tops, self.spec.precision, cuts, cut_tops, _EPS, marks, variance),
             )  # fmt: skip
         if not np.isfinite(sums).all():  # a squared error overflowed: the Polars path
             return None
@@ -258,6 +261,7 @@ class CompiledCells(Staged):
                 "_brier": sums[2],
                 "_ap_over": sums[3] * scale,
                 "_ap_under": sums[4] * scale,
+                **(delong_variance(positives, negatives, sums[5], sums[6]) if variance else {}),
             },
             outside,
             tp_fp,
@@ -318,6 +322,7 @@ class CompiledCells(Staged):
         marks: I64,
         place: dict[int, int],
         count: int,
+        variance: bool,
     ) -> pl.DataFrame | None:
         """:meth:`grouped` of weighted rows (``count`` thresholds, then the marks 0 and 1)."""
         from .weightedloops import weighted_metrics
@@ -325,23 +330,28 @@ class CompiledCells(Staged):
         words, _ = self._placed()
         sums = self._in_halves(
             weighted_metrics, (words, weights),
-            (self.tops, self.spec.precision, cuts, cut_tops, _EPS, marks),
+            (self.tops, self.spec.precision, cuts, cut_tops, _EPS, marks, variance),
         )  # fmt: skip
-        frame = self._weighted_frame(sums, place, count)
+        frame = self._weighted_frame(sums, place, count, variance=variance)
         if frame is not None:
             self._let_go()
         return frame
 
     def _weighted_frame(
-        self, out: tuple[Any, ...], place: dict[int, int], count: int, extra: Any = None
+        self,
+        out: tuple[Any, ...],
+        place: dict[int, int],
+        count: int,
+        extra: Any = None,
+        variance: bool = False,
     ) -> pl.DataFrame | None:
         """The grouped frame of :func:`.weightedloops.weighted_metrics`' ``out``.
 
-        ``extra`` is one more key column (the replicate), after the unit's keys. None when a
-        squared error overflowed (the Polars path).
+        ``extra`` is one more key column (the replicate), after the unit's keys; ``variance``
+        adds DeLong's ``_var``. None when a squared error overflowed (the Polars path).
         """
         from ..metrics.binary import ALL
-        from .metrics import grouped_frame
+        from .metrics import delong_variance, grouped_frame
 
         codes, rows, sums, scales = out
         if not np.isfinite(sums).all():
@@ -361,6 +371,7 @@ class CompiledCells(Staged):
                 "_brier": sums[6] + 0.0,
                 "_ap_over": sums[7],
                 "_ap_under": sums[8],
+                **(delong_variance(sums[0], sums[1], *sums[-2:]) if variance else {}),
             },
             zero + (total - above_one),
             [(at[i][3], at[i][4]) for i in range(count)],

@@ -262,7 +262,7 @@ def block_sums(words, weights, bounds, starts, occupied, tops, p, cuts, cut_tops
 
 
 @jit
-def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps, marks):  # type: ignore[no-untyped-def]
+def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps, marks, delong):  # type: ignore[no-untyped-def]
     """Each group's metric aggregates from its unweighted rows placed by :func:`place`.
 
     Each coarse cell's rows are counted into a window of its slots (as :func:`block_sums`
@@ -273,7 +273,9 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
     columns, in ascending order). In float64, a row each of ``sums``: Σ pos times the
     precision at or above the bucket (a second pass over the group's buckets, kept aside),
     minus the log-loss terms' sum, the squared errors' sum, and the AP bound's two sums
-    (:func:`_ap_bound_terms`, in that second pass).
+    (:func:`_ap_bound_terms`, in that second pass); with ``delong``, also the sums behind
+    DeLong's variance of the AUC, Σ pos·(V₁₀ − A)² and Σ neg·(V₀₁ − A)² over the buckets
+    (:func:`_placement_terms`; 0 without ``delong`` or without both classes).
 
     The terms' sum is the log of their product, kept as a float in [1, 2) times a power of
     two counted apart (renormalized every 16 rows: a clipped probability is at least eps),
@@ -288,7 +290,7 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
     nmarks = marks.shape[1]
     codes = np.empty(groups, np.uint64)
     counts = np.zeros((4 + 2 * nmarks, groups), np.int64)
-    sums = np.zeros((5, groups), np.float64)
+    sums = np.zeros((7, groups), np.float64)
     kept = np.empty((most, 2), np.int64)  # a group's buckets, for the second pass
     shift = _TOP - p
     high = 1.0 - eps
@@ -364,6 +366,12 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
         above_neg = below_neg
         over = 0.0
         under = 0.0
+        P = np.float64(below_pos)
+        N = np.float64(below_neg)
+        placed = delong and below_pos > 0 and below_neg > 0
+        auc = (2.0 * np.float64(pairs) + np.float64(ties)) / (2.0 * P * N) if placed else 0.0
+        s10 = 0.0
+        s01 = 0.0
         for k in range(nkept):  # from the lowest bucket up, as the runs' order
             cp = kept[k, 0]
             if cp > 0:
@@ -371,6 +379,10 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
                 up, down = _ap_bound_terms(cp, kept[k, 1], above_pos, above_neg)
                 over += up
                 under += down
+            if placed:
+                d10, d01 = _placement_terms(cp, kept[k, 1], above_pos, above_neg, P, N, auc)
+                s10 += d10
+                s01 += d01
             above_pos -= cp
             above_neg -= kept[k, 1]
         counts[0, g] = below_pos
@@ -386,7 +398,25 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
         sums[2, g] = brier
         sums[3, g] = over
         sums[4, g] = under
+        sums[5, g] = s10
+        sums[6, g] = s01
     return codes, counts, sums, largest
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _placement_terms(cp, cn, cpos, cneg, P, N, auc):  # type: ignore[no-untyped-def]
+    """A bucket's terms of DeLong's sums: pos·(V₁₀ − A)², neg·(V₀₁ − A)².
+
+    ``cp`` and ``cn`` are the bucket's positive and negative weight, ``cpos`` and ``cneg``
+    the weight at or above it (the bucket included), ``P`` and ``N`` the group's totals and
+    ``auc`` its AUC: a positive's placement V₁₀ is the share of negatives below it (ties ½),
+    a negative's V₀₁ the share of positives above it, as :func:`streameval.stats.delong.placements`.
+    """
+    p = np.float64(cp)
+    n = np.float64(cn)
+    v10 = (N - np.float64(cneg) + 0.5 * n) / N - auc
+    v01 = (np.float64(cpos) - 0.5 * p) / P - auc
+    return p * v10 * v10, n * v01 * v01
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -124,7 +124,11 @@ class _Groups:
 
 
 def aggregates(
-    runs: Runs, thresholds: list[float], all_key: str, losses: tuple[F64, F64] | None = None
+    runs: Runs,
+    thresholds: list[float],
+    all_key: str,
+    losses: tuple[F64, F64] | None = None,
+    variance: bool = False,
 ) -> pl.DataFrame:
     """One row per group: the key columns and the aggregates the metric formulas read.
 
@@ -138,6 +142,8 @@ def aggregates(
         Name of the constant key column added when the unit has no key columns.
     losses : tuple of ndarray, optional
         Each run's log-loss and Brier sums (bucket runs); by default, from each run's score.
+    variance : bool
+        Add each group's DeLong variance of the AUC, ``_var`` (:func:`delong_variance`).
 
     Returns
     -------
@@ -171,11 +177,14 @@ def aggregates(
     counts = []
     for t in thresholds:
         counts.append(g.totals(_threshold_index(runs, g, float_to_key_scalar(t))))
+    pairs = 2 * (over_neg - rpos[g.ends] * negatives) - ties
+    if variance:
+        floats.update(_placement_sums(runs, pos, g, pairs, (positives, negatives)))
     return grouped_frame(
         runs.groups.decode(g.codes),
         all_key,
         (positives, negatives, scale),
-        (2 * (over_neg - rpos[g.ends] * negatives) - ties, ties),
+        (pairs, ties),
         floats,
         _outside(runs, pos, firsts),
         counts,
@@ -220,6 +229,55 @@ def grouped_frame(
         tn, fn = (negatives - fp, positives - tp) if below is None else below[i]
         cols[f"_tn{i}"], cols[f"_fn{i}"] = tn, fn
     return pl.DataFrame(cols)
+
+
+def delong_variance(
+    positives: npt.ArrayLike, negatives: npt.ArrayLike, s10: F64, s01: F64
+) -> dict[str, F64]:
+    """DeLong's variance of each group's AUC (``_var``) from its two placement sums.
+
+    ``var = S₁₀ / P + S₀₁ / N`` with ``S₁₀ = Σ pos·(V₁₀ − A)² / (P − 1)`` (``S₀₁`` alike), as
+    :func:`streameval.stats.delong.delong`; NaN (null in the table) with fewer than two
+    positives or negatives, where that one is null.
+
+    >>> delong_variance([3], [3], np.array([0.5]), np.array([0.5]))["_var"].round(6).tolist()
+    [0.166667]
+    >>> delong_variance([1], [3], np.array([0.0]), np.array([0.0]))["_var"].tolist()
+    [nan]
+    """
+    P = np.asarray(positives, np.float64)
+    N = np.asarray(negatives, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = s10 / ((P - 1.0) * P) + s01 / ((N - 1.0) * N)
+    out: F64 = np.where((P > 1.0) & (N > 1.0), var, np.nan)
+    return {"_var": out}
+
+
+def _placement_sums(
+    runs: Runs, pos: I64, g: _Groups, pairs: I64, totals: tuple[I64, I64]
+) -> dict[str, F64]:
+    """``_var`` of each group from its runs: Σ pos·(V₁₀ − A)² and Σ neg·(V₀₁ − A)².
+
+    A run's positives are placed above the group's negatives below it and half of its own
+    (V₁₀), its negatives below the positives above it and half of its own (V₀₁), as
+    :func:`streameval.stats.delong.placements`; A is the group's AUC from its pair sum.
+    """
+    size = runs.value.size
+    group = np.repeat(np.arange(g.firsts.size), g.ends - g.firsts)
+    end = g.ends[group]
+    at = np.arange(size)
+    neg = (1 - pos) if runs.single else runs.neg.astype(np.int64, copy=False)
+    cpos = (g.rpos[at] - g.rpos[end]).astype(np.float64)  # at or above the run
+    cneg = (g.rneg(at) - g.rneg(end)).astype(np.float64)
+    P, N = (t.astype(np.float64) for t in totals)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        auc = pairs / (2.0 * P * N)
+        v10 = (N[group] - cneg + 0.5 * neg) / N[group] - auc[group]
+        v01 = (cpos - 0.5 * pos) / P[group] - auc[group]
+    count = g.firsts.size
+    s10: F64 = np.bincount(group, weights=pos * v10 * v10, minlength=count).astype(np.float64)
+    s01: F64 = np.bincount(group, weights=neg * v01 * v01, minlength=count).astype(np.float64)
+    return delong_variance(P, N, s10, s01)
 
 
 def _ap_sums(pos: I64, at: I64, g: _Groups, scale: float) -> dict[str, F64]:
@@ -317,7 +375,9 @@ def _threshold_index(runs: Runs, g: _Groups, key: int) -> I64:
     return np.searchsorted(runs.value, target, side="left").astype(np.int64)
 
 
-def runs_grouped(runs: Runs, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
+def runs_grouped(
+    runs: Runs, spec: Spec, thresholds: list[float], variance: bool = False
+) -> pl.DataFrame | None:
     """The grouped frame of :func:`aggregates` of unweighted runs (bucketed: of their buckets).
 
     Parameters
@@ -328,6 +388,8 @@ def runs_grouped(runs: Runs, spec: Spec, thresholds: list[float]) -> pl.DataFram
         The spec, whose keys are the unit's varying keys only.
     thresholds : list of float
         Sorted distinct thresholds.
+    variance : bool
+        Add each group's DeLong variance of the AUC (``_var``).
 
     Returns
     -------
@@ -346,7 +408,7 @@ def runs_grouped(runs: Runs, spec: Spec, thresholds: list[float]) -> pl.DataFram
         runs, *sums = buckets
         losses = (sums[0], sums[1])
     with small_pages():
-        return aggregates(runs, thresholds, ALL, losses)
+        return aggregates(runs, thresholds, ALL, losses, variance)
 
 
 def runs_metrics(runs: Runs, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:

@@ -55,7 +55,7 @@ class Histograms(Staged):
     def _finish(self) -> None:
         return None
 
-    def grouped(self, spec: Spec, thresholds: list[float]) -> None:
+    def grouped(self, spec: Spec, thresholds: list[float], variance: bool = False) -> None:
         """No grouped frame: a regression unit's metrics come from its state."""
         return None
 

@@ -257,9 +257,11 @@ class Deferred(Staged):
         """The chosen kernel's runs."""
         return self._staged().runs()
 
-    def grouped(self, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
+    def grouped(
+        self, spec: Spec, thresholds: list[float], variance: bool = False
+    ) -> pl.DataFrame | None:
         """The chosen kernel's grouped frame."""
-        return self._staged().grouped(spec, thresholds)
+        return self._staged().grouped(spec, thresholds, variance)
 
     def replicated(
         self, spec: Spec, thresholds: list[float], replicates: int

@@ -31,15 +31,18 @@ class Staged(ABC):
     def _finish(self) -> Runs | None:
         """The runs, computed (each kernel its own way); :meth:`runs` calls it once."""
 
-    def grouped(self, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
+    def grouped(
+        self, spec: Spec, thresholds: list[float], variance: bool = False
+    ) -> pl.DataFrame | None:
         """The grouped frame of the metric formulas (:func:`.metrics.runs_grouped` of :meth:`runs`).
 
-        None when the metrics must come from the state table (weighted, say).
+        ``variance`` adds each group's DeLong variance of the AUC (``_var``, NaN where it is
+        undefined). None when the metrics must come from the state table (weighted, say).
         """
         from .metrics import runs_grouped  # (it imports the runs module, which imports this)
 
         runs = self.runs()
-        return None if runs is None else runs_grouped(runs, spec, thresholds)
+        return None if runs is None else runs_grouped(runs, spec, thresholds, variance)
 
     def metrics(self, spec: Spec, options: Mapping[str, Any]) -> pl.DataFrame | None:
         """The unit's metric table straight from the rows, where the kernel computes one.

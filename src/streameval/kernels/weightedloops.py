@@ -14,7 +14,7 @@ import math
 import numba
 import numpy as np
 
-from .loops import _ap_bound_terms, _coarse, _layout, _row, _score, _slots
+from .loops import _ap_bound_terms, _coarse, _layout, _placement_terms, _row, _score, _slots
 
 _LOW52 = (1 << 52) - 1
 _TOP = 52
@@ -70,14 +70,16 @@ def _keep(window, c, top, marks, rows, crossed, kept, g, at):  # type: ignore[no
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _finish(kept, crossed, rows, sums, scales, g, at, loss, brier):  # type: ignore[no-untyped-def]
+def _finish(kept, crossed, rows, sums, scales, g, at, loss, brier, delong):  # type: ignore[no-untyped-def]
     """Group ``g``'s sums from its buckets ``kept`` (``at`` as :func:`_keep` leaves it).
 
     From the top bucket down (as the Polars finalize sums): the weight at or above each
     bucket, so that no ratio is a difference of large sums, and the weight below and at or
     above each mark, each summed apart (a mark below every bucket: the totals). The pair and
     AP sums take weights scaled by a power of two that brings the group's heaviest bucket
-    near 1, so that no product underflows or overflows.
+    near 1, so that no product underflows or overflows. With ``delong``, the sums behind
+    DeLong's variance (:func:`.loops._placement_terms`, of unscaled weights) follow the
+    marks' sums.
     """
     mark, nkept, below_rows, heaviest = at
     nmarks = crossed.size
@@ -132,11 +134,29 @@ def _finish(kept, crossed, rows, sums, scales, g, at, loss, brier):  # type: ign
     sums[7, g] = over
     sums[8, g] = under
     scales[g] = scale
+    if delong and scaled_pos > 0.0 and scaled_neg > 0.0:
+        auc = pairs / (2.0 * scaled_pos * scaled_neg)
+        s10 = 0.0
+        s01 = 0.0
+        cpos = 0.0
+        cneg = 0.0
+        for k in range(nkept - 1, -1, -1):
+            cpos += kept[k, 0]
+            cneg += kept[k, 1]
+            d10, d01 = _placement_terms(
+                kept[k, 0], kept[k, 1], cpos, cneg, above_pos, above_neg, auc
+            )
+            s10 += d10
+            s01 += d01
+        sums[9 + 4 * nmarks, g] = s10
+        sums[10 + 4 * nmarks, g] = s01
 
 
 # (NumPy's error model: a float divided by 0 is inf or nan, as in the Polars finalize)
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def weighted_metrics(words, weights, bounds, starts, occupied, tops, p, cuts, cut_tops, eps, marks):  # type: ignore[no-untyped-def]
+def weighted_metrics(  # type: ignore[no-untyped-def]
+    words, weights, bounds, starts, occupied, tops, p, cuts, cut_tops, eps, marks, delong
+):
     """Each group's metric aggregates from its weighted rows placed by :func:`.loops.place`.
 
     Parameters are those of :func:`.loops.group_metrics`, and ``weights`` (the placed rows'
@@ -153,7 +173,8 @@ def weighted_metrics(words, weights, bounds, starts, occupied, tops, p, cuts, cu
         2·Σ neg·(positive weight above) + Σ pos·neg and its tie part Σ pos·neg; Σ pos times
         the precision at or above the bucket; minus the log-loss terms' sum; the squared
         errors' sum; the AP bound's two sums; then per mark the positive and negative weight
-        below it, and at or above it. The pair and AP sums are of scaled weights.
+        below it, and at or above it; then DeLong's two sums (0 without ``delong``). The pair
+        and AP sums are of scaled weights.
     scales : ndarray of float64
         Each group's scale: the power of two its pair and AP sums' weights were scaled by.
 
@@ -164,7 +185,7 @@ def weighted_metrics(words, weights, bounds, starts, occupied, tops, p, cuts, cu
     nmarks = marks.shape[1]
     codes = np.empty(groups, np.uint64)
     rows = np.zeros((1 + nmarks, groups), np.int64)
-    sums = np.zeros((9 + 4 * nmarks, groups), np.float64)
+    sums = np.zeros((11 + 4 * nmarks, groups), np.float64)
     scales = np.empty(groups, np.float64)
     kept = np.empty((most, 2), np.float64)
     crossed = np.empty(nmarks, np.int64)  # buckets below each mark
@@ -202,7 +223,7 @@ def weighted_metrics(words, weights, bounds, starts, occupied, tops, p, cuts, cu
             for c in _slots(touched, rows_in, every, starts[o + 1] - starts[o]):
                 at = _keep(window, c, top, marks, rows, crossed, kept, g, at)
             o += 1
-        _finish(kept, crossed, rows, sums, scales, g, at, loss, brier)
+        _finish(kept, crossed, rows, sums, scales, g, at, loss, brier, delong)
     return codes, rows, sums, scales
 
 
@@ -272,7 +293,7 @@ def replicate_metrics(  # type: ignore[no-untyped-def]
     count = salts.size
     codes = np.empty(groups, np.uint64)
     rows = np.zeros((count, 1 + nmarks, groups), np.int64)
-    sums = np.zeros((count, 9 + 4 * nmarks, groups), np.float64)
+    sums = np.zeros((count, 11 + 4 * nmarks, groups), np.float64)
     scales = np.empty((count, groups), np.float64)
     kept = np.empty((count, most, 2), np.float64)
     crossed = np.empty((count, nmarks), np.int64)
@@ -319,5 +340,7 @@ def replicate_metrics(  # type: ignore[no-untyped-def]
             o += 1
         for b in range(count):
             state = (at[b, 0], at[b, 1], at[b, 2], heaviest[b])
-            _finish(kept[b], crossed[b], rows[b], sums[b], scales[b], g, state, loss[b], brier[b])
+            _finish(
+                kept[b], crossed[b], rows[b], sums[b], scales[b], g, state, loss[b], brier[b], False
+            )
     return codes, rows, sums, scales

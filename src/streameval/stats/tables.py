@@ -55,9 +55,16 @@ def auc_intervals(
     ``hist`` has (groups, bucket, pos, neg); ``auc`` has (groups, roc_auc, roc_auc_error,
     positives, negatives) — the metric table's values, which the interval is centred on.
     """
-    if method == "delong":
-        var = delong(hist, groups).select(*groups, "_var")
-        joined = auc.join(var, on=groups, how="left", nulls_equal=True)
+    variance = delong(hist, groups).select(*groups, "_var") if method == "delong" else None
+    return _auc_interval(auc, groups, variance, level)
+
+
+def _auc_interval(
+    auc: pl.LazyFrame, groups: list[str], variance: pl.LazyFrame | None, level: float
+) -> pl.LazyFrame:
+    """:func:`auc_intervals` given each group's DeLong ``_var``; None: Hanley–McNeil's."""
+    if variance is not None:
+        joined = auc.join(variance, on=groups, how="left", nulls_equal=True)
     else:
         P, N = (pl.col(c).cast(pl.Float64) for c in ("positives", "negatives"))
         joined = auc.with_columns(hanley_mcneil(pl.col("roc_auc"), P, N).alias("_var"))
@@ -75,18 +82,40 @@ def binary_table(
     state: State, table: pl.DataFrame, ci: str, level: float, auc_method: str
 ) -> pl.DataFrame:
     """A binary metric table with intervals and caret's statistics."""
-    from ..metrics.binary import ALL, with_group_key
+    from ..metrics.binary import with_group_key
+
+    variance = None
+    if auc_method == "delong":
+        lf, keys = with_group_key(state.table, state.keys)
+        pos, neg = (pl.col(c).cast(pl.Float64) for c in ("pos", "neg"))
+        variance = delong(lf.select(*keys, "bucket", pos, neg), keys).select(*keys, "_var")
+    return binary_intervals(table, state.keys, variance, ci, level)
+
+
+def binary_intervals(
+    table: pl.DataFrame,
+    keys: list[str],
+    variance: pl.LazyFrame | None,
+    ci: str,
+    level: float,
+) -> pl.DataFrame:
+    """:func:`binary_table` given each group's DeLong variance of the AUC.
+
+    ``variance`` holds the group keys (the constant key column of
+    :func:`streameval.metrics.binary.with_group_key` when there are none) and ``_var``, null
+    where undefined; None takes Hanley and McNeil's variance instead.
+    """
+    from ..metrics.binary import ALL
 
     out = binary_statistics(add_intervals(table, PROPORTIONS, ci, level))
-    lf, keys = with_group_key(state.table, state.keys)
-    hist = lf.select(*keys, "bucket", *(pl.col(c).cast(pl.Float64) for c in ("pos", "neg")))
-    base = out.lazy() if state.keys else out.lazy().with_columns(pl.lit(0, pl.Int8).alias(ALL))
-    auc = base.select(*keys, "roc_auc", "roc_auc_error", "positives", "negatives").unique(keys)
-    ci_auc = auc_intervals(hist, keys, auc, level, auc_method)
+    groups = keys or [ALL]
+    base = out.lazy() if keys else out.lazy().with_columns(pl.lit(0, pl.Int8).alias(ALL))
+    auc = base.select(*groups, "roc_auc", "roc_auc_error", "positives", "negatives")
+    ci_auc = _auc_interval(auc.unique(groups), groups, variance, level)
     joined = base.join(
-        ci_auc, on=keys, how="left", nulls_equal=True, maintain_order="left"
+        ci_auc, on=groups, how="left", nulls_equal=True, maintain_order="left"
     ).collect()
-    return joined.drop(ALL) if keys == [ALL] else joined
+    return joined if keys else joined.drop(ALL)
 
 
 def multiclass_metrics(
