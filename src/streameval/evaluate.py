@@ -208,14 +208,13 @@ def _tables(
         if ci is None:
             return table
         from .metrics.binary import COLUMNS
-        from .stats.tables import binary_intervals, ordered
+        from .stats.tables import binary_intervals
 
         keys = list(spec.keys)
         groups = keys or [ALL]
         var = grouped.lazy().select(*groups, pl.col("_var").fill_nan(None)) if variance else None
-        table = binary_intervals(table, keys, var, ci, options["level"])
         names = [c for c in COLUMNS if c not in ("n", "threshold")]
-        return ordered(table, [*keys, "n"], names, ["threshold"])
+        return binary_intervals(table, keys, names, var, ci, options["level"])
 
     if plan.units is None:
         staged = unit_staged(plan)

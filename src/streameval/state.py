@@ -97,7 +97,7 @@ class State:
         [0.667, 0.208, 0.939]
 
         """
-        from .stats.tables import check_ci, ordered
+        from .stats.tables import check_ci
 
         check_ci(ci, level, auc_method)
         if ci in ("bootstrap", "jackknife"):
@@ -146,8 +146,7 @@ class State:
             return table.select(*self.keys, "n", *names, "threshold")
         from .stats.tables import binary_table
 
-        table = binary_table(self, table, ci, level, auc_method)
-        return ordered(table, [*self.keys, "n"], names, ["threshold"])
+        return binary_table(self, table, names, ci, level, auc_method)
 
     def summary(self, threshold: float = 0.5, *, level: float = 0.95) -> str:
         """caret-like printout per group of the confusion matrix and its statistics.

@@ -79,9 +79,14 @@ def _auc_interval(
 
 
 def binary_table(
-    state: State, table: pl.DataFrame, ci: str, level: float, auc_method: str
+    state: State,
+    table: pl.DataFrame,
+    names: Sequence[str],
+    ci: str,
+    level: float,
+    auc_method: str,
 ) -> pl.DataFrame:
-    """A binary metric table with intervals and caret's statistics."""
+    """A binary metric table with intervals and caret's statistics (metrics ``names``)."""
     from ..metrics.binary import with_group_key
 
     variance = None
@@ -89,21 +94,23 @@ def binary_table(
         lf, keys = with_group_key(state.table, state.keys)
         pos, neg = (pl.col(c).cast(pl.Float64) for c in ("pos", "neg"))
         variance = delong(lf.select(*keys, "bucket", pos, neg), keys).select(*keys, "_var")
-    return binary_intervals(table, state.keys, variance, ci, level)
+    return binary_intervals(table, state.keys, names, variance, ci, level)
 
 
 def binary_intervals(
     table: pl.DataFrame,
     keys: list[str],
+    names: Sequence[str],
     variance: pl.LazyFrame | None,
     ci: str,
     level: float,
 ) -> pl.DataFrame:
     """:func:`binary_table` given each group's DeLong variance of the AUC.
 
-    ``variance`` holds the group keys (the constant key column of
-    :func:`streameval.metrics.binary.with_group_key` when there are none) and ``_var``, null
-    where undefined; None takes Hanley and McNeil's variance instead.
+    The columns come in :func:`ordered`'s order: keys, ``n``, each of the metrics ``names``
+    with its interval, the statistics, ``threshold``. ``variance`` holds the group keys (the
+    constant key column of :func:`streameval.metrics.binary.with_group_key` when there are
+    none) and ``_var``, null where undefined; None takes Hanley and McNeil's variance instead.
     """
     from ..metrics.binary import ALL
 
@@ -115,7 +122,8 @@ def binary_intervals(
     joined = base.join(
         ci_auc, on=groups, how="left", nulls_equal=True, maintain_order="left"
     ).collect()
-    return joined if keys else joined.drop(ALL)
+    joined = joined if keys else joined.drop(ALL)
+    return ordered(joined, [*keys, "n"], names, ["threshold"])
 
 
 def multiclass_metrics(
