@@ -97,6 +97,9 @@ def warm() -> float:
         accumulate(frame, label="y", score="p", by="g", precision=2)
         # the bootstrap's loops (:meth:`CompiledCells.replicated`)
         evaluate(frame, label="y", score="p", ci="bootstrap", bootstrap=1, precision=2)
+        # DeLong's sums, of placed rows and of exact runs
+        evaluate(frame, label="y", score="p", ci="wilson", precision=2)
+        evaluate(frame, label="y", score="p", ci="wilson", precision="exact")
     return time.perf_counter() - started
 
 

@@ -433,6 +433,31 @@ def _ap_bound_terms(cp, cn, cpos, cneg):  # type: ignore[no-untyped-def]
 
 
 @jit
+def run_placements(pos, neg, firsts, ends, P, N, auc):  # type: ignore[no-untyped-def]
+    """DeLong's two sums of each group of sorted runs (exact mode), as :func:`group_metrics`'.
+
+    ``pos`` and ``neg`` are each run's counts, in (group, score ascending) order; group ``g``
+    holds runs ``firsts[g]`` to ``ends[g]`` and has totals ``P[g]``, ``N[g]`` and AUC
+    ``auc[g]``. Runs are read from the top score down, the counts at or above each summed as
+    integers; a group without both classes gets 0.
+    """
+    s10 = np.zeros(firsts.size, np.float64)
+    s01 = np.zeros(firsts.size, np.float64)
+    for g in range(firsts.size):
+        if P[g] <= 0.0 or N[g] <= 0.0:
+            continue
+        cpos = np.int64(0)
+        cneg = np.int64(0)
+        for r in range(ends[g] - 1, firsts[g] - 1, -1):
+            cpos += pos[r]
+            cneg += neg[r]
+            d10, d01 = _placement_terms(pos[r], neg[r], cpos, cneg, P[g], N[g], auc[g])
+            s10[g] += d10
+            s01[g] += d01
+    return s10, s01
+
+
+@jit
 def _log_sum(words, bounds, occupied, tops, shift, cut_tops, cuts, eps, cells):  # type: ignore[no-untyped-def]
     """Σ of the log-loss terms of the coarse cells in range ``cells``, a ``log`` per row."""
     start, stop = cells

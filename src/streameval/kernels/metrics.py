@@ -256,27 +256,19 @@ def delong_variance(
 def _placement_sums(
     runs: Runs, pos: I64, g: _Groups, pairs: I64, totals: tuple[I64, I64]
 ) -> dict[str, F64]:
-    """``_var`` of each group from its runs: Σ pos·(V₁₀ − A)² and Σ neg·(V₀₁ − A)².
+    """``_var`` of each group from its runs (:func:`.loops.run_placements`).
 
     A run's positives are placed above the group's negatives below it and half of its own
     (V₁₀), its negatives below the positives above it and half of its own (V₀₁), as
     :func:`streameval.stats.delong.placements`; A is the group's AUC from its pair sum.
     """
-    size = runs.value.size
-    group = np.repeat(np.arange(g.firsts.size), g.ends - g.firsts)
-    end = g.ends[group]
-    at = np.arange(size)
+    from .loops import run_placements  # (numba loaded with the first variance asked for)
+
     neg = (1 - pos) if runs.single else runs.neg.astype(np.int64, copy=False)
-    cpos = (g.rpos[at] - g.rpos[end]).astype(np.float64)  # at or above the run
-    cneg = (g.rneg(at) - g.rneg(end)).astype(np.float64)
     P, N = (t.astype(np.float64) for t in totals)
     with np.errstate(divide="ignore", invalid="ignore"):
         auc = pairs / (2.0 * P * N)
-        v10 = (N[group] - cneg + 0.5 * neg) / N[group] - auc[group]
-        v01 = (cpos - 0.5 * pos) / P[group] - auc[group]
-    count = g.firsts.size
-    s10: F64 = np.bincount(group, weights=pos * v10 * v10, minlength=count).astype(np.float64)
-    s01: F64 = np.bincount(group, weights=neg * v01 * v01, minlength=count).astype(np.float64)
+    s10, s01 = run_placements(pos, neg, g.firsts, g.ends, P, N, auc)
     return delong_variance(P, N, s10, s01)
 
 
