@@ -78,11 +78,13 @@ CLASSES = 10
 THRESHOLDS = [0.1, 0.3, 0.5, 0.7, 0.9]
 BOOTSTRAP_ROWS, REPLICATES = 1_000_000, 200
 GROUP_VALUES = 1_000_000
+CHALLENGER = "challenger"  # the paired configuration's second model
 # Key type of each generator's own data; the other key types are derived from it.
 BASE_KEY: dict[str, str] = {"generate": "string", "spread": "int32"}
 # Per-group metrics compared between streameval and the contenders, by task.
 CHECKED: dict[str, tuple[str, ...]] = {
     "binary": ("roc_auc",),
+    "paired": ("roc_auc",),
     "multiclass": ("accuracy", "f1_macro", "roc_auc_ovr_macro"),
     "regression": ("mse", "mae", "median_ae", "r2"),
 }
@@ -196,6 +198,12 @@ CONFIGS: tuple[Config, ...] = (
         rows=BOOTSTRAP_ROWS,
         about=f"ci='bootstrap', {REPLICATES} replicates, row_id, by segment",
     ),
+    Config(
+        "paired",
+        "paired",
+        task="paired",
+        about="task='paired': two models' scores on the same rows, DeLong interval of each AUC",
+    ),
     Config("multiclass", "multiclass", task="multiclass"),
     Config("regression", "regression", task="regression"),
     Config("fresh-process", "", rows=1000),
@@ -210,6 +218,8 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("intervals", "sklearn"): "no intervals",
     ("bootstrap-200", "polars_ds"): "no bootstrap",
     ("bootstrap-200", "sklearn"): "no bootstrap",
+    ("paired", "polars_ds"): "one model's AUC, no intervals",
+    ("paired", "sklearn"): "one model's AUC, no intervals",
     ("multiclass", "polars_ds"): "binary AUC only",
     ("regression", "polars_ds"): "binary AUC only",
 }
@@ -312,6 +322,9 @@ def resolve(config: Config, generator: str, rows: int, root: Path) -> Source:
     elif config.task == "regression":
         kwargs = {"label": "y", "prediction": "f"}
         columns = ["y", "f"]
+    elif config.task == "paired":
+        kwargs = {"label": "label", "scores": ["score", CHALLENGER]}
+        columns = ["label", "score", CHALLENGER]
     else:
         kwargs = {"label": "label", "score": "score"}
         columns = ["label", "score"]
@@ -380,6 +393,16 @@ def _with_id(df: pl.DataFrame, index: int) -> pl.DataFrame:
     return df.with_columns(id=pl.int_range(pl.len(), dtype=pl.Int64) + (index << 32))
 
 
+def _with_challenger(df: pl.DataFrame, index: int) -> pl.DataFrame:
+    """A second model's score: the first's times a log-normal factor (same sign, reordered)."""
+    import numpy as np
+    import polars as pl
+
+    rng = np.random.default_rng([SEED, 103, index])
+    factor = np.exp(0.5 * rng.standard_normal(df.height))
+    return df.with_columns((pl.col("score") * pl.Series(factor)).alias(CHALLENGER))
+
+
 def _flatten(base: Path, out: Path) -> None:
     """Write each hive file as ``out/part-K.parquet`` with its ``day`` as a Date column."""
     import polars as pl
@@ -445,6 +468,7 @@ def build(generator: str, rows: int, layout: str, root: Path) -> Path:
         "weighted": _with_weight,
         "groups": _with_group,
         "ids": _with_id,
+        "paired": _with_challenger,
     }
     if layout == "hive":
         write(tmp, rows, SEGMENTS, DAYS, SEED)
@@ -515,7 +539,10 @@ def grouped(src: Source, data: Any, aggs: list[pl.Expr]) -> pl.DataFrame:
 
 
 def tidy(df: pl.DataFrame, src: Source, task: str) -> pl.DataFrame:
-    """One row per group: keys as String, the checked metrics (and error bounds) as Float64."""
+    """One row per group: keys as String, the checked metrics (and error bounds) as Float64.
+
+    A paired table keeps its first model's row per group (the ``score`` column's).
+    """
     import polars as pl
 
     wanted = [m for m in CHECKED[task] if m in df.columns]

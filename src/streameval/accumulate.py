@@ -235,6 +235,7 @@ def prepare(
     drop_nulls: bool = False,
     engine: Engine = "streaming",
     drawn: bool = False,
+    tables: bool = False,
 ) -> Plan:
     """Validate the inputs (schema, types, label values) and plan the pass.
 
@@ -242,6 +243,8 @@ def prepare(
     of a hive partition key (from the file list). ``drawn``: with ``bootstrap=``, plan for the
     kernel's replicates (:meth:`Staged.replicated`, units read once each) rather than for the
     state (whose replicates are Polars passes), where the task's kernel draws them.
+    ``tables``: plan for a metric table, where a kernel that builds no states
+    (:attr:`streameval.tasks.TaskPlan.states`) serves too.
     """
     module = task_module(inputs.task)
     boot = resample_plan.bootstrap_options(inputs)
@@ -304,6 +307,8 @@ def prepare(
         task, replication = resample_plan.plan_replicated(module, opened, inputs, boot, used)
         if drawn and replication.runs is not None:
             task = replace(task, runs=replication.runs)
+    if not (tables or task.states):
+        task = replace(task, runs=None)
     units = hive_units(lf, source, files, keys) if files else None
     in_memory = isinstance(source, pl.DataFrame) or (
         type(source).__module__.startswith("pyarrow")

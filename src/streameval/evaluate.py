@@ -159,7 +159,7 @@ def evaluate(
             threshold if task == "binary" else None, alpha=alpha, metrics=metrics, ci=ci,
             level=level, jackknife=jackknife,
         )  # fmt: skip
-    plan = prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine)
+    plan = prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine, tables=True)
     options: dict[str, Any] = {"threshold": thresholds} if task == "binary" else {}
     options["metrics"] = metrics
     direct_ok = not metrics and ci is None
@@ -173,6 +173,9 @@ def evaluate(
         direct_ok = not metrics and task == "binary" and ci in METHODS
     if task == "regression":
         options["alpha"] = alpha
+    if task == "paired":  # each model's AUC interval, by DeLong's variance, at ``level``
+        options["level"] = level
+        direct_ok = True
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         table = _tables(plan, thresholds, options, direct_ok)
@@ -193,7 +196,8 @@ def _tables(
     0 … ``replicates`` (key ``replicate`` last), drawn by the kernel where it can.
     """
     ci = options.get("ci")
-    variance = ci is not None and options.get("auc_method") == "delong"
+    paired = plan.spec.kind == "paired"
+    variance = paired or (ci is not None and options.get("auc_method") == "delong")
 
     def grouped_of(staged: Staged | None, spec: Spec) -> pl.DataFrame | None:
         if staged is None:
@@ -204,6 +208,10 @@ def _tables(
 
     def finished(grouped: pl.DataFrame, spec: Spec) -> pl.DataFrame:
         """The metric table of grouped frames, with the intervals ``options`` ask for."""
+        if paired:
+            from .stats.compare import grouped_model_table
+
+            return grouped_model_table(grouped, spec, options["level"])
         table = grouped_metrics(grouped, spec, thresholds)
         if ci is None:
             return table
@@ -254,7 +262,8 @@ def _tables(
         tables.append(finished(grouped, plan.spec))
     out = pl.concat(tables, how="vertical_relaxed")
     order = [*keys] + (["threshold"] if "threshold" in out.columns else [])
-    return out.sort(order, nulls_last=False) if order else out
+    # (stable: a paired table's models stay in their order within each group)
+    return out.sort(order, nulls_last=False, maintain_order=True) if order else out
 
 
 def _drawn_bootstrap(

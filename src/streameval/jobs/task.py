@@ -61,8 +61,9 @@ class TaskConfig:
             kwargs["alpha"] = o["alpha"]
         if self.kind != "paired" and o.get("metrics") is not None:
             kwargs["metrics"] = list(o["metrics"])
-        for name in _INTERVALS:
-            if self.kind != "paired" and o.get(name) is not None:
+        # (a paired table always has each model's DeLong interval: only its level applies)
+        for name in ("level",) if self.kind == "paired" else _INTERVALS:
+            if o.get(name) is not None:
                 kwargs[name] = o[name]
         return kwargs
 

@@ -228,16 +228,25 @@ class Collected:
         weighted = self.weighted
 
         def kernel() -> Staged:
-            cells = None
-            if spec is not None and not spec.exact:
-                from .dense import dense_cells
-
-                with small_pages():
-                    cells = dense_cells(frame, groups, spec, weighted)
-            return cells if cells is not None else Sorting(frame, groups, weighted)
+            return choose(frame, groups, spec, weighted)
 
         # The compiled loops leave the summing thread less to do: it places the rows too.
         return Deferred(kernel) if compiled.loops() is not None else kernel()
+
+
+def choose(frame: pl.DataFrame, groups: GroupCodes, spec: Spec | None, weighted: bool) -> Staged:
+    """The kernel of a unit's coded rows (``_y``, ``_p``, ``_w``): cells, or else the sort.
+
+    Bucketed rows are counted into their cells (:func:`.dense.dense_cells`) where they can
+    be; exact ones, and the rest, are sorted into runs (:class:`Sorting`).
+    """
+    cells = None
+    if spec is not None and not spec.exact:
+        from .dense import dense_cells
+
+        with small_pages():
+            cells = dense_cells(frame, groups, spec, weighted)
+    return cells if cells is not None else Sorting(frame, groups, weighted)
 
 
 @dataclass

@@ -361,6 +361,13 @@ def _finalize(
     return metric_rows(grouped, keys, spec, thresholds)
 
 
+def ranking_columns(grouped: pl.LazyFrame, exact: bool) -> pl.LazyFrame:
+    """The :data:`RANKING` metrics of per-group aggregates (``_P``, ``_auc_num``, …)."""
+    return grouped.with_columns(pl.lit(0.0 if exact else 0.5).alias("_bound_factor")).with_columns(
+        [f().alias(name) for name, f in RANKING.items()]
+    )
+
+
 def metric_rows(
     grouped: pl.LazyFrame, keys: list[str], spec: Spec, thresholds: list[float]
 ) -> pl.DataFrame:
@@ -370,9 +377,7 @@ def metric_rows(
     aggregates of :func:`_finalize` (also computed from sorted runs by
     :mod:`streameval.kernels.metrics`).
     """
-    grouped = grouped.with_columns(
-        pl.lit(0.0 if spec.exact else 0.5).alias("_bound_factor")
-    ).with_columns([f().alias(name) for name, f in RANKING.items()])
+    grouped = ranking_columns(grouped, spec.exact)
     long = pl.concat(
         [
             grouped.with_columns(

@@ -31,6 +31,7 @@ from ..errors import InputError
 from .delong import delong, placements, z_quantile
 
 if TYPE_CHECKING:
+    from ..spec import Spec
     from ..state import State
 
 ALTERNATIVES = ("two-sided", "greater", "less")
@@ -78,35 +79,72 @@ def model_histograms(state: State) -> tuple[pl.LazyFrame, list[str]]:
 
 def model_table(state: State, level: float) -> pl.DataFrame:
     """Per group and model: n, positives, negatives, roc_auc with its DeLong interval."""
-    from ..metrics.binary import ALL
     from ..metrics.ranking import ranking
-    from .tables import auc_intervals
 
     hist, keys = model_histograms(state)
+    hist = hist.collect().lazy()  # (read twice below: summed once)
     groups = [*keys, "model"]
-    ranked = ranking(hist, groups, exact=state.spec.exact)
-    auc = ranked.select(
-        *groups, "roc_auc", "roc_auc_error", pl.col("_P").alias("positives"),
-        pl.col("_N").alias("negatives"),
+    ranked = ranking(hist, groups, exact=state.spec.exact).join(
+        _row_counts(state, keys), on=keys, how="left", nulls_equal=True
+    )
+    rows = ranked.select(
+        *groups, "n", pl.col("_P").alias("positives"), pl.col("_N").alias("negatives"),
+        "roc_auc", "roc_auc_error", "average_precision",
     )  # fmt: skip
-    intervals = auc_intervals(hist, groups, auc, level, "delong")
-    n = _row_counts(state, keys)
+    variance = delong(hist, groups).select(*groups, "_var")
+    return model_rows(rows, variance, keys, state.spec, level)
+
+
+def grouped_model_table(grouped: pl.DataFrame, spec: Spec, level: float) -> pl.DataFrame:
+    """:func:`model_table` from the kernel's grouped frames of each model (key ``model``).
+
+    ``grouped`` holds, per group and model, the aggregates of
+    :func:`streameval.kernels.metrics.grouped_frame` and DeLong's ``_var``
+    (:class:`streameval.kernels.paired.PairedStaged`).
+    """
+    from ..metrics.binary import ALL, ranking_columns
+
+    keys = list(spec.keys) or [ALL]
+    groups = [*keys, "model"]
+    lf = ranking_columns(grouped.lazy(), spec.exact)
+    rows = lf.select(
+        *groups, "n", "positives", "negatives", "roc_auc", "roc_auc_error", "average_precision"
+    )
+    variance = lf.select(*groups, pl.col("_var").fill_nan(None))
+    return model_rows(rows, variance, keys, spec, level)
+
+
+def model_rows(
+    rows: pl.LazyFrame, variance: pl.LazyFrame, keys: list[str], spec: Spec, level: float
+) -> pl.DataFrame:
+    """The model table from each group and model's counts, AUC, AP and DeLong variance.
+
+    ``rows`` has the keys (the constant key column of
+    :func:`streameval.metrics.binary.with_group_key` when there are none), ``model`` (the
+    index in ``spec.scores``), ``n``, ``positives``, ``negatives``, ``roc_auc``,
+    ``roc_auc_error`` and ``average_precision``; ``variance`` the keys, ``model`` and ``_var``.
+    """
+    from ..metrics.binary import ALL
+    from .tables import auc_interval
+
+    groups = [*keys, "model"]
+    auc = rows.select(*groups, "roc_auc", "roc_auc_error", "positives", "negatives")
+    intervals = auc_interval(auc, groups, variance, level)
     names = pl.LazyFrame(
-        {"model": range(len(state.spec.scores)), "_name": list(state.spec.scores)},
+        {"model": range(len(spec.scores)), "_name": list(spec.scores)},
         schema={"model": pl.Int32, "_name": pl.String},
     )
-    count = pl.Int64 if not state.spec.weighted else pl.Float64
+    count = pl.Int64 if not spec.weighted else pl.Float64
     out = (
-        ranked.join(intervals, on=groups, how="left", nulls_equal=True)
-        .join(n, on=keys, how="left", nulls_equal=True)
+        rows.join(intervals, on=groups, how="left", nulls_equal=True)
         .join(names, on="model")
-        .sort([*keys, "model"], nulls_last=False)
+        .sort(groups, nulls_last=False)
         .select(
             *keys,
             pl.col("_name").alias("model"),
-            "n",
-            pl.col("_P").cast(count).alias("positives"),
-            pl.col("_N").cast(count).alias("negatives"),
+            pl.col("n").cast(pl.Int64),
+            pl.col("positives").cast(count),
+            pl.col("negatives").cast(count),
             "roc_auc",
             "roc_auc_lo",
             "roc_auc_hi",

@@ -56,10 +56,10 @@ def auc_intervals(
     positives, negatives) — the metric table's values, which the interval is centred on.
     """
     variance = delong(hist, groups).select(*groups, "_var") if method == "delong" else None
-    return _auc_interval(auc, groups, variance, level)
+    return auc_interval(auc, groups, variance, level)
 
 
-def _auc_interval(
+def auc_interval(
     auc: pl.LazyFrame, groups: list[str], variance: pl.LazyFrame | None, level: float
 ) -> pl.LazyFrame:
     """:func:`auc_intervals` given each group's DeLong ``_var``; None: Hanley–McNeil's."""
@@ -118,7 +118,7 @@ def binary_intervals(
     groups = keys or [ALL]
     base = out.lazy() if keys else out.lazy().with_columns(pl.lit(0, pl.Int8).alias(ALL))
     auc = base.select(*groups, "roc_auc", "roc_auc_error", "positives", "negatives")
-    ci_auc = _auc_interval(auc.unique(groups), groups, variance, level)
+    ci_auc = auc_interval(auc.unique(groups), groups, variance, level)
     joined = base.join(
         ci_auc, on=groups, how="left", nulls_equal=True, maintain_order="left"
     ).collect()

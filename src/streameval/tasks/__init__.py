@@ -69,6 +69,8 @@ class TaskPlan:
     object whose ``staged(spec)`` is a :class:`~streameval.kernels.staged.Staged`; or returns
     None to fall back to the Polars query. A shard's rows (``shard``: a
     :class:`~streameval.kernels.scatter.Shard`) come from the source read once for all shards.
+    ``states``: whether the kernel also builds states; False where it serves metric tables
+    only (the paired task: the state query builds its joint histogram faster).
     """
 
     spec: Any
@@ -76,6 +78,7 @@ class TaskPlan:
     invalid: Callable[[pl.DataFrame], bool]
     diagnose: Callable[[], Exception]
     runs: Callable[..., Any] | None = None
+    states: bool = True
 
 
 @dataclass(frozen=True)

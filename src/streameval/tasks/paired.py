@@ -8,10 +8,20 @@ from typing import Any
 import polars as pl
 
 from ..errors import InputError
+from ..kernels.paired import collect_paired
 from ..spec import Spec
 from ..states import paired
 from ..validate import label_expr
-from . import Check, Inputs, Opened, TaskPlan, finite_checks, first_problem, weight_expr
+from . import (
+    Check,
+    Inputs,
+    Opened,
+    TaskPlan,
+    finite_checks,
+    first_problem,
+    unit_reader,
+    weight_expr,
+)
 
 RESERVED = {*paired.ALL_COLUMNS, "model", "model_a", "model_b", "roc_auc", "p_value"}
 
@@ -87,5 +97,8 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
             checks += finite_checks(c, "score")
         return first_problem(lf, checks + weight_checks, opened.engine, opened.files)
 
+    columns = [inputs.label, *scores, *opened.keys, *([inputs.weight] if inputs.weight else [])]
+    floats = [pl.col(c).cast(pl.Float64) for c in scores]
+    runs = unit_reader(opened, columns, collect_paired, (y, floats, w, bad), diagnose)
     invalid = lambda t: bool(t["bucket_0"].null_count())  # noqa: E731
-    return TaskPlan(spec, build, invalid, diagnose)
+    return TaskPlan(spec, build, invalid, diagnose, runs, states=False)
