@@ -206,6 +206,13 @@ CONFIGS: tuple[Config, ...] = (
     ),
     Config("multiclass", "multiclass", task="multiclass"),
     Config("regression", "regression", task="regression"),
+    Config(
+        "regression-exact",
+        "regression",
+        task="regression",
+        options={"precision": "exact"},
+        about='precision="exact": every distinct label and error value',
+    ),
     Config("fresh-process", "", rows=1000),
 )
 CONFIG_BY_NAME: dict[str, Config] = {c.name: c for c in CONFIGS}
@@ -222,6 +229,7 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("paired", "sklearn"): "one model's AUC, no intervals",
     ("multiclass", "polars_ds"): "binary AUC only",
     ("regression", "polars_ds"): "binary AUC only",
+    ("regression-exact", "polars_ds"): "binary AUC only",
 }
 
 

@@ -74,7 +74,9 @@ def assert_same_state(fast: se.State, slow: se.State) -> None:
 
 @settings(max_examples=80, deadline=None)
 @given(
-    regression_frames(), st.sampled_from([0, 3, 11, 16]), st.sampled_from([POWER, 0, 1, 2, -1.0, 3])
+    regression_frames(),
+    st.sampled_from([0, 3, 11, 16, "exact"]),
+    st.sampled_from([POWER, 0, 1, 2, -1.0, 3]),
 )
 def test_states_match_the_polars_group_by(data, precision, power):
     df, _, weighted = data
@@ -152,11 +154,29 @@ def test_metric_tables_match_sklearn(weighted):
             assert math.isclose(row[name], value, rel_tol=1e-9), (name, row[name], value)
 
 
-def test_exact_mode_keeps_the_group_by():
-    df = _frame(100, 3, seed=3)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_exact_mode_matches_sklearn(weighted):
+    """Exact mode's distinct values, summed by the kernel: sklearn's numbers, medians too."""
+    df = _frame(20_000, 3, seed=3).with_columns(pl.col("y", "f").round(1))  # tied values
+    w = "w" if weighted else None
+    kw: dict[str, Any] = dict(task="regression", label="y", prediction="f", by="g", weight=w)
     with spying() as taken:
-        se.accumulate(df, task="regression", label="y", prediction="f", precision="exact")
-    assert taken == [False]
+        ours = se.evaluate(df, precision="exact", **kw)
+    assert taken == [True]
+    assert_same_state(*_both(lambda: se.accumulate(df, precision="exact", **kw)))
+    for row in ours.sort("g").iter_rows(named=True):
+        part = df.filter(pl.col("g") == row["g"])
+        y, f = part["y"].to_numpy(), part["f"].to_numpy()
+        sw = part["w"].to_numpy() if weighted else None
+        expected = {
+            "mse": skm.mean_squared_error(y, f, sample_weight=sw),
+            "mae": skm.mean_absolute_error(y, f, sample_weight=sw),
+            "median_ae": skm.median_absolute_error(y, f, sample_weight=sw),
+            "r2": skm.r2_score(y, f, sample_weight=sw),
+            "max_error": skm.max_error(y, f),
+        }
+        for name, value in expected.items():
+            assert math.isclose(row[name], value, rel_tol=1e-9, abs_tol=1e-12), (name, row)
 
 
 def test_bad_rows_raise_the_same_error():

@@ -4,8 +4,9 @@ The state of :func:`streameval.states.regression.state_query`, built without Pol
 group-by: the label and the error (ŷ − y) are each placed by (group, binade) as the binary
 kernel places scores (:func:`.loops.place`) and summed bucket by bucket in a window that
 stays in cache (:func:`.regressionloops.histogram_cells`); the losses that need both values
-are summed per group in one pass (:func:`.regressionloops.row_totals`). Bucketed precision
-up to :data:`.compiled.MAX_WINDOW_BITS` only; exact mode keeps the Polars group-by.
+are summed per group in one pass (:func:`.regressionloops.row_totals`). Exact mode sums each
+distinct value instead (:func:`.regressionloops.value_runs`); a bucketed precision above
+:data:`.compiled.MAX_WINDOW_BITS` keeps the Polars group-by.
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ class Histograms(Staged):
         columns.update({f"_{name}": sums[i] + 0.0 for i, name in enumerate(LOSSES)})
         columns.update({f"_{name}": bad[i] for i, name in enumerate(DOMAINS)})
         columns["_amax"] = amax
-        columns["_rel_error"] = np.full(size, math.ldexp(1.0, 1 - spec.precision))
+        rel = 0.0 if spec.exact else math.ldexp(1.0, 1 - spec.precision)
+        columns["_rel_error"] = np.full(size, rel)
         undefined = [c for c in ("_q50", *(f"_{n}" for n in QUANTILES), "_median_y")]
         grouped = pl.DataFrame(columns).with_columns(pl.col(undefined).fill_nan(None))
         return grouped_table(grouped, list(spec.keys))
@@ -118,7 +120,7 @@ class Histograms(Staged):
     ) -> tuple[list[pl.Series], list[tuple[npt.NDArray[Any], ...]], tuple[Any, ...]] | None:
         """The unit's key columns, its two histograms' buckets and its totals (None: not here)."""
         spec, kernel = self.spec, loops()
-        if kernel is None or spec.exact or spec.precision > MAX_WINDOW_BITS:
+        if kernel is None or (not spec.exact and spec.precision > MAX_WINDOW_BITS):
             return None
         frame = self.rows.frame
         if frame.height == 0:
@@ -132,12 +134,12 @@ class Histograms(Staged):
 
         with small_pages():
             error = f - y
-            size, p = back.size, spec.precision
+            size = back.size
             half = codes.size // 2
             halves = [slice(0, half), slice(half, codes.size)]
             with ThreadPoolExecutor(2) as pool:
                 parts = [
-                    pool.submit(_histogram, kernel, (codes, x, weights), size, p)
+                    pool.submit(_histogram, kernel, (codes, x, weights), size, spec)
                     for x in (y, error)
                 ]
                 summed = []
@@ -158,12 +160,26 @@ def _zero(part: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 
 
 def _histogram(
-    kernel: ModuleType, rows: tuple[npt.NDArray[Any], ...], size: int, p: int
+    kernel: ModuleType, rows: tuple[npt.NDArray[Any], ...], size: int, spec: Spec
 ) -> tuple[npt.NDArray[Any], ...]:
-    """One value's filled buckets (:func:`.regressionloops.histogram_cells`)."""
+    """One value's filled buckets, or in exact mode its distinct values.
+
+    See :func:`.regressionloops.histogram_cells` and :func:`.regressionloops.value_runs`.
+    """
     from . import regressionloops
 
     codes, values, weights = rows
+    p = spec.precision
+    if spec.exact:
+        with small_pages():
+            keys, ws, bounds = regressionloops.by_group(codes, values, weights, size)
+            if ws.size or bounds.size > keys.size // 64 + 2:  # (many small groups)
+                regressionloops.sort_groups(keys, ws, bounds)
+            else:  # NumPy's sort, several times faster than the compiled one on long runs
+                for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+                    keys[start:stop].sort()
+            exact: tuple[npt.NDArray[Any], ...] = regressionloops.value_runs(keys, ws, bounds)
+        return exact
     labels = np.zeros(codes.size, np.uint8)
     placed = place_values(kernel, codes, values, labels, weights, size)
     with small_pages():
@@ -191,7 +207,8 @@ def _table(
         columns["n"] = count
         if spec.weighted:
             columns["w"] = sums[0] + 0.0
-        columns["d1"], columns["d2"] = sums[1] + 0.0, sums[2] + 0.0
+        if not spec.exact:  # (an exact bucket is one value: no centred sums)
+            columns["d1"], columns["d2"] = sums[1] + 0.0, sums[2] + 0.0
         parts.append(pl.DataFrame(columns))
     sums, bad, amax = totals
     columns = {s.name: s for s in keys}

@@ -2,7 +2,9 @@
 
 :func:`histogram_cells` sums a value's rows, placed by (group, binade) as the binary kernel
 places them (:func:`.loops.place`), into their buckets: rows, Σw, and the sums centred on the
-bucket's lowest value d1 = Σw·(x − lo), d2 = Σw·(x − lo)². :func:`row_totals` sums each
+bucket's lowest value d1 = Σw·(x − lo), d2 = Σw·(x − lo)². In exact mode the rows are
+summed by distinct value instead: ordered by group (:func:`by_group`), each group's values
+sorted, and their runs summed (:func:`value_runs`; d1 = d2 = 0). :func:`row_totals` sums each
 group's losses that need the label and the prediction together, as
 :func:`streameval.states.regression.state_query` defines them.
 """
@@ -14,7 +16,7 @@ import math
 import numba
 import numpy as np
 
-from .loops import _score
+from .loops import _key, _score
 
 _LOW52 = (1 << 52) - 1
 _TOP = 52
@@ -133,6 +135,79 @@ def row_totals(codes, y, f, weights, power, eps, groups):  # type: ignore[no-unt
             else:
                 sums[3 + j, g] += w * dev if weighted else dev
     return sums, bad, amax
+
+
+@jit
+def by_group(codes, values, weights, groups):  # type: ignore[no-untyped-def]
+    """The rows' ordered keys (and weights) ordered by group, and each group's bounds.
+
+    A counting sort of the group codes (all below ``groups``): the keys of group ``g`` are
+    ``keys[bounds[g]:bounds[g + 1]]``, in row order.
+    """
+    rows = codes.size
+    weighted = weights.size > 0
+    bounds = np.zeros(groups + 1, np.int64)
+    for i in range(rows):
+        bounds[codes[i] + 1] += 1
+    for g in range(groups):
+        bounds[g + 1] += bounds[g]
+    at = bounds[:-1].copy()
+    keys = np.empty(rows, np.int64)
+    ws = np.empty(rows if weighted else 0, np.float64)
+    bits = values.view(np.int64)
+    for i in range(rows):
+        g = codes[i]
+        k = at[g]
+        at[g] += 1
+        keys[k] = _key(bits[i])
+        if weighted:
+            ws[k] = weights[i]
+    return keys, ws, bounds
+
+
+@jit
+def sort_groups(keys, ws, bounds):  # type: ignore[no-untyped-def]
+    """Sort each group's keys (:func:`by_group`), the weights carried along, in place."""
+    weighted = ws.size > 0
+    for g in range(bounds.size - 1):
+        start, stop = bounds[g], bounds[g + 1]
+        if stop - start < 2:
+            continue
+        if weighted:
+            order = np.argsort(keys[start:stop])
+            keys[start:stop] = keys[start:stop][order]
+            ws[start:stop] = ws[start:stop][order]
+        else:
+            keys[start:stop].sort()
+
+
+@jit
+def value_runs(keys, ws, bounds):  # type: ignore[no-untyped-def]
+    """The distinct values of each group's sorted keys, as :func:`histogram_cells` gives buckets.
+
+    Group codes, ordered keys, row counts, and a row each of Σw (the row count when ``ws`` is
+    empty), d1 and d2 (zeros), in (group, value) order.
+    """
+    weighted = ws.size > 0
+    cells = 0
+    for g in range(bounds.size - 1):
+        for r in range(bounds[g], bounds[g + 1]):
+            if r == bounds[g] or keys[r] != keys[r - 1]:
+                cells += 1
+    group = np.empty(cells, np.int64)
+    bucket = np.empty(cells, np.int64)
+    count = np.zeros(cells, np.int64)
+    sums = np.zeros((3, cells), np.float64)
+    c = -1
+    for g in range(bounds.size - 1):
+        for r in range(bounds[g], bounds[g + 1]):
+            if r == bounds[g] or keys[r] != keys[r - 1]:
+                c += 1
+                group[c] = g
+                bucket[c] = keys[r]
+            count[c] += 1
+            sums[0, c] += ws[r] if weighted else 1.0
+    return group, bucket, count, sums
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
