@@ -10,6 +10,7 @@ import itertools
 import json
 import math
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -639,3 +640,40 @@ def test_string_row_ids_and_keys_draw_the_same_in_every_chunk():
         whole = se.accumulate(df, **kw)
         parts = [se.accumulate(df[a:b], **kw) for a, b in itertools.pairwise([0, 17, 40, 60])]
         assert_states_equal(se.merge(parts), whole)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"ci": "bootstrap", "bootstrap": 5},
+        {"ci": "bootstrap", "bootstrap": 5, "precision": "exact"},
+        {"ci": "jackknife", "jackknife": "d"},
+    ],
+)
+def test_resampled_tables_warn_of_the_data_not_of_its_replicates(kw):
+    """A warning counts the data's rows and groups, as without ci=, not the replicates'."""
+    rng = np.random.default_rng(0)
+    n = 2_000
+    df = pl.DataFrame(
+        {
+            "g": rng.integers(0, 3, n),
+            "d": rng.integers(0, 4, n),
+            "y": rng.integers(0, 2, n),
+            "p": rng.normal(0, 2, n),  # outside [0, 1]: log loss and Brier are null
+            "f": rng.normal(0, 1, n),  # below −1: msle is null
+        }
+    )
+    by = ["g", "d"]
+    pooled = ["g"] if kw["ci"] == "jackknife" else by  # (the jackknife's table pools d)
+
+    def messages(**options: Any) -> list[str]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            se.evaluate(df, **options)
+        return [str(w.message) for w in caught]
+
+    tasks = [{"label": "y", "score": "p"}, {"task": "regression", "label": "y", "prediction": "f"}]
+    for task in tasks:
+        plain = messages(by=pooled, **task)
+        assert plain, task
+        assert messages(by=by, **task, **kw) == plain

@@ -212,6 +212,8 @@ def _tables(
             from .stats.compare import grouped_model_table
 
             return grouped_model_table(grouped, spec, options["level"])
+        if replicates:
+            return _replicate_metrics(grouped, spec, thresholds)
         table = grouped_metrics(grouped, spec, thresholds)
         if ci is None:
             return table
@@ -264,6 +266,22 @@ def _tables(
     order = [*keys] + (["threshold"] if "threshold" in out.columns else [])
     # (stable: a paired table's models stay in their order within each group)
     return out.sort(order, nulls_last=False, maintain_order=True) if order else out
+
+
+def _replicate_metrics(grouped: pl.DataFrame, spec: Spec, thresholds: list[float]) -> pl.DataFrame:
+    """The metric table of replicates' grouped frames (key ``replicate`` last).
+
+    The warnings are those of replicate 0, the data itself: the replicates' would count
+    replicate rows.
+    """
+    from .resample_draw import REPLICATE
+
+    sample = pl.col(REPLICATE) == 0
+    table = grouped_metrics(grouped.filter(sample), spec, thresholds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rest = grouped_metrics(grouped.filter(~sample), spec, thresholds)
+    return pl.concat([table, rest], how="vertical_relaxed")
 
 
 def _drawn_bootstrap(

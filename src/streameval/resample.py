@@ -14,6 +14,7 @@ Which rows and columns get intervals: see :mod:`streameval.resample_tables`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -42,8 +43,20 @@ def _per_replicate(state: State, table_fn: TableFn) -> pl.DataFrame:
     """``table_fn`` of a replicated state, over blocks of replicates of bounded state rows.
 
     Each block is one finalize over all its groups and replicates; blocks bound the memory of
-    finalizing a large state (R + 1 times the rows of the data's state).
+    finalizing a large state (R + 1 times the rows of the data's state). Their warnings
+    (undefined metrics, values outside a metric's domain) would count replicate rows and
+    groups: they are silenced, and the data's own (replicate 0's) are issued instead.
     """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = _in_blocks(state, table_fn)
+    if caught:  # the same warnings, of the data itself
+        table_fn(State(state.spec, state.table.filter(pl.col(REPLICATE) == 0)))
+    return out
+
+
+def _in_blocks(state: State, table_fn: TableFn) -> pl.DataFrame:
+    """:func:`_per_replicate`'s finalize, a block of replicates at a time."""
     table = state.table
     if table.height <= FINALIZE_ROWS:
         return table_fn(state)
@@ -274,7 +287,9 @@ def jackknife_intervals(
         state.table.group_by(rows).agg(ops).select(c for c in state.table.columns if c != column)
     )
     estimate = table_fn(State(replace(spec, keys=tuple(others)), whole))
-    left_out = table_fn(leave_one_out(state, column))
+    with warnings.catch_warnings():  # (the estimate's said it of the data; these count subsets)
+        warnings.simplefilter("ignore")
+        left_out = table_fn(leave_one_out(state, column))
     ids = identifier_columns(others, estimate, identifiers)
     names = metric_columns(estimate, ids, columns)
     check_identifiers(estimate, left_out.drop(column), ids)
