@@ -11,8 +11,10 @@ import itertools
 import math
 import numbers
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import polars as pl
@@ -217,3 +219,17 @@ def assert_states_equal(a: Any, b: Any) -> None:
             np.testing.assert_allclose(left[name], right[name], rtol=1e-12, atol=1e-300)
         else:
             assert left[name].equals(right[name]), name
+
+
+@contextmanager
+def refusing(owner: Any, name: str, what: str, active: bool = True) -> Iterator[None]:
+    """Fail the test if ``owner.name`` is called in the block: the path it must not take.
+
+    ``what`` says what was computed where it should not have been; ``active=False`` allows
+    the call (where the kernel hands no aggregates over and the reference path serves).
+    """
+    if not active:
+        yield
+        return
+    with mock.patch.object(owner, name, side_effect=AssertionError(what)):
+        yield

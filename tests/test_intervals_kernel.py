@@ -9,11 +9,9 @@ references and pROC's values.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import numpy as np
 import polars as pl
@@ -24,7 +22,7 @@ from polars.testing import assert_frame_equal
 from test_stats_reference import _binary_rows
 
 import streameval as se
-from reference import binary_frames, close, per_group
+from reference import binary_frames, close, per_group, refusing
 from streameval.stats import tables
 
 pytestmark = pytest.mark.filterwarnings("ignore:log_loss and brier are null:UserWarning")
@@ -32,19 +30,14 @@ pytestmark = pytest.mark.filterwarnings("ignore:log_loss and brier are null:User
 FIXTURES = Path(__file__).parent / "fixtures" / "r"
 
 
-@contextmanager
-def without_the_state(kernel: bool = True) -> Iterator[None]:
+def without_the_state(kernel: bool = True) -> AbstractContextManager[None]:
     """Fail if the metric table's intervals are computed from a state table.
 
     ``kernel=False`` where the kernel hands no aggregates over (weighted exact mode, whose
     metrics come from the state's finalize with or without intervals).
     """
-    if not kernel:
-        yield
-        return
-    refused = AssertionError("the intervals were computed from the state, not the kernel")
-    with mock.patch.object(tables, "binary_table", side_effect=refused):
-        yield
+    what = "the intervals were computed from the state, not the kernel"
+    return refusing(tables, "binary_table", what, kernel)
 
 
 def state_table(source: Any, thresholds: list[float], **kw: Any) -> pl.DataFrame:

@@ -9,11 +9,9 @@ and pROC's values.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import numpy as np
 import polars as pl
@@ -25,23 +23,18 @@ from test_stats_reference import paired_frames
 
 import reference_stats as ref
 import streameval as se
-from reference import close, per_group
+from reference import close, per_group, refusing
 from streameval.jobs.task import read_task
 from streameval.stats import compare
 
 FIXTURES = Path(__file__).parent / "fixtures" / "r"
 
 
-@contextmanager
-def without_the_state(kernel: bool = True) -> Iterator[None]:
+def without_the_state(kernel: bool = True) -> AbstractContextManager[None]:
     """Fail if the model table is computed from a paired state (``kernel=False``: allowed,
     for weighted exact mode, whose aggregates the kernel does not hand over)."""
-    if not kernel:
-        yield
-        return
-    refused = AssertionError("the model table was computed from the state, not the kernel")
-    with mock.patch.object(compare, "model_table", side_effect=refused):
-        yield
+    what = "the model table was computed from the state, not the kernel"
+    return refusing(compare, "model_table", what, kernel)
 
 
 def state_table(source: Any, level: float = 0.95, **kw: Any) -> pl.DataFrame:

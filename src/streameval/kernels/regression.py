@@ -31,6 +31,8 @@ from .runs import key_exprs, unit_groups
 from .staged import Staged
 
 _EPS = float(np.finfo(np.float64).eps)
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
 
 
 @dataclass
@@ -173,11 +175,7 @@ def _histogram(
     if spec.exact:
         with small_pages():
             keys, ws, bounds = regressionloops.by_group(codes, values, weights, size)
-            if ws.size or bounds.size > keys.size // 64 + 2:  # (many small groups)
-                regressionloops.sort_groups(keys, ws, bounds)
-            else:  # NumPy's sort, several times faster than the compiled one on long runs
-                for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-                    keys[start:stop].sort()
+            keys, ws = _sorted_within(keys, ws, bounds)
             exact: tuple[npt.NDArray[Any], ...] = regressionloops.value_runs(keys, ws, bounds)
         return exact
     labels = np.zeros(codes.size, np.uint8)
@@ -188,6 +186,28 @@ def _histogram(
         )
     placed.give_back()
     return out
+
+
+def _sorted_within(keys: I64, ws: F64, bounds: I64) -> tuple[I64, F64]:
+    """Each group's keys sorted (the weights, when given, carried along), by NumPy.
+
+    Few long groups are sorted one by one; many short ones by one sort of (group, key).
+    """
+    sizes = np.diff(bounds)
+    if np.count_nonzero(sizes) > max(keys.size // 256, 16):  # many short groups
+        group = np.repeat(np.arange(sizes.size), sizes)
+        order = np.lexsort((keys, group))
+        return keys[order], (ws[order] if ws.size else ws)
+    for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        if stop - start < 2:
+            continue
+        if ws.size:
+            order = np.argsort(keys[start:stop])
+            keys[start:stop] = keys[start:stop][order]
+            ws[start:stop] = ws[start:stop][order]
+        else:
+            keys[start:stop].sort()
+    return keys, ws
 
 
 def _table(

@@ -4,8 +4,10 @@
 places them (:func:`.loops.place`), into their buckets: rows, Σw, and the sums centred on the
 bucket's lowest value d1 = Σw·(x − lo), d2 = Σw·(x − lo)². In exact mode the rows are
 summed by distinct value instead: ordered by group (:func:`by_group`), each group's values
-sorted, and their runs summed (:func:`value_runs`; d1 = d2 = 0). :func:`row_totals` sums each
-group's losses that need the label and the prediction together, as
+sorted by NumPy (numba's in-place sorts crashed the process in a test run, two threads
+sorting at once), and their runs summed (:func:`value_runs`; d1 = d2 = 0).
+:func:`row_totals` sums each group's losses that need the label and the prediction
+together, as
 :func:`streameval.states.regression.state_query` defines them.
 """
 
@@ -163,22 +165,6 @@ def by_group(codes, values, weights, groups):  # type: ignore[no-untyped-def]
         if weighted:
             ws[k] = weights[i]
     return keys, ws, bounds
-
-
-@jit
-def sort_groups(keys, ws, bounds):  # type: ignore[no-untyped-def]
-    """Sort each group's keys (:func:`by_group`), the weights carried along, in place."""
-    weighted = ws.size > 0
-    for g in range(bounds.size - 1):
-        start, stop = bounds[g], bounds[g + 1]
-        if stop - start < 2:
-            continue
-        if weighted:
-            order = np.argsort(keys[start:stop])
-            keys[start:stop] = keys[start:stop][order]
-            ws[start:stop] = ws[start:stop][order]
-        else:
-            keys[start:stop].sort()
 
 
 @jit
