@@ -178,6 +178,12 @@ CONFIGS: tuple[Config, ...] = (
         about="Float64 weight",
     ),
     Config(
+        "weighted-exact",
+        "weighted",
+        options={"weight": "weight", "precision": "exact"},
+        about='Float64 weight, precision="exact"',
+    ),
+    Config(
         "thresholds-5",
         "hive",
         options={"threshold": THRESHOLDS},
@@ -219,6 +225,7 @@ CONFIG_BY_NAME: dict[str, Config] = {c.name: c for c in CONFIGS}
 # Contenders that do not apply to a configuration, and why.
 NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("weighted", "polars_ds"): "no weights",
+    ("weighted-exact", "polars_ds"): "no weights",
     ("thresholds-5", "polars_ds"): "AUC as hive-string",
     ("thresholds-5", "sklearn"): "AUC as hive-string",
     ("intervals", "polars_ds"): "no intervals",

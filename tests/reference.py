@@ -222,14 +222,10 @@ def assert_states_equal(a: Any, b: Any) -> None:
 
 
 @contextmanager
-def refusing(owner: Any, name: str, what: str, active: bool = True) -> Iterator[None]:
+def refusing(owner: Any, name: str, what: str) -> Iterator[None]:
     """Fail the test if ``owner.name`` is called in the block: the path it must not take.
 
-    ``what`` says what was computed where it should not have been; ``active=False`` allows
-    the call (where the kernel hands no aggregates over and the reference path serves).
+    ``what`` says what was computed where it should not have been.
     """
-    if not active:
-        yield
-        return
     with mock.patch.object(owner, name, side_effect=AssertionError(what)):
         yield

@@ -30,14 +30,10 @@ pytestmark = pytest.mark.filterwarnings("ignore:log_loss and brier are null:User
 FIXTURES = Path(__file__).parent / "fixtures" / "r"
 
 
-def without_the_state(kernel: bool = True) -> AbstractContextManager[None]:
-    """Fail if the metric table's intervals are computed from a state table.
-
-    ``kernel=False`` where the kernel hands no aggregates over (weighted exact mode, whose
-    metrics come from the state's finalize with or without intervals).
-    """
+def without_the_state() -> AbstractContextManager[None]:
+    """Fail if the metric table's intervals are computed from a state table."""
     what = "the intervals were computed from the state, not the kernel"
-    return refusing(tables, "binary_table", what, kernel)
+    return refusing(tables, "binary_table", what)
 
 
 def state_table(source: Any, thresholds: list[float], **kw: Any) -> pl.DataFrame:
@@ -79,7 +75,7 @@ def test_evaluate_intervals_equal_the_states(data, method, level, thresholds, pr
         label="y", score="p", by="g", weight="w" if weighted else None, precision=precision
     )
     kw.update(ci=method, level=level, auc_method=auc)
-    with without_the_state(not (weighted and precision == "exact")):
+    with without_the_state():
         ours = se.evaluate(df, threshold=thresholds, **kw)
     same(ours, state_table(df, thresholds, **kw), ["g"])
     if precision != "exact" or auc != "delong" or len(thresholds) > 1:
@@ -120,7 +116,7 @@ def test_every_source_kind_gives_the_states_intervals(tmp_path_factory, weighted
         (root.parent / f"{root.name}.parquet", ["segment", "day"]),
         (df, None),
     ):
-        with without_the_state(not (weighted and precision == "exact")):
+        with without_the_state():
             ours = se.evaluate(source, by=by, threshold=[0.5], **kw)
         same(ours, state_table(source, [0.5], by=by, **kw), list(by or []))
 

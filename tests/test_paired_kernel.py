@@ -30,11 +30,10 @@ from streameval.stats import compare
 FIXTURES = Path(__file__).parent / "fixtures" / "r"
 
 
-def without_the_state(kernel: bool = True) -> AbstractContextManager[None]:
-    """Fail if the model table is computed from a paired state (``kernel=False``: allowed,
-    for weighted exact mode, whose aggregates the kernel does not hand over)."""
+def without_the_state() -> AbstractContextManager[None]:
+    """Fail if the model table is computed from a paired state."""
     what = "the model table was computed from the state, not the kernel"
-    return refusing(compare, "model_table", what, kernel)
+    return refusing(compare, "model_table", what)
 
 
 def state_table(source: Any, level: float = 0.95, **kw: Any) -> pl.DataFrame:
@@ -58,7 +57,7 @@ def test_evaluate_paired_equals_the_states_table(data, precision, level, keyed):
         label="y", scores=["p", "b"], by="g" if keyed else None, precision=precision
     )
     kw["weight"] = "w" if weighted else None
-    with without_the_state(not (weighted and precision == "exact")):
+    with without_the_state():
         ours = se.evaluate(df, task="paired", level=level, **kw)
     same(ours, state_table(df, level, **kw))
     if precision != "exact" or not keyed:
@@ -113,7 +112,7 @@ def test_every_source_kind_gives_the_states_table(sources, weighted, precision):
     kw: dict[str, Any] = dict(label="y", scores=["p", "q", "r"], precision=precision)
     kw["weight"] = "w" if weighted else None
     for source, by in ((root, ["segment", "day"]), (single, ["segment", "day"]), (df, None)):
-        with without_the_state(not (weighted and precision == "exact")):
+        with without_the_state():
             ours = se.evaluate(source, task="paired", by=by, level=0.9, **kw)
         same(ours, state_table(source, 0.9, by=by, **kw))
         assert ours["model"].unique(maintain_order=True).to_list() == ["p", "q", "r"]

@@ -152,8 +152,8 @@ def test_the_kernel_runs_on_hive_units(tmp_path):
     assert int(runs.pos.sum() + runs.neg.sum()) == rows
 
 
-def test_scores_too_wide_to_pack_fall_back():
-    """Group bits plus a score range of all floats do not fit in 64 bits: Polars does it."""
+def test_scores_too_wide_to_pack_are_ranked_among_their_values():
+    """Group bits plus a score range of all floats do not fit in 64 bits: ranks do."""
     n = 600
     df = pl.DataFrame(
         {
@@ -163,7 +163,8 @@ def test_scores_too_wide_to_pack_fall_back():
         }
     )
     plan = prepare(df, Inputs(label="y", score="p", precision=52), by="g")
-    assert unit_runs(plan) is None
+    runs = unit_runs(plan)
+    assert runs is not None and runs.score.values is not None and runs.score.bits == 10
     kw: dict[str, Any] = dict(label="y", score="p", by="g", precision="exact")
     assert_same_metrics(*both(lambda: se.evaluate(df, **kw)))
 
@@ -229,3 +230,44 @@ def test_binades_are_ranked_when_the_scores_span_too_many():
     assert_same_state(*both(lambda: se.accumulate(df, **kw)), weighted=False)
     thresholds = [-1e301, -3.5, 0.0, 1e-300, 0.3, 0.5, 1.0, 3e300]
     assert_same_metrics(*both(lambda: se.evaluate(df, threshold=thresholds, **kw)))
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.integers(1, 400),
+    st.sampled_from([None, "w"]),
+    st.sampled_from(["spread", "ties"]),
+    st.integers(0, 2**32 - 1),
+)
+def test_scores_too_wide_to_pack_are_ranked(rows, weight, kind, seed):
+    """Where group, binades and label pass 64 bits, scores are ranked, not left to Polars.
+
+    2,000 groups take 11 bits, the label one, and a binade's 52 bits of mantissa the rest:
+    scores over three binades or more do not pack as they are, even with the label apart.
+    """
+    from unittest import mock
+
+    from streameval.kernels.scorekeys import ScoreField
+
+    rng = np.random.default_rng(seed)
+    if kind == "spread":
+        p = 10.0 ** rng.uniform(-300, 300, rows) * rng.choice([-1.0, 1.0], rows)
+    else:
+        p = rng.choice([-1e300, -2.5, -0.0, 0.0, 1e-300, 0.3, 0.5, 1.0, 7.0, 1e300], rows)
+    df = pl.DataFrame(
+        {
+            "g": np.append(np.arange(2000), rng.integers(0, 2000, rows))[-rows - 2000 :],
+            "y": np.append(np.zeros(2000, np.int8), rng.integers(0, 2, rows)),
+            "p": np.append(np.resize([0.25, 0.5, 4.0], 2000), p),  # three binades at least
+            "w": np.append(np.ones(2000), rng.choice([0.0, 0.5, 2.0], rows)),
+        }
+    )
+    kw: dict[str, Any] = dict(label="y", score="p", by="g", weight=weight, precision="exact")
+    ranked = mock.patch.object(ScoreField, "ranked", wraps=ScoreField.ranked)
+    with ranked as spy:
+        fast, slow = both(lambda: se.accumulate(df, **kw))
+    assert spy.called
+    assert_same_state(fast, slow, weighted=weight is not None)
+    thresholds = [0.0, 0.5, 1.0, 1e300]
+    fast, slow = both(lambda: se.evaluate(df, threshold=thresholds, ci="wilson", **kw))
+    assert_same_metrics(fast, slow)

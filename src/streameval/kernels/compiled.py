@@ -353,35 +353,12 @@ class CompiledCells(Staged):
         ``extra`` is one more key column (the replicate), after the unit's keys; ``variance``
         adds DeLong's ``_var``. None when a squared error overflowed (the Polars path).
         """
-        from ..metrics.binary import ALL
-        from .metrics import delong_variance, grouped_frame
+        from .metrics import weighted_grouped
 
         codes, rows, sums, scales = out
-        if not np.isfinite(sums).all():
-            return None
-        total = rows[0]
-        at = {i: (rows[1 + j], *(sums[9 + 4 * j + k] for k in range(4))) for i, j in place.items()}
-        zero, above_one = at[count][0], at[count + 1][0]
         keys = self.groups.decode(self.original(codes))
-        return grouped_frame(
-            keys if extra is None else [*keys, extra],
-            ALL,
-            (sums[0], sums[1], 1.0),  # each group's pair sums come scaled by its own scale
-            (sums[2], sums[3]),
-            {
-                "_ap_num": sums[4],
-                "_log_loss": sums[5] + 0.0,
-                "_brier": sums[6] + 0.0,
-                "_ap_over": sums[7],
-                "_ap_under": sums[8],
-                **(delong_variance(sums[0], sums[1], *sums[-2:]) if variance else {}),
-            },
-            zero + (total - above_one),
-            [(at[i][3], at[i][4]) for i in range(count)],
-            rows=total,
-            below=[(at[i][2], at[i][1]) for i in range(count)],
-            scaled=(sums[0] * scales, sums[1] * scales),
-        )
+        keys = keys if extra is None else [*keys, extra]
+        return weighted_grouped(keys, (rows, sums, scales), place, count, variance)
 
     def replicated(
         self, spec: Spec, thresholds: list[float], replicates: int

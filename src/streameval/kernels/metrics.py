@@ -7,8 +7,8 @@ sums of the AUC: the results are those of :func:`streameval.metrics.binary.metri
 Polars aggregation, bit for bit where that one is exact, and to rounding of sums elsewhere
 (average precision, log loss, Brier score).
 
-Weighted runs are not handled here: float suffix sums of a whole unit would cancel badly in
-small groups, so their metrics come from the Polars finalize of the state table.
+Weighted exact runs are summed group by group by a compiled loop (:func:`weighted_runs`):
+float suffix sums of a whole unit would cancel badly in small groups.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from .buckets import bucket_runs
 from .runs import F64, I64, Runs
 
 _EPS = float(np.finfo(np.float64).eps)
+_SAFE = 1e300  # (total weight)² below this: no weighted pair sum overflows
 _LOW63 = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 
 
@@ -231,6 +232,75 @@ def grouped_frame(
     return pl.DataFrame(cols)
 
 
+def weighted_grouped(
+    keys: list[pl.Series],
+    out: tuple[I64, F64, F64],
+    place: dict[int, int],
+    count: int,
+    variance: bool,
+) -> pl.DataFrame | None:
+    """The grouped frame of weighted sums (:func:`.weightedloops.weighted_metrics`' layout).
+
+    ``out`` holds the rows, sums and scales of each group (whose key columns are ``keys``);
+    ``place`` maps a point's index (the ``count`` thresholds, then 0 and just above 1) to its
+    mark; ``variance`` adds DeLong's ``_var``. None when a squared error overflowed (the
+    Polars path then names the problem).
+    """
+    rows, sums, scales = out
+    if not np.isfinite(sums).all():
+        return None
+    total = rows[0]
+    at = {i: (rows[1 + j], *(sums[9 + 4 * j + k] for k in range(4))) for i, j in place.items()}
+    zero, above_one = at[count][0], at[count + 1][0]
+    return grouped_frame(
+        keys,
+        ALL,
+        (sums[0], sums[1], 1.0),  # each group's pair sums come scaled by its own scale
+        (sums[2], sums[3]),
+        {
+            "_ap_num": sums[4],
+            "_log_loss": sums[5] + 0.0,
+            "_brier": sums[6] + 0.0,
+            "_ap_over": sums[7],
+            "_ap_under": sums[8],
+            **(delong_variance(sums[0], sums[1], *sums[-2:]) if variance else {}),
+        },
+        zero + (total - above_one),
+        [(at[i][3], at[i][4]) for i in range(count)],
+        rows=total,
+        below=[(at[i][2], at[i][1]) for i in range(count)],
+        scaled=(sums[0] * scales, sums[1] * scales),
+    )
+
+
+def weighted_runs(
+    runs: Runs, thresholds: list[float], variance: bool = False
+) -> pl.DataFrame | None:
+    """The grouped frame of weighted exact runs (each run a bucket of one score).
+
+    As :meth:`.compiled.CompiledCells.grouped` of weighted rows: the same sums, read off the
+    runs by :func:`.weightedloops.run_metrics`. None where a pair sum of weights could
+    overflow (the state's finalize then serves).
+    """
+    from .weightedloops import run_metrics
+
+    pos, neg = runs.pos.astype(np.float64), runs.neg.astype(np.float64)
+    if not float(pos.sum() + neg.sum()) ** 2 < _SAFE or runs.n is None:
+        return None
+    group = runs.group()
+    firsts = np.flatnonzero(np.append(True, group[1:] != group[:-1]))
+    ends = np.append(firsts[1:], group.size)
+    points = [float_to_key_scalar(t) for t in thresholds]
+    points += [0, float_to_key_scalar(1.0) + 1]  # (below 0, and above 1: outside [0, 1])
+    order = sorted(range(len(points)), key=lambda i: points[i])
+    marks = np.array([points[i] for i in order], np.int64)
+    place = {i: j for j, i in enumerate(order)}
+    with small_pages():
+        out = run_metrics(runs.key(), pos, neg, runs.n, firsts, ends, marks, _EPS, variance)
+    keys = runs.groups.decode(group[firsts])
+    return weighted_grouped(keys, out, place, len(thresholds), variance)
+
+
 def delong_variance(
     positives: npt.ArrayLike, negatives: npt.ArrayLike, s10: F64, s01: F64
 ) -> dict[str, F64]:
@@ -386,12 +456,13 @@ def runs_grouped(
     Returns
     -------
     DataFrame or None
-        None for weighted runs, and bucketed runs whose buckets do not pack (their metrics
-        come from the Polars finalize of the state table).
+        None for bucketed weighted runs, weighted runs whose pair sums could overflow, and
+        bucketed runs whose buckets do not pack (their metrics come from the Polars finalize
+        of the state table).
 
     """
-    if spec.weighted:
-        return None
+    if spec.weighted:  # (bucketed weighted rows: the compiled cells' or the state's)
+        return weighted_runs(runs, thresholds, variance) if spec.exact else None
     losses = None
     if not spec.exact:  # the buckets' runs, with the buckets' loss sums
         buckets = bucket_runs(runs, spec)

@@ -4,7 +4,10 @@ Directly, the field is ``key - key_min``. Probabilities that include 0.0 (or tin
 span 62 bits that way, too many to pack with a group code and the label. Only the binades
 that occur matter for the order, though: the key's top 12 bits (sign and exponent) are
 replaced by their rank among those that occur, which keeps the order and the low 52 bits.
-A unit whose scores span 14 binades then needs 52 + 4 bits.
+A unit whose scores span 14 binades then needs 52 + 4 bits. Scores spread over hundreds of
+binades need more than that: each key is then replaced by its rank among the unit's distinct
+keys (a sort of the keys, and a search a row), which takes the bits of the count of
+distinct scores, 25 for 2e7 of them.
 
 >>> import numpy as np
 >>> from streameval.bucketing import float_to_key_scalar as key
@@ -16,6 +19,12 @@ A unit whose scores span 14 binades then needs 52 + 4 bits.
 True
 >>> [field.offset(key(t)) >= field.offset(key(0.5)) for t in (0.3, 0.5, 0.6)]
 [False, True, True]
+>>> spread = np.array([key(v) for v in [-1e300, -1e-300, 1e-300, 1.0, 1e300]], np.int64)
+>>> field = ScoreField.build(spread, int(spread.min()), int(spread.max()), 20)  # ranked
+>>> field.bits, field.encode(spread).tolist()
+(3, [0, 1, 2, 3, 4])
+>>> bool((field.decode(field.encode(spread)) == spread).all()), field.offset(key(0.5))
+(True, 3)
 """
 
 from __future__ import annotations
@@ -44,15 +53,20 @@ class ScoreField:
     tops : ndarray of int64 or None
         The top 12 bits (offset by 2048) that occur, sorted, when they are ranked; None when
         keys are stored directly.
+    values : ndarray of int64 or None
+        The distinct keys, sorted, when each key is stored as its rank among them.
 
     """
 
     low: int
     bits: int
     tops: I64 | None = None
+    values: I64 | None = None
 
     @classmethod
-    def build(cls, key: I64, key_min: int, key_max: int, budget: int) -> ScoreField | None:
+    def build(
+        cls, key: I64, key_min: int, key_max: int, budget: int, rank: bool = True
+    ) -> ScoreField | None:
         """The narrowest field for keys ``key`` within ``budget`` bits, or None.
 
         Parameters
@@ -63,6 +77,9 @@ class ScoreField:
             Their smallest and largest.
         budget : int
             Bits available.
+        rank : bool
+            Whether to rank the keys among the distinct ones where their binades do not fit
+            (:meth:`ranked`, which also gives the fields).
 
         Returns
         -------
@@ -77,10 +94,39 @@ class ScoreField:
         field = cls(0, 0, tops)
         low = field._compress(key_min)
         bits = (field._compress(key_max) - low).bit_length()
-        return cls(low, bits, tops) if bits <= min(budget, 63) else None
+        if bits <= min(budget, 63):
+            return cls(low, bits, tops)
+        built = cls.ranked(key, budget) if rank else None
+        return None if built is None else built[0]
+
+    @classmethod
+    def ranked(cls, key: I64, budget: int) -> tuple[ScoreField, U64] | None:
+        """The field of each key's rank among the distinct keys, and the fields (or None).
+
+        One ``argsort`` gives both the distinct keys and each key's rank (NumPy's vectorized
+        sort: a search a row in the distinct keys would take ten times as long).
+        """
+        if not key.size:
+            return cls(0, 0, None, key[:0].copy()), key.view(np.uint64)[:0].copy()
+        order = np.argsort(key)
+        ordered = key[order]
+        new = np.empty(key.size, np.bool_)
+        new[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+        values = ordered[new]
+        bits = max(values.size - 1, 0).bit_length()
+        if bits > min(budget, 63):
+            return None
+        ranks = np.cumsum(new, dtype=np.int64)
+        ranks -= 1
+        fields = np.empty(key.size, np.uint64)
+        fields[order] = ranks.view(np.uint64)
+        return cls(0, bits, None, values), fields
 
     def _compress(self, key: int) -> int:
         """Compressed value of one key whose top bits occur (or the rank it would take)."""
+        if self.values is not None:
+            return int(np.searchsorted(self.values, key))
         if self.tops is None:
             return key
         top = (key >> _LOW) + 2048
@@ -90,6 +136,8 @@ class ScoreField:
 
     def encode(self, key: I64) -> U64:
         """The field of each key (as ``uint64``)."""
+        if self.values is not None:
+            return np.searchsorted(self.values, key).astype(np.uint64)
         if self.tops is None:
             return key.view(np.uint64) - np.uint64(self.low % (1 << 64))
         rank = np.zeros(1 << 12, np.uint64)
@@ -102,6 +150,9 @@ class ScoreField:
 
     def decode(self, field: U64) -> I64:
         """The ordered keys of fields."""
+        if self.values is not None:
+            ranked: I64 = self.values[field.astype(np.intp)]
+            return ranked
         value = field + np.uint64(self.low % (1 << 64))
         if self.tops is None:
             return value.view(np.int64)

@@ -154,6 +154,66 @@ def _finish(kept, crossed, rows, sums, scales, g, at, loss, brier, delong):  # t
 
 # (NumPy's error model: a float divided by 0 is inf or nan, as in the Polars finalize)
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def run_metrics(keys, pos, neg, n, firsts, ends, mark_keys, eps, delong):  # type: ignore[no-untyped-def]
+    """Each group's metric aggregates from its weighted exact runs (a bucket a score).
+
+    ``keys`` are the runs' ordered score keys, ascending within each group (runs
+    ``firsts[g]`` to ``ends[g]``), ``pos``, ``neg`` their positive and negative weight and
+    ``n`` their rows; ``mark_keys`` the marks' keys, ascending (a run is at or above a mark
+    whose key is at most its own). Returns :func:`weighted_metrics`' ``rows``, ``sums`` and
+    ``scales``, from :func:`_finish` as there.
+    """
+    groups = firsts.size
+    nmarks = mark_keys.size
+    rows = np.zeros((1 + nmarks, groups), np.int64)
+    sums = np.zeros((11 + 4 * nmarks, groups), np.float64)
+    scales = np.empty(groups, np.float64)
+    most = 0
+    for g in range(groups):
+        most = max(most, ends[g] - firsts[g])
+    kept = np.empty((most, 2), np.float64)
+    crossed = np.empty(nmarks, np.int64)
+    high = 1.0 - eps
+    for g in range(groups):
+        mark = 0
+        nkept = 0
+        below = 0
+        heaviest = 0.0
+        loss = 0.0
+        brier = 0.0
+        for r in range(firsts[g], ends[g]):
+            while mark < nmarks and keys[r] >= mark_keys[mark]:
+                rows[1 + mark, g] = below
+                crossed[mark] = nkept
+                mark += 1
+            cp = pos[r]
+            cn = neg[r]
+            kept[nkept, 0] = cp
+            kept[nkept, 1] = cn
+            nkept += 1
+            below += n[r]
+            heaviest = max(heaviest, cn, cp)
+            score = _score(keys[r])
+            q = min(max(score, eps), high)
+            loss += cp * np.log(q) + cn * np.log(1.0 - q)
+            brier += cp * (score - 1.0) ** 2 + cn * (score * score)
+        _finish(
+            kept,
+            crossed,
+            rows,
+            sums,
+            scales,
+            g,
+            (mark, nkept, below, heaviest),
+            loss,
+            brier,
+            delong,
+        )
+    return rows, sums, scales
+
+
+# (NumPy's error model: a float divided by 0 is inf or nan, as in the Polars finalize)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def weighted_metrics(  # type: ignore[no-untyped-def]
     words, weights, bounds, starts, occupied, tops, p, cuts, cut_tops, eps, marks, delong
 ):
