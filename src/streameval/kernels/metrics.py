@@ -285,7 +285,7 @@ def weighted_runs(
     from .weightedloops import run_metrics
 
     pos, neg = runs.pos.astype(np.float64), runs.neg.astype(np.float64)
-    if not float(pos.sum() + neg.sum()) ** 2 < _SAFE or runs.n is None:
+    if not float(pos.sum() + neg.sum()) < math.sqrt(_SAFE) or runs.n is None:
         return None
     group = runs.group()
     firsts = np.flatnonzero(np.append(True, group[1:] != group[:-1]))
