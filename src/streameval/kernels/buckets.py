@@ -205,10 +205,10 @@ def bucket_runs(runs: Runs, spec: Spec) -> tuple[Runs, F64, F64] | None:
         return None
     bucket = buckets.bucket
     low, high = int(bucket.min()), int(bucket.max())
-    field = ScoreField.build(bucket, low, high, 64 - runs.groups.bits)
-    if field is None:
+    fitted = ScoreField.fit(bucket, low, high, 64 - runs.groups.bits)
+    if fitted is None:
         return None
-    value = field.encode(bucket)
+    field, value = fitted
     if runs.groups.bits:
         value |= buckets.group << np.uint64(field.bits)
     sums = buckets.sums

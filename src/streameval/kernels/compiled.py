@@ -308,13 +308,14 @@ class CompiledCells(Staged):
         in score order (a row each: binade, slot); ``place`` maps a point's index (the
         thresholds, then 0 and 1) to its column among the marks.
         """
+        from .metrics import in_order
+
         cuts, cut_tops = self._cuts()
         top, slot = _slot_above(float_to_key_scalar(1.0), self.spec, cuts)
         points = [_slot_above(float_to_key_scalar(t), self.spec, cuts) for t in thresholds]
         points += [(0, 0), (top, slot + 1)]
-        order = sorted(range(len(points)), key=lambda i: points[i])
-        marks = np.array([points[i] for i in order], np.int64).T.copy()
-        place = {i: j for j, i in enumerate(order)}
+        ordered, place = in_order(points)
+        marks = np.array(ordered, np.int64).T.copy()
         return cuts, cut_tops, marks, place
 
     def _weighted(

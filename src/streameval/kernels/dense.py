@@ -141,10 +141,10 @@ def as_runs(
     if not bucket.size:
         return None
     low, high = int(bucket.min()), int(bucket.max())
-    field = ScoreField.build(bucket, low, high, 64 - groups.bits)
-    if field is None:
+    fitted = ScoreField.fit(bucket, low, high, 64 - groups.bits)
+    if fitted is None:
         return None
-    value = field.encode(bucket)
+    field, value = fitted
     if groups.bits:
         value |= group << np.uint64(field.bits)
     pos, neg = sums.pop("pos"), sums.pop("neg")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -26,10 +26,11 @@ from ..metrics.binary import ALL, COLUMNS, finish_rows, metric_rows
 from ..spec import Spec
 from . import small_pages
 from .buckets import bucket_runs
+from .dense import SAFE
 from .runs import F64, I64, Runs
 
 _EPS = float(np.finfo(np.float64).eps)
-_SAFE = 1e300  # (total weight)² below this: no weighted pair sum overflows
+T = TypeVar("T")
 _LOW63 = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 
 
@@ -273,6 +274,16 @@ def weighted_grouped(
     )
 
 
+def in_order(points: list[T]) -> tuple[list[T], dict[int, int]]:
+    """The marks' points sorted, and where each point (by its index) went.
+
+    >>> in_order([0.5, 0.0, 1.0])
+    ([0.0, 0.5, 1.0], {1: 0, 0: 1, 2: 2})
+    """
+    order = sorted(range(len(points)), key=lambda i: points[i])  # type: ignore[arg-type,return-value]
+    return [points[i] for i in order], {i: j for j, i in enumerate(order)}
+
+
 def weighted_runs(
     runs: Runs, thresholds: list[float], variance: bool = False
 ) -> pl.DataFrame | None:
@@ -285,16 +296,15 @@ def weighted_runs(
     from .weightedloops import run_metrics
 
     pos, neg = runs.pos.astype(np.float64), runs.neg.astype(np.float64)
-    if not float(pos.sum() + neg.sum()) < math.sqrt(_SAFE) or runs.n is None:
+    if not float(pos.sum() + neg.sum()) < math.sqrt(SAFE) or runs.n is None:
         return None
     group = runs.group()
     firsts = np.flatnonzero(np.append(True, group[1:] != group[:-1]))
     ends = np.append(firsts[1:], group.size)
     points = [float_to_key_scalar(t) for t in thresholds]
     points += [0, float_to_key_scalar(1.0) + 1]  # (below 0, and above 1: outside [0, 1])
-    order = sorted(range(len(points)), key=lambda i: points[i])
-    marks = np.array([points[i] for i in order], np.int64)
-    place = {i: j for j, i in enumerate(order)}
+    ordered, place = in_order(points)
+    marks = np.array(ordered, np.int64)
     with small_pages():
         out = run_metrics(runs.key(), pos, neg, runs.n, firsts, ends, marks, _EPS, variance)
     keys = runs.groups.decode(group[firsts])

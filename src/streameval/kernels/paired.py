@@ -59,7 +59,7 @@ def collect_paired(
     frame = collect(lf, exprs)
     if frame["_p0"].null_count():
         raise invalid()
-    return PairedRows(frame, key_codes, weight is not None, len(scores))
+    return PairedRows(frame, key_codes)
 
 
 @dataclass
@@ -68,8 +68,6 @@ class PairedRows:
 
     frame: pl.DataFrame
     key_codes: list[KeyCode]
-    weighted: bool
-    models: int
 
     def staged(self, spec: Spec | None = None) -> Staged:
         """The rows with their group codes, for :class:`PairedStaged` to sum."""

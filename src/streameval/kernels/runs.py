@@ -320,10 +320,10 @@ def _runs(frame: pl.DataFrame, groups: GroupCodes, weighted: bool) -> Runs | Non
     key = ordered_keys(frame["_p"].to_numpy())
     key_min, key_max = int(key.min()), int(key.max())
     label_bit = int(not weighted)
-    fitted = _fitted(key, key_min, key_max, 64 - groups.bits - label_bit)
+    fitted = ScoreField.fit(key, key_min, key_max, 64 - groups.bits - label_bit)
     if fitted is None and label_bit:
         label_bit = 0
-        fitted = _fitted(key, key_min, key_max, 64 - groups.bits)
+        fitted = ScoreField.fit(key, key_min, key_max, 64 - groups.bits)
     if fitted is None:
         return None
     field, packed = fitted
@@ -349,15 +349,6 @@ def _runs(frame: pl.DataFrame, groups: GroupCodes, weighted: bool) -> Runs | Non
     order = np.argsort(packed)
     sums = _carried_runs(packed[order], y[order], None if w is None else w[order])
     return Runs(*sums, field, key_min, key_max, groups)
-
-
-def _fitted(key: I64, key_min: int, key_max: int, budget: int) -> tuple[ScoreField, U64] | None:
-    """The narrowest score field within ``budget`` bits and each key's field (or None).
-
-    Keys whose binades do not fit are ranked among the distinct keys (:meth:`ScoreField.ranked`).
-    """
-    field = ScoreField.build(key, key_min, key_max, budget, rank=False)
-    return ScoreField.ranked(key, budget) if field is None else (field, field.encode(key))
 
 
 Sums = tuple[U64, I64 | F64, I64 | F64, I64 | None]

@@ -5,9 +5,9 @@ span 62 bits that way, too many to pack with a group code and the label. Only th
 that occur matter for the order, though: the key's top 12 bits (sign and exponent) are
 replaced by their rank among those that occur, which keeps the order and the low 52 bits.
 A unit whose scores span 14 binades then needs 52 + 4 bits. Scores spread over hundreds of
-binades need more than that: each key is then replaced by its rank among the unit's distinct
-keys (a sort of the keys, and a search a row), which takes the bits of the count of
-distinct scores, 25 for 2e7 of them.
+binades need more than that: :meth:`ScoreField.fit` then replaces each key by its rank among
+the unit's distinct keys (one ``argsort``), which takes the bits of the count of distinct
+scores, 25 for 2e7 of them.
 
 >>> import numpy as np
 >>> from streameval.bucketing import float_to_key_scalar as key
@@ -20,10 +20,12 @@ True
 >>> [field.offset(key(t)) >= field.offset(key(0.5)) for t in (0.3, 0.5, 0.6)]
 [False, True, True]
 >>> spread = np.array([key(v) for v in [-1e300, -1e-300, 1e-300, 1.0, 1e300]], np.int64)
->>> field = ScoreField.build(spread, int(spread.min()), int(spread.max()), 20)  # ranked
->>> field.bits, field.encode(spread).tolist()
-(3, [0, 1, 2, 3, 4])
->>> bool((field.decode(field.encode(spread)) == spread).all()), field.offset(key(0.5))
+>>> ScoreField.build(spread, int(spread.min()), int(spread.max()), 20) is None
+True
+>>> field, fields = ScoreField.fit(spread, int(spread.min()), int(spread.max()), 20)  # ranked
+>>> field.bits, fields.tolist(), field.encode(spread).tolist()
+(3, [0, 1, 2, 3, 4], [0, 1, 2, 3, 4])
+>>> bool((field.decode(fields) == spread).all()), field.offset(key(0.5))
 (True, 3)
 """
 
@@ -64,9 +66,7 @@ class ScoreField:
     values: I64 | None = None
 
     @classmethod
-    def build(
-        cls, key: I64, key_min: int, key_max: int, budget: int, rank: bool = True
-    ) -> ScoreField | None:
+    def build(cls, key: I64, key_min: int, key_max: int, budget: int) -> ScoreField | None:
         """The narrowest field for keys ``key`` within ``budget`` bits, or None.
 
         Parameters
@@ -77,9 +77,6 @@ class ScoreField:
             Their smallest and largest.
         budget : int
             Bits available.
-        rank : bool
-            Whether to rank the keys among the distinct ones where their binades do not fit
-            (:meth:`ranked`, which also gives the fields).
 
         Returns
         -------
@@ -94,10 +91,19 @@ class ScoreField:
         field = cls(0, 0, tops)
         low = field._compress(key_min)
         bits = (field._compress(key_max) - low).bit_length()
-        if bits <= min(budget, 63):
-            return cls(low, bits, tops)
-        built = cls.ranked(key, budget) if rank else None
-        return None if built is None else built[0]
+        return cls(low, bits, tops) if bits <= min(budget, 63) else None
+
+    @classmethod
+    def fit(
+        cls, key: I64, key_min: int, key_max: int, budget: int
+    ) -> tuple[ScoreField, U64] | None:
+        """The narrowest field within ``budget`` bits and each key's field, or None.
+
+        :meth:`build`'s field where it fits, else each key's rank among the distinct keys
+        (:meth:`ranked`).
+        """
+        field = cls.build(key, key_min, key_max, budget)
+        return cls.ranked(key, budget) if field is None else (field, field.encode(key))
 
     @classmethod
     def ranked(cls, key: I64, budget: int) -> tuple[ScoreField, U64] | None:
