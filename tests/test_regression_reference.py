@@ -8,7 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given
-from sklearn.metrics import explained_variance_score, r2_score
+from hypothesis import strategies as st
+from sklearn.metrics import d2_absolute_error_score, explained_variance_score, r2_score
 
 import streameval as se
 from reference import assert_tables_match, chunks
@@ -91,3 +92,22 @@ def test_large_offsets_keep_variances_accurate(offset, precision):
     assert table["r2"].item() == pytest.approx(r2_score(y, df["f"]), rel=1e-9)
     ev = explained_variance_score(y, df["f"])
     assert table["explained_variance"].item() == pytest.approx(ev, rel=1e-9)
+
+
+@given(
+    st.floats(-1e12, 1e12, allow_nan=False, allow_subnormal=False),
+    st.integers(2, 60),
+    st.sampled_from([1, 2, 4, 11, 23, "exact"]),
+    st.booleans(),
+)
+def test_a_constant_label_gives_sklearns_d2_absolute_error(value, rows, precision, perfect):
+    # Σ|y − median(y)| is zero: the score is 0, or 1 when every prediction is right. A
+    # bucket's sum (low end × weight + deviations) must not leave a rounding residue that
+    # turns 0 into −1e14 (seen at precision=1 with y = 26.89257).
+    y = np.full(rows, value)
+    f = y.copy() if perfect else np.r_[y[:-1], value + 1.0]
+    want = d2_absolute_error_score(y, f)
+    df = pl.DataFrame({"y": y, "f": f})
+    options = {"task": "regression", "label": "y", "prediction": "f", "precision": precision}
+    assert se.accumulate(df, **options).metrics()["d2_absolute_error"].item() == want
+    assert se.evaluate(df, **options)["d2_absolute_error"].item() == want

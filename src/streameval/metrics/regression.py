@@ -132,9 +132,16 @@ def mean_pinball_loss() -> pl.Expr:
 
 
 def d2_absolute_error() -> pl.Expr:
-    """1 − Σw|e| / Σw|y − median(y)| (sklearn's ``d2_absolute_error_score``)."""
+    """1 − Σw|e| / Σw|y − median(y)| (sklearn's ``d2_absolute_error_score``).
+
+    The denominator is read as zero (y constant: the score is 0, or 1 when every error is 0)
+    at or below the rounding of its terms, 16·eps·|median(y)|·Σw: in bucketed mode a
+    bucket's sum is its low end times its weight plus the deviations, which leaves a few
+    ulps where y is constant.
+    """
     zero = pl.lit(0.0)
-    return _explained(pl.col("_sae"), pl.col("_dev_median"), zero, zero)
+    rounding = 16 * _EPS * pl.col("_median_y").abs() * W
+    return _explained(pl.col("_sae"), pl.col("_dev_median"), zero, rounding)
 
 
 def median_ae() -> pl.Expr:
