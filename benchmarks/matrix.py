@@ -205,6 +205,24 @@ CONFIGS: tuple[Config, ...] = (
         about=f"ci='bootstrap', {REPLICATES} replicates, row_id, by segment",
     ),
     Config(
+        "bootstrap-200-regression",
+        "regression-ids",
+        by=("segment",),
+        task="regression",
+        options={"ci": "bootstrap", "bootstrap": REPLICATES, "row_id": "id"},
+        rows=BOOTSTRAP_ROWS,
+        about=f"task='regression', ci='bootstrap', {REPLICATES} replicates, row_id, by segment",
+    ),
+    Config(
+        "bootstrap-200-multiclass",
+        "multiclass-ids",
+        by=("segment",),
+        task="multiclass",
+        options={"ci": "bootstrap", "bootstrap": REPLICATES, "row_id": "id"},
+        rows=BOOTSTRAP_ROWS,
+        about=f"10 classes, ci='bootstrap', {REPLICATES} replicates, row_id, by segment",
+    ),
+    Config(
         "paired",
         "paired",
         task="paired",
@@ -232,6 +250,10 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("intervals", "sklearn"): "no intervals",
     ("bootstrap-200", "polars_ds"): "no bootstrap",
     ("bootstrap-200", "sklearn"): "no bootstrap",
+    ("bootstrap-200-regression", "polars_ds"): "no bootstrap",
+    ("bootstrap-200-regression", "sklearn"): "no bootstrap",
+    ("bootstrap-200-multiclass", "polars_ds"): "no bootstrap",
+    ("bootstrap-200-multiclass", "sklearn"): "no bootstrap",
     ("paired", "polars_ds"): "one model's AUC, no intervals",
     ("paired", "sklearn"): "one model's AUC, no intervals",
     ("multiclass", "polars_ds"): "binary AUC only",
@@ -445,8 +467,8 @@ def build(generator: str, rows: int, layout: str, root: Path) -> Path:
 
     Derived layouts (``key-*``, ``single``, ``glob``, ``logit``, ``weighted``,
     ``groups``, ``ids``) are rewrites of the generator's ``hive`` data set, built first if
-    needed. A data set is written to ``NAME.tmp`` and renamed when complete; a
-    ``NAME.done`` file marks it.
+    needed; ``TASK-ids`` adds a row id to the task's data set. A data set is written to
+    ``NAME.tmp`` and renamed when complete; a ``NAME.done`` file marks it.
 
     Parameters
     ----------
@@ -499,6 +521,8 @@ def build(generator: str, rows: int, layout: str, root: Path) -> Path:
         tasks_generate("regression", tmp, rows, DAYS, SEED)
     elif layout == "regression":
         spread.generate_regression(tmp, rows, SEGMENTS, DAYS, SEED)
+    elif layout.endswith("-ids"):  # a task's data set with a row id
+        _map_files(build(generator, rows, layout.removesuffix("-ids"), root), tmp, _with_id)
     else:
         base = build(generator, rows, "hive", root)
         if layout == "single":

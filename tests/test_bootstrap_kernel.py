@@ -1,7 +1,10 @@
 """Bootstrap replicates drawn by the compiled kernel against the state's Polars passes.
 
-``evaluate(ci="bootstrap")`` of a binary task reads each unit once and reads every replicate
-off its placed rows (:meth:`streameval.kernels.compiled.CompiledCells.replicated`);
+``evaluate(ci="bootstrap")`` of a binary, regression or multiclass task reads each unit once
+and reads every replicate off its placed rows
+(:meth:`streameval.kernels.compiled.CompiledCells.replicated`,
+:meth:`streameval.kernels.regression.Histograms.replicated_metrics`,
+:meth:`streameval.kernels.classes.ClassTables.replicated_metrics`);
 ``accumulate(bootstrap=R).metrics(ci="bootstrap")`` builds the replicated state by Polars
 passes (:mod:`streameval.resample_draw`), the reference: same draws, same tables, to the
 order of float additions.
@@ -23,10 +26,12 @@ from hypothesis import strategies as st
 from test_sort_kernel import frames
 
 import streameval as se
+from reference_multiclass import multiclass_frames
+from reference_regression import regression_frames
 from streameval import resample_plan
 from streameval import source as source_module
 from streameval.errors import InputError
-from streameval.kernels import compiled
+from streameval.kernels import classes, compiled, regression
 from streameval.kernels.weightedloops import drawn
 from streameval.resample_draw import draw_limits, with_counts
 from streameval.split.keys import mix_int
@@ -34,27 +39,48 @@ from streameval.split.keys import mix_int
 pytestmark = pytest.mark.filterwarnings("ignore:log_loss and brier are null:UserWarning")
 
 
+#: Each task's kernel method drawing the replicates.
+DRAWING = {
+    "binary": (compiled.CompiledCells, "replicated"),
+    "regression": (regression.Histograms, "replicated_metrics"),
+    "multiclass": (classes.ClassTables, "replicated_metrics"),
+}
+
+
 @contextmanager
 def spying() -> Iterator[list[bool]]:
-    """Whether each unit's replicates came from the kernel (True) or not (False)."""
-    seen: list[bool] = []
-    original = compiled.CompiledCells.replicated
+    """Whether each unit's replicates came from the kernel (True) or not (False).
 
-    def replicated(self: compiled.CompiledCells, *args: Any) -> Any:
-        out = original(self, *args)
-        seen.append(out is not None)
-        return out
+    A unit without rows (a shard a hash sent no group to) may take the state: it is empty.
+    """
+    seen: list[bool] = []
+
+    def spy(original: Any) -> Any:
+        def drawing(self: Any, *args: Any) -> Any:
+            out = original(self, *args)
+            rows = getattr(self, "rows", None)
+            empty = rows is not None and rows.frame.height == 0
+            seen.append(out is not None or empty)
+            return out
+
+        return drawing
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(compiled.CompiledCells, "replicated", replicated)
+        for owner, name in DRAWING.values():
+            patch.setattr(owner, name, spy(getattr(owner, name)))
         yield seen
 
 
 def reference(source: Any, options: dict[str, Any]) -> pl.DataFrame:
     """The intervals from the replicated state (Polars passes), as State.metrics gives them."""
     options = dict(options)
-    threshold, level = options.pop("threshold", 0.5), options.pop("level", 0.95)
+    level = options.pop("level", 0.95)
     options.pop("ci")
+    if options.get("task", "binary") != "binary":
+        alpha = options.pop("alpha", 0.5)
+        state = se.accumulate(source, **options)
+        return state.metrics(ci="bootstrap", level=level, alpha=alpha)
+    threshold = options.pop("threshold", 0.5)
     state = se.accumulate(source, thresholds=threshold, **options)
     return state.metrics(threshold, ci="bootstrap", level=level)
 
@@ -115,6 +141,56 @@ def test_kernel_replicates_match_the_state_path(data, precision, threshold, by_i
     assert_same(ours, theirs)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    regression_frames(),
+    st.sampled_from([1, 4, 11]),
+    st.booleans(),
+    st.integers(1, 25),
+    st.integers(0, 2**64 - 1),
+)
+def test_regression_kernel_replicates_match_the_state_path(data, precision, by_id, r, seed):
+    df, _, weighted = data
+    df = df.with_row_index("id")
+    options = {
+        "task": "regression", "label": "y", "prediction": "f", "by": "g",
+        "weight": "w" if weighted else None, "precision": precision, "ci": "bootstrap",
+        "bootstrap": r, "seed": seed, "row_id": "id" if by_id else None, "level": 0.8,
+        "alpha": 0.3,
+    }  # fmt: skip
+    ours, theirs, seen = both(df, options)
+    if isinstance(theirs, InputError):  # rows repeating each other without row_id=
+        assert isinstance(ours, InputError) and str(ours) == str(theirs)
+        return
+    assert seen and all(seen)
+    assert_same(ours, theirs)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    multiclass_frames(),
+    st.sampled_from([1, 4, 11]),
+    st.integers(1, 25),
+    st.integers(0, 2**64 - 1),
+)
+def test_multiclass_kernel_replicates_match_the_state_path(data, precision, r, seed):
+    df, labels, _, weighted = data
+    df = df.with_row_index("id")
+    options = {
+        "task": "multiclass", "label": "y", "by": "g", "classes": labels,
+        "scores": [f"p{j}" for j in range(len(labels))] if "p0" in df.columns else None,
+        "prediction": "pred" if "pred" in df.columns else None,
+        "weight": "w" if weighted else None, "precision": precision, "ci": "bootstrap",
+        "bootstrap": r, "seed": seed, "row_id": "id", "level": 0.8,
+    }  # fmt: skip
+    ours, theirs, seen = both(df, options)
+    if isinstance(theirs, InputError):  # (refused the same way: a class without a score…)
+        assert isinstance(ours, InputError) and str(ours) == str(theirs)
+        return
+    assert seen and all(seen)
+    assert_same(ours, theirs)
+
+
 def _data(rows: int, seed: int) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 2, rows)
@@ -126,13 +202,26 @@ def _data(rows: int, seed: int) -> pl.DataFrame:
             "y": y,
             "p": 1 / (1 + np.exp(-(rng.normal(size=rows) + 2 * y - 1))),
             "w": rng.exponential(size=rows),
+            "c": rng.integers(0, 3, rows),
+            "q0": rng.random(rows),
+            "q1": rng.random(rows),
+            "q2": rng.random(rows),
         }
-    )
+    ).with_columns(f=pl.col("p") * 2 - pl.col("y"))
 
 
+#: Each task's columns in :func:`_data`.
+TASKS: dict[str, dict[str, Any]] = {
+    "binary": {"label": "y", "score": "p", "threshold": [0.3, 0.5]},
+    "regression": {"task": "regression", "label": "p", "prediction": "f", "alpha": 0.2},
+    "multiclass": {"task": "multiclass", "label": "c", "scores": ["q0", "q1", "q2"]},
+}
+
+
+@pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("layout", ["hive", "file", "shards", "lazy"])
 @pytest.mark.parametrize("weight", [None, "w"])
-def test_every_source_kind_takes_the_kernel(tmp_path: Path, monkeypatch, layout, weight):
+def test_every_source_kind_takes_the_kernel(tmp_path: Path, monkeypatch, layout, weight, task):
     df = _data(3_000, 1)
     by: list[str] = ["seg", "day"]
     source: Any
@@ -148,10 +237,8 @@ def test_every_source_kind_takes_the_kernel(tmp_path: Path, monkeypatch, layout,
             source = pl.scan_parquet(source)
         if layout == "shards":  # several shards of whole groups, each a read of the file
             monkeypatch.setattr(source_module, "SHARD_ROWS", 500)
-    options = {
-        "label": "y", "score": "p", "by": by, "weight": weight, "ci": "bootstrap",
-        "bootstrap": 40, "row_id": "id", "threshold": [0.3, 0.5],
-    }  # fmt: skip
+    options = {"by": by, "weight": weight, "ci": "bootstrap", "bootstrap": 40, "row_id": "id"}
+    options |= TASKS[task]
     ours, theirs, seen = both(source, options)
     assert (len(seen) > 1) if layout == "shards" else len(seen) == (3 if layout == "hive" else 1)
     assert all(seen)
@@ -159,15 +246,16 @@ def test_every_source_kind_takes_the_kernel(tmp_path: Path, monkeypatch, layout,
     assert_same(ours, se.evaluate(df, **options))  # the same rows in memory: the same answer
 
 
-def test_exact_mode_and_metric_selection_take_the_state_path():
+@pytest.mark.parametrize("task", TASKS)
+def test_exact_mode_and_metric_selection_take_the_state_path(task):
     df = _data(500, 2)
-    for extra in ({"precision": "exact"}, {"metrics": ["roc_auc"]}):
-        options = {"label": "y", "score": "p", "ci": "bootstrap", "bootstrap": 20} | extra
-        options["row_id"] = "id"
+    metric = {"binary": "roc_auc", "regression": "mae", "multiclass": "accuracy"}[task]
+    for extra in ({"precision": "exact"}, {"metrics": [metric]}):
+        options = TASKS[task] | {"ci": "bootstrap", "bootstrap": 20, "row_id": "id"} | extra
         with spying() as seen:
             out = se.evaluate(df, **options)
         assert not seen
-        assert "roc_auc_lo" in out.columns
+        assert f"{metric}_lo" in out.columns
 
 
 def test_a_group_a_replicate_misses_is_left_out_as_in_the_state():

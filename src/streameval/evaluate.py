@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from . import progress as bar
+from . import resample_plan
 from .accumulate import (
     Plan,
     combine,
@@ -140,9 +141,9 @@ def evaluate(
         top_k=top_k,
         power=power,
     )
-    if ci == "bootstrap" and task == "binary" and metrics is None:
+    if ci == "bootstrap" and task in resample_plan.DRAWN and metrics is None:
         drawn = replace(inputs, bootstrap=bootstrap, row_id=row_id, seed=seed)
-        table = _drawn_bootstrap(source, drawn, by, level, drop_nulls, engine)
+        table = _drawn_bootstrap(source, drawn, by, (level, alpha), drop_nulls, engine)
         if table is not None:
             return table
     if ci in ("bootstrap", "jackknife"):
@@ -233,10 +234,13 @@ def _tables(
             return finished(grouped, plan.spec)
         if staged is None:
             return combine(plan).metrics(**options)
-        table = None if replicates else staged.metrics(plan.spec, options)
+        if replicates:
+            table = staged.replicated_metrics(plan.spec, options, replicates)
+        else:
+            table = staged.metrics(plan.spec, options)
         if table is not None:
             return table
-        return State(plan.spec, staged_table(plan, None, staged)).metrics(**options)
+        return _state_metrics(State(plan.spec, staged_table(plan, None, staged)), options)
     # Hive units hold disjoint groups: each is finalized on its own (one unit in memory at a
     # time), grouped by its other keys only, and its fixed key added back. Units whose
     # aggregates come from the kernel are finalized together at the end.
@@ -253,10 +257,15 @@ def _tables(
             rest = [c for c in grouped.columns[len(spec.keys) :] if c != ALL or not keys]
             parts.append(grouped.with_columns(fixed_columns).select(*keys, *rest))
             continue
-        table = staged.metrics(spec, options) if staged and not replicates else None
+        table = None
+        if staged is not None:
+            if replicates:
+                table = staged.replicated_metrics(spec, options, replicates)
+            else:
+                table = staged.metrics(spec, options)
         if table is None:
             state = State(plan.spec, staged_table(plan, unit, staged))
-            table = State(spec, state.table.drop(list(fixed))).metrics(**options)
+            table = _state_metrics(State(spec, state.table.drop(list(fixed))), options)
         columns = [*keys, *table.columns[len(spec.keys) :]]
         tables.append(table.with_columns(fixed_columns).select(columns))
     if parts:
@@ -274,40 +283,51 @@ def _replicate_metrics(grouped: pl.DataFrame, spec: Spec, thresholds: list[float
     The warnings are those of replicate 0, the data itself: the replicates' would count
     replicate rows.
     """
-    from .resample_draw import REPLICATE
+    from .resample import data_warnings
 
-    sample = pl.col(REPLICATE) == 0
-    table = grouped_metrics(grouped.filter(sample), spec, thresholds)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        rest = grouped_metrics(grouped.filter(~sample), spec, thresholds)
-    return pl.concat([table, rest], how="vertical_relaxed")
+    return data_warnings(lambda g: grouped_metrics(g, spec, thresholds), grouped)
+
+
+def _state_metrics(state: State, options: dict[str, Any]) -> pl.DataFrame:
+    """The metric table of a unit's state; of a replicated one, with the data's warnings only."""
+    if not getattr(state.spec, "replicates", 0):
+        return state.metrics(**options)
+    from .resample import per_replicate
+
+    return per_replicate(state, lambda s: s.metrics(**options))
 
 
 def _drawn_bootstrap(
     source: Any,
     inputs: Inputs,
     by: str | Sequence[str] | None,
-    level: float,
+    levels: tuple[float, float],
     drop_nulls: bool,
     engine: Engine,
 ) -> pl.DataFrame | None:
-    """Binary bootstrap intervals with the replicates drawn by the compiled kernel.
+    """Bootstrap intervals with the replicates drawn by the compiled kernel.
 
     Each unit is read once and its replicates are read off its placed rows
-    (:meth:`streameval.kernels.staged.Staged.replicated`): the same draws, replicate tables
-    and intervals as the state's Polars passes (``State.metrics(ci="bootstrap")``), up to
-    the order of float additions. None where the kernel does not apply (exact mode, a
-    precision above its windows, the compiled loops off): the caller takes the state.
+    (:meth:`streameval.kernels.staged.Staged.replicated`, or
+    :meth:`~streameval.kernels.staged.Staged.replicated_metrics`): the same draws, replicate
+    tables and intervals as the state's Polars passes (``State.metrics(ci="bootstrap")``),
+    up to the order of float additions. ``levels`` are the intervals' level and a
+    regression's ``alpha``. None where the kernel does not apply (exact mode, a precision
+    above its windows, the compiled loops off): the caller takes the state.
     """
     from .kernels.compiled import MAX_WINDOW_BITS, loops
     from .resample import replicate_intervals
 
     if loops() is None or inputs.precision > MAX_WINDOW_BITS or inputs.bootstrap is None:
         return None
+    level, alpha = levels
     thresholds = list(inputs.thresholds)
     plan = prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine, drawn=True)
-    options: dict[str, Any] = {"threshold": thresholds, "metrics": None}
+    options: dict[str, Any] = {"metrics": None}
+    if inputs.task == "binary":
+        options["threshold"] = thresholds
+    if inputs.task == "regression":
+        options["alpha"] = alpha
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         table = _tables(plan, thresholds, options, False, inputs.bootstrap)

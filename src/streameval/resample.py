@@ -39,7 +39,7 @@ TableFn = Callable[[State], pl.DataFrame]
 FINALIZE_ROWS = 1 << 20  # state rows finalized at once by bootstrap_intervals
 
 
-def _per_replicate(state: State, table_fn: TableFn) -> pl.DataFrame:
+def per_replicate(state: State, table_fn: TableFn) -> pl.DataFrame:
     """``table_fn`` of a replicated state, over blocks of replicates of bounded state rows.
 
     Each block is one finalize over all its groups and replicates; blocks bound the memory of
@@ -55,8 +55,22 @@ def _per_replicate(state: State, table_fn: TableFn) -> pl.DataFrame:
     return out
 
 
+def data_warnings(finish: Callable[..., pl.DataFrame], *frames: pl.DataFrame) -> pl.DataFrame:
+    """``finish`` of frames of replicates (key ``replicate``), warning as the data's own rows do.
+
+    Replicate 0 (the data) is finished with its warnings; the other replicates' warnings
+    would count replicate rows and groups, and are silenced.
+    """
+    sample = pl.col(REPLICATE) == 0
+    table = finish(*(frame.filter(sample) for frame in frames))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rest = finish(*(frame.filter(~sample) for frame in frames))
+    return pl.concat([table, rest], how="vertical_relaxed")
+
+
 def _in_blocks(state: State, table_fn: TableFn) -> pl.DataFrame:
-    """:func:`_per_replicate`'s finalize, a block of replicates at a time."""
+    """:func:`per_replicate`'s finalize, a block of replicates at a time."""
     table = state.table
     if table.height <= FINALIZE_ROWS:
         return table_fn(state)
@@ -136,7 +150,7 @@ def bootstrap_intervals(
             "expected a state with bootstrap replicates, got one without; hint: accumulate "
             "with bootstrap=200"
         )
-    table = _per_replicate(state, table_fn)
+    table = per_replicate(state, table_fn)
     if REPLICATE not in table.columns:
         raise InputError(
             f"expected table_fn to return the key {REPLICATE!r} of the replicated state, got "

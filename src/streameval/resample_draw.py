@@ -27,10 +27,12 @@ In a replicated state ``n`` counts the rows drawn, weights are (user weight ×) 
 the state is weighted. Replicates are computed in passes over the source, replicate 0 first,
 then blocks of replicates of about :data:`BLOCK_STATE_ROWS` state rows (one replicate per
 pass for all but small states): R + 1 times the work of a plain pass, and a state of up to
-R + 1 times the rows, which a coarse ``precision`` keeps small. A binary ``evaluate`` needs
-no state: each unit is read once with its rows' keys (:data:`ROW_KEY`), and the compiled
-kernel draws the same counts from them (:func:`streameval.kernels.weightedloops.drawn`,
-:meth:`streameval.kernels.compiled.CompiledCells.replicated`).
+R + 1 times the rows, which a coarse ``precision`` keeps small. A binary, regression or
+multiclass ``evaluate`` needs no state: each unit is read once with its rows' keys
+(:data:`ROW_KEY`), and the compiled kernel draws the same counts from them
+(:func:`streameval.kernels.weightedloops.drawn`,
+:meth:`streameval.kernels.staged.Staged.replicated` and
+:meth:`~streameval.kernels.staged.Staged.replicated_metrics`).
 
 >>> import polars as pl
 >>> rows = pl.LazyFrame({"id": list(range(20_000)), "replicate": 3})

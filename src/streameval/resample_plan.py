@@ -31,6 +31,8 @@ from .tasks import Inputs, Opened, TaskPlan
 DUPLICATE_SHARE = 0.05  # the share of repeated rows above which row_id= is required
 EXACT_DISTINCT = 1 << 20  # up to this many rows, distinct rows are counted exactly
 WEIGHT = "_se_bootstrap_weight"  # the weight column of an unweighted source's replicates
+#: The tasks whose kernels draw bootstrap replicates from the rows' keys.
+DRAWN = ("binary", "regression", "multiclass")
 
 
 def bootstrap_options(inputs: Inputs) -> Bootstrap | None:
@@ -76,8 +78,9 @@ def plan_replicated(
     ``used`` are the columns the task reads; they and the group keys are hashed when no row
     id is given. The task plans (and checks its input) over the source with a placeholder
     replicate 0 and weight column; its state query then runs on :meth:`Replication.rows`.
-    The task's ``runs`` is None (its kernel would sum the rows unreplicated); a binary
-    task's kernel draws the replicates itself from rows read by ``Replication.runs``.
+    The task's ``runs`` is None (its kernel would sum the rows unreplicated); the kernels of
+    the :data:`DRAWN` tasks draw the replicates themselves from rows read by
+    ``Replication.runs``.
     """
     for name in (REPLICATE, WEIGHT):
         if name in used or (name == WEIGHT and name in opened.schema):
@@ -111,7 +114,7 @@ def plan_replicated(
         row_id=boot.row_id,
     )
     runs = None
-    if task.runs is not None and spec.kind == "binary":
+    if task.runs is not None and spec.kind in DRAWN:
         runs = _keyed_reader(task.runs, extra, opened.schema, tuple(hashed), boot)
     replication = Replication(boot, tuple(hashed), weight, inputs.weight, runs)
     return replace(task, spec=spec, runs=None), replication

@@ -15,7 +15,9 @@ precision bound, summed from the exact runs (:mod:`.buckets`); their metrics, we
 come straight from the placed rows (:mod:`.loops`, :mod:`.weightedloops`). Multiclass metric
 tables (:mod:`.classes`) and regression states and metric tables (:mod:`.regression`) use the
 same placement of rows by (group, binary exponent); a paired metric table sums each model's
-scores as a binary one over the rows read once (:mod:`.paired`). String keys, and keys
+scores as a binary one over the rows read once (:mod:`.paired`). Bootstrap replicates of
+binary, multiclass and regression metric tables are drawn from the placed rows' keys, a
+batch of replicates per read of the rows. String keys, and keys
 without a small integer code (Int64, floats, …), are coded by hashing (:mod:`.hashcodes`).
 Units whose codes do not fit in 64 bits use the Polars group-by. Within a pass
 (:func:`reusing`), row-sized buffers go from unit to unit instead of being faulted in anew.

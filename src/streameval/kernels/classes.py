@@ -31,13 +31,23 @@ from ..codes import KeyCode
 from ..spec import Spec
 from ..states.multiclass import group_columns, merge_ops
 from . import small_pages
-from .compiled import MAX_WINDOW_BITS, compact, loops, place_values
+from .compiled import (
+    MAX_WINDOW_BITS,
+    REPLICATE_BATCH,
+    compact,
+    loops,
+    place_values,
+    replicate_batches,
+    replicate_salts,
+)
 from .runs import key_exprs, unit_groups
 from .staged import Staged
 
 #: Cells of one unit at most: groups × classes × predicted classes, and groups × score
 #: columns × classes (the pair sums).
 MAX_CELLS = 1 << 24
+#: Confusion and pair cells of a batch of replicates at most.
+REPLICATE_CELLS = 1 << 21
 #: Threads summing the score columns (the reading thread is a third).
 WORKERS = 2
 #: Classes at most (a class index shares a placed row's word with the score's 52 low bits).
@@ -55,6 +65,7 @@ class ClassRows:
     weighted: bool
     predicted: bool
     columns: int
+    keyed: bool = False
 
     def staged(self, spec: Spec) -> Staged:
         """The rows, to be summed into the unit's metric table (:meth:`ClassTables.metrics`)."""
@@ -77,24 +88,15 @@ class ClassRows:
             as :func:`streameval.metrics.pairs._pairwise` gives them.
 
         """
-        kernel = loops()
-        classes = len(spec.classes)
-        guesses = classes if self.predicted else max(self.columns, 1)
-        if kernel is None or self.frame.height == 0 or classes > MAX_CLASSES:
+        prepared = self._prepared(spec)
+        if prepared is None:
             return None
-        if self.columns and (spec.exact or spec.precision > MAX_WINDOW_BITS):
-            return None
-        groups, frame = unit_groups(self.frame, self.key_codes)
-        self.frame = frame
-        codes, back = compact(groups.codes.view(np.int64), 1 << groups.bits)
-        size = back.size
-        if size * classes * max(guesses, self.columns) > MAX_CELLS:
-            return None
+        kernel, keys, codes, shape, frame = prepared
+        size, classes, _ = shape
         names = [f"_c{k}" for k in range(self.columns)]
         actual = frame["_a"].to_numpy()
         predicted = frame["_q"].to_numpy() if self.predicted else np.zeros(0, np.int32)
         weights = frame["_w"].to_numpy() if self.weighted else np.zeros(0)
-        shape = (size, classes, guesses)
         num = np.zeros((self.columns, size, classes), np.float64)
         ties = np.zeros((self.columns, size, classes), np.float64)
         with ThreadPoolExecutor(WORKERS) as pool:
@@ -112,13 +114,105 @@ class ClassRows:
             for done in columns:
                 done.result()
         del frame
-        keys = groups.decode(back.view(np.uint64))
         confusion = _confusion(keys, counts, sums, spec, shape)
         present = counts[0].reshape(shape).sum(axis=2)
         mass = sums[0].reshape(shape).sum(axis=2)
         if not self.columns:
             return confusion, _pairs(keys, None, present, mass)
         return confusion, _pairs(keys, (num, ties), present, mass)
+
+    def replicated(self, spec: Spec, replicates: int) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+        """:meth:`tables` of bootstrap replicates 0 … ``replicates`` (key ``replicate`` last).
+
+        The rows must have been collected with their keys (``_k``). Each score column is
+        placed once; each batch of replicates reads the rows once
+        (:func:`.classloops.replicate_cells`, :func:`.classloops.replicate_pairs`), on two
+        threads. A group a replicate draws no row of has no row there. None where the kernel
+        does not apply (as :meth:`tables`, or rows read without keys).
+        """
+        from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
+        from . import classloops
+
+        prepared = self._prepared(spec) if self.keyed else None
+        if prepared is None:
+            return None
+        kernel, keys, codes, shape, frame = prepared
+        size, classes, guesses = shape
+        names = [f"_c{k}" for k in range(self.columns)]
+        actual = frame["_a"].to_numpy()
+        predicted = frame["_q"].to_numpy() if self.predicted else np.zeros(0, np.int32)
+        weights = frame["_w"].to_numpy() if self.weighted else np.zeros(0)
+        row_keys = frame["_k"].to_numpy()
+        limits = draw_limits()
+        index = np.arange(codes.size, dtype=np.int64).view(np.float64)
+        with small_pages():
+            scores = frame.select(names).to_numpy(order="c") if names else np.zeros((codes.size, 0))
+            placed = []
+            for name in names:
+                at = place_values(kernel, codes, frame[name].to_numpy(), actual, index, size)
+                order = at.weights.view(np.int64)
+                placed.append((at, row_keys[order], weights[order] if weights.size else weights))
+        del frame
+        cells = size * classes * max(guesses, self.columns, 1)
+        batches = replicate_batches(
+            replicates, max(1, min(REPLICATE_BATCH, REPLICATE_CELLS // cells))
+        )
+        options = (spec.top_k, _EPS, _TOLERANCE)
+
+        def batch(members: list[int]) -> list[tuple[pl.DataFrame, pl.DataFrame]]:
+            salts = replicate_salts(members)
+            drawn = row_keys if members[0] else row_keys[:0]
+            rows = (codes, actual, predicted, scores, weights, drawn)
+            counts, sums = classloops.replicate_cells(*rows, options, shape, salts, limits)
+            num = np.zeros((len(members), self.columns, size, classes), np.float64)
+            ties = np.zeros_like(num)
+            for k, (at, at_keys, at_weights) in enumerate(placed):
+                drawn = at_keys if members[0] else at_keys[:0]
+                at_rows = (at.words, drawn, at_weights, at.bounds, at.occupied, at.tops)
+                sums_k = (num[:, k], ties[:, k])
+                classloops.replicate_pairs(*at_rows, spec.precision, k, salts, limits, *sums_k)
+            out = []
+            for b, r in enumerate(members):
+                replicate = pl.Series(REPLICATE, np.full(size, r), REPLICATE_TYPE)
+                with_replicate = [*keys, replicate]
+                confusion = _confusion(with_replicate, counts[b], sums[b], spec, shape)
+                present = counts[b, 0].reshape(shape).sum(axis=2)
+                mass = sums[b, 0].reshape(shape).sum(axis=2)
+                pair_sums = (num[b], ties[b]) if self.columns else None
+                out.append((confusion, _pairs(with_replicate, pair_sums, present, mass)))
+            return out
+
+        with small_pages(), ThreadPoolExecutor(2) as pool:
+            done = [part for parts in pool.map(batch, batches) for part in parts]
+        for at, *_ in placed:
+            at.give_back()
+        return pl.concat([c for c, _ in done]), pl.concat([p for _, p in done])
+
+    def _prepared(
+        self, spec: Spec
+    ) -> (
+        tuple[
+            ModuleType, list[pl.Series], npt.NDArray[np.int64], tuple[int, int, int], pl.DataFrame
+        ]
+        | None
+    ):
+        """The compiled loops, key columns, group codes, cells' shape and the frame's rest.
+
+        None where the kernel does not apply.
+        """
+        kernel = loops()
+        classes = len(spec.classes)
+        guesses = classes if self.predicted else max(self.columns, 1)
+        if kernel is None or self.frame.height == 0 or classes > MAX_CLASSES:
+            return None
+        if self.columns and (spec.exact or spec.precision > MAX_WINDOW_BITS):
+            return None
+        groups, frame = unit_groups(self.frame, self.key_codes)
+        codes, back = compact(groups.codes.view(np.int64), 1 << groups.bits)
+        size = back.size
+        if size * classes * max(guesses, self.columns) > MAX_CELLS:
+            return None
+        return kernel, groups.decode(back.view(np.uint64)), codes, (size, classes, guesses), frame
 
 
 @dataclass
@@ -145,6 +239,26 @@ class ClassTables(Staged):
         confusion, pairs = got
         metrics, ci, level = options.get("metrics"), options.get("ci"), options.get("level", 0.95)
         return multiclass_metrics(State(spec, confusion), metrics, ci, level, pairs)
+
+    def replicated_metrics(
+        self, spec: Spec, options: Mapping[str, Any], replicates: int
+    ) -> pl.DataFrame | None:
+        """The metric table of bootstrap replicates 0 … ``replicates`` (None: not here)."""
+        from ..resample import data_warnings
+        from ..state import State
+        from ..stats.tables import multiclass_metrics
+
+        if options.get("metrics"):
+            return None
+        got = self.rows.replicated(spec, replicates)
+        if got is None:
+            return None
+        level = options.get("level", 0.95)
+
+        def table(confusion: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
+            return multiclass_metrics(State(spec, confusion), None, None, level, pairs)
+
+        return data_warnings(table, *got)
 
 
 def _cells(
@@ -249,16 +363,17 @@ def collect_classes(
     lf: pl.LazyFrame,
     keys: list[str],
     codes: Mapping[str, KeyCode | None],
-    rows: tuple[pl.Expr, pl.Expr | None, list[pl.Expr], pl.Expr | None, pl.Expr],
+    rows: tuple[pl.Expr, pl.Expr | None, list[pl.Expr], pl.Expr | None, pl.Expr, pl.Expr | None],
     collect: Callable[[pl.LazyFrame, list[pl.Expr]], pl.DataFrame],
     invalid: Callable[[], Exception],
 ) -> ClassRows | None:
     """The columns the multiclass kernel reads of the rows of ``lf`` (None: no key code).
 
     ``rows`` holds the actual class index, the predicted class index (None: the arg max of
-    the scores), the score columns as Float64, the weight (or None) and the bad-row flag.
+    the scores), the score columns as Float64, the weight (or None), the bad-row flag and the
+    row key of bootstrap draws (or None; collected as ``_k``).
     """
-    actual, predicted, scores, weight, bad = rows
+    actual, predicted, scores, weight, bad, row_key = rows
     coded = key_exprs(keys, codes)
     if coded is None:
         return None
@@ -269,7 +384,10 @@ def collect_classes(
     exprs += [p.alias(f"_c{k}") for k, p in enumerate(scores)]
     if weight is not None:
         exprs.append(weight.alias("_w"))
+    if row_key is not None:
+        exprs.append(row_key.alias("_k"))
     frame = collect(lf, exprs)
     if frame["_a"].null_count():
         raise invalid()
-    return ClassRows(frame, key_codes, weight is not None, predicted is not None, len(scores))
+    weighted, given = weight is not None, predicted is not None
+    return ClassRows(frame, key_codes, weighted, given, len(scores), row_key is not None)

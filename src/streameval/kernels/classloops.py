@@ -7,12 +7,17 @@ one score column's rows, placed by (group, binade) as the binary kernel places t
 AUC's pairs: for column a and each other class b, Σ over class-b rows of w·(class-a weight
 in higher buckets + ½ in the row's own bucket), and w·(class-a weight in the row's bucket).
 Counts are float64 sums (exact below 2**53), as the Polars path's.
+
+Bootstrap replicates (:func:`replicate_cells`, :func:`replicate_pairs`) read the rows once
+for a batch of replicates, each row weighed by its Poisson count drawn from its key.
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
+
+from .weightedloops import drawn
 
 _LOW52 = (1 << 52) - 1
 _TOP = 52
@@ -57,52 +62,174 @@ def row_cells(codes, actual, predicted, scores, weights, top_k, eps, tolerance, 
     cells = groups * classes * guesses
     counts = np.zeros((3, cells), np.int64)
     sums = np.zeros((4, cells), np.float64)
-    columns = scores.shape[1]
-    high = 1.0 - eps
+    terms = np.zeros(6, np.float64)
     for i in range(codes.size):
-        a = actual[i]
-        if predicted.size:
-            q = predicted[i]
-        else:
-            q = 0
-            for j in range(1, columns):
-                if scores[i, j] > scores[i, q]:
-                    q = j
-        cell = (codes[i] * classes + a) * guesses + q
+        cell = _row_terms(i, codes, actual, predicted, scores, top_k, eps, tolerance, shape, terms)
         w = weights[i] if weights.size else 1.0
         counts[0, cell] += 1
         sums[0, cell] += w
-        if columns == 0:
+        if terms[0] == 0.0:  # (no scores, or a class without a score column)
+            counts[1, cell] += np.int64(terms[1])
+            counts[2, cell] += np.int64(terms[2])
             continue
-        total = 0.0
-        outside = False
-        for j in range(columns):
-            s = scores[i, j]
-            total += s
-            outside = outside or s < 0.0 or s > 1.0
-        counts[1, cell] += outside
-        counts[2, cell] += abs(total - 1.0) > tolerance
-        if a >= columns:  # (a class without a score column: refused at finalize)
-            continue
-        p = scores[i, a]
-        others = 0.0
-        above = 0
-        for j in range(columns):
-            if j != a:
-                s = scores[i, j]
-                others += s * s
-                above += (s >= p) if j > a else (s > p)
-        log_loss = -np.log(min(max(p, eps), high))
-        brier = others + (1.0 - p) * (1.0 - p)
-        hit = 1.0 if above < top_k else 0.0
+        counts[1, cell] += np.int64(terms[1])
+        counts[2, cell] += np.int64(terms[2])
         if weights.size:
-            log_loss *= w
-            brier *= w
-            hit *= w
-        sums[1, cell] += log_loss
-        sums[2, cell] += brier
-        sums[3, cell] += hit
+            sums[1, cell] += w * terms[3]
+            sums[2, cell] += w * terms[4]
+            sums[3, cell] += w * terms[5]
+        else:
+            sums[1, cell] += terms[3]
+            sums[2, cell] += terms[4]
+            sums[3, cell] += terms[5]
     return counts, sums
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _row_terms(i, codes, actual, predicted, scores, top_k, eps, tolerance, shape, terms):  # type: ignore[no-untyped-def]
+    """Row ``i``'s confusion cell; ``terms`` get its checks and loss terms (see :func:`row_cells`).
+
+    ``terms``: whether the row has loss terms (1.0; 0.0 without score columns or for a class
+    without one), whether a score is outside [0, 1], whether the scores do not sum to 1, and
+    the log loss, Brier and top-k hit terms (unweighted).
+    """
+    _, classes, guesses = shape
+    columns = scores.shape[1]
+    a = actual[i]
+    if predicted.size:
+        q = predicted[i]
+    else:
+        q = 0
+        for j in range(1, columns):
+            if scores[i, j] > scores[i, q]:
+                q = j
+    cell = (codes[i] * classes + a) * guesses + q
+    terms[:] = 0.0
+    if columns == 0:
+        return cell
+    total = 0.0
+    outside = False
+    for j in range(columns):
+        s = scores[i, j]
+        total += s
+        outside = outside or s < 0.0 or s > 1.0
+    terms[1] = 1.0 if outside else 0.0
+    terms[2] = 1.0 if abs(total - 1.0) > tolerance else 0.0
+    if a >= columns:  # (a class without a score column: refused at finalize)
+        return cell
+    p = scores[i, a]
+    others = 0.0
+    above = 0
+    for j in range(columns):
+        if j != a:
+            s = scores[i, j]
+            others += s * s
+            above += (s >= p) if j > a else (s > p)
+    terms[0] = 1.0
+    terms[3] = -np.log(min(max(p, eps), 1.0 - eps))
+    terms[4] = others + (1.0 - p) * (1.0 - p)
+    terms[5] = 1.0 if above < top_k else 0.0
+    return cell
+
+
+@jit
+def replicate_cells(codes, actual, predicted, scores, weights, keys, options, shape, salts, limits):  # type: ignore[no-untyped-def]
+    """:func:`row_cells` of bootstrap replicates, one per salt (leading axis of each output).
+
+    A row counts ``drawn(key, salt)`` times in a replicate (:func:`.weightedloops.drawn`;
+    every row once when ``keys`` is empty): its weight is multiplied by the count, and a
+    row drawn 0 times is left out. ``options`` holds ``top_k``, ``eps`` and ``tolerance``.
+    """
+    top_k, eps, tolerance = options
+    groups, classes, guesses = shape
+    cells = groups * classes * guesses
+    reps = salts.size
+    counts = np.zeros((cells, reps, 3), np.int64)
+    sums = np.zeros((cells, reps, 4), np.float64)
+    terms = np.zeros(6, np.float64)
+    keyed = keys.size > 0
+    for i in range(codes.size):
+        cell = _row_terms(i, codes, actual, predicted, scores, top_k, eps, tolerance, shape, terms)
+        base = weights[i] if weights.size else 1.0
+        for b in range(reps):
+            times = drawn(keys[i], salts[b], limits) if keyed else 1
+            if times == 0:
+                continue
+            w = base * times
+            counts[cell, b, 0] += 1
+            counts[cell, b, 1] += np.int64(terms[1])
+            counts[cell, b, 2] += np.int64(terms[2])
+            sums[cell, b, 0] += w
+            sums[cell, b, 1] += w * terms[3]
+            sums[cell, b, 2] += w * terms[4]
+            sums[cell, b, 3] += w * terms[5]
+    return counts.transpose(1, 2, 0).copy(), sums.transpose(1, 2, 0).copy()
+
+
+@jit
+def replicate_pairs(  # type: ignore[no-untyped-def]
+    words, keys, weights, bounds, occupied, tops, p, column, salts, limits, num, ties
+):
+    """:func:`pair_sums` of bootstrap replicates, one per salt (``num[b]``, ``ties[b]``).
+
+    The rows are placed as for :func:`pair_sums`, ``keys`` and ``weights`` in the same
+    order; a row counts ``drawn(key, salt)`` times in a replicate (every row once when
+    ``keys`` is empty). Each coarse cell is read once for all the replicates, through a
+    window of its buckets (the buckets its rows touch, in order).
+    """
+    ntops = tops.size
+    shift = _TOP - p
+    width = 1 << p
+    reps = salts.size
+    window = np.zeros((width, reps), np.float64)
+    higher = np.zeros((width, reps), np.float64)
+    touched = np.zeros(width, np.bool_)
+    above = np.zeros(reps, np.float64)
+    times = np.zeros(reps, np.float64)
+    weighted = weights.size > 0
+    keyed = keys.size > 0
+    o = occupied.size
+    while o > 0:
+        group = occupied[o - 1] // ntops
+        stop = o
+        while o > 0 and occupied[o - 1] // ntops == group:
+            o -= 1
+        above[:] = 0.0
+        for cell in range(stop - 1, o - 1, -1):  # the group's binades, highest first
+            begin, end = bounds[cell], bounds[cell + 1]
+            for r in range(begin, end):
+                word = words[r]
+                c = (word & _LOW52) >> shift
+                touched[c] = True
+                if word >> _TOP == column:
+                    base = weights[r] if weighted else 1.0
+                    for b in range(reps):
+                        t = drawn(keys[r], salts[b], limits) if keyed else 1
+                        window[c, b] += base * t
+            for c in range(width - 1, -1, -1):
+                if touched[c]:
+                    for b in range(reps):
+                        higher[c, b] = above[b]
+                        above[b] += window[c, b]
+            for r in range(begin, end):
+                word = words[r]
+                k = word >> _TOP
+                if k == column:
+                    continue
+                c = (word & _LOW52) >> shift
+                base = weights[r] if weighted else 1.0
+                for b in range(reps):
+                    t = drawn(keys[r], salts[b], limits) if keyed else 1
+                    times[b] = base * t
+                for b in range(reps):
+                    w = times[b]
+                    num[b, group, k] += w * (2.0 * higher[c, b] + window[c, b])
+                    ties[b, group, k] += w * window[c, b]
+            for r in range(begin, end):
+                c = (words[r] & _LOW52) >> shift
+                if touched[c]:
+                    touched[c] = False
+                    window[c, :] = 0.0
 
 
 @jit

@@ -375,7 +375,6 @@ class CompiledCells(Staged):
         (no keys, a weighted sum that could overflow).
         """
         from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
-        from ..split.keys import mix_int
         from .weightedloops import replicate_metrics, replicate_rows
 
         limits = draw_limits()
@@ -390,13 +389,10 @@ class CompiledCells(Staged):
                 cuts, cut_tops, _EPS,
             )  # fmt: skip
         fixed = (self.bounds, filled, ends, self.occupied, self.tops, marks)
-        batches = [[0]] + [
-            list(range(lo, min(lo + REPLICATE_BATCH, replicates + 1)))
-            for lo in range(1, replicates + 1, REPLICATE_BATCH)
-        ]
+        batches = replicate_batches(replicates, REPLICATE_BATCH)
 
         def batch(members: list[int]) -> pl.DataFrame | None:
-            salts = np.array([mix_int(r) if r else 0 for r in members], np.uint64)
+            salts = replicate_salts(members)
             drawn = keys if members[0] else keys[:0]
             codes, rows, sums, scales = replicate_metrics(
                 slot, terms, drawn, weights, *fixed, salts, limits
@@ -419,6 +415,28 @@ class CompiledCells(Staged):
             return None
         self._let_go()
         return pl.concat(frames)
+
+
+def replicate_salts(members: list[int]) -> npt.NDArray[np.uint64]:
+    """The draws' salts of replicates ``members`` (replicate 0, the data, is not drawn).
+
+    >>> replicate_salts([0, 1]).tolist()
+    [0, 10451216379200822465]
+    """
+    from ..split.keys import mix_int
+
+    return np.array([mix_int(r) if r else 0 for r in members], np.uint64)
+
+
+def replicate_batches(replicates: int, size: int) -> list[list[int]]:
+    """Replicate 0 alone, then replicates 1 … ``replicates`` in batches of ``size``.
+
+    >>> replicate_batches(5, 2)
+    [[0], [1, 2], [3, 4], [5]]
+    """
+    return [[0]] + [
+        list(range(lo, min(lo + size, replicates + 1))) for lo in range(1, replicates + 1, size)
+    ]
 
 
 def _slot_above(key: int, spec: Spec, cuts: I64) -> tuple[int, int]:

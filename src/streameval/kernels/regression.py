@@ -26,22 +26,35 @@ from ..codes import KeyCode
 from ..spec import Spec
 from ..states.regression import DOMAINS, LOSSES, merge_ops
 from . import small_pages
-from .compiled import MAX_WINDOW_BITS, compact, loops, place_values
+from .compiled import (
+    MAX_WINDOW_BITS,
+    REPLICATE_BATCH,
+    compact,
+    loops,
+    place_values,
+    replicate_batches,
+    replicate_salts,
+)
 from .runs import key_exprs, unit_groups
 from .staged import Staged
 
 _EPS = float(np.finfo(np.float64).eps)
+#: Replicates per read of the rows for the losses at most, and their sums' cells at most.
+TOTALS_BATCH = 32
+TOTALS_CELLS = 1 << 22
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
+U64 = npt.NDArray[np.uint64]
 
 
 @dataclass
 class RegressionRows:
-    """A unit's collected columns: key codes, ``_y``, ``_f`` and ``_w``."""
+    """A unit's collected columns: key codes, ``_y``, ``_f``, ``_w`` and the row keys ``_k``."""
 
     frame: pl.DataFrame
     key_codes: list[KeyCode]
     weighted: bool
+    keyed: bool = False
 
     def staged(self, spec: Spec) -> Staged:
         """The rows, to be summed into the unit's state table (:meth:`Histograms.table`)."""
@@ -86,8 +99,8 @@ class Histograms(Staged):
         parts = self._sums()
         if parts is None:
             return None
-        keys, histograms, (sums, bad, amax) = parts
-        size = amax.size
+        keys, histograms, totals = parts
+        size = totals[2].size
         quantiles = np.array(list(QUANTILES.values()), np.float64)
         aggregate = regressionloops.part_aggregates
         with ThreadPoolExecutor(2) as pool:  # the label's buckets, and the error's
@@ -95,32 +108,105 @@ class Histograms(Staged):
             for absolute, (group, bucket, count, cells) in enumerate(histograms):
                 job = (group, bucket, count, cells, size, alpha, bool(absolute), _EPS, quantiles)
                 jobs.append(pool.submit(aggregate, *job))
-            (_, has_y, y), (rows, has_e, e) = (job.result() for job in jobs)
-        if not (np.isfinite(y[0]).all() and np.isfinite(e[0]).all()):
-            return None  # a sum of weights overflowed: the state path names it
-        columns: dict[str, Any] = {s.name: s for s in keys}
-        columns["n"] = rows
-        columns["_W"] = e[0]
-        columns.update(_se=e[1], _sse=e[3], _sae=e[4], _pinball=e[5], _m2_e=e[2])
-        columns["_zero_e"] = _zero(e)
-        quantile = {name: np.where(has_e, e[9 + i], np.nan) for i, name in enumerate(QUANTILES)}
-        columns["_q50"] = quantile["residual_p50"]
-        columns.update({f"_{name}": values for name, values in quantile.items()})
-        columns.update(_m2_y=y[2], _zero_y=_zero(y), _median_y=np.where(has_y, y[9], np.nan))
-        columns["_dev_median"] = y[8]
-        columns.update({f"_{name}": sums[i] + 0.0 for i, name in enumerate(LOSSES)})
-        columns.update({f"_{name}": bad[i] for i, name in enumerate(DOMAINS)})
-        columns["_amax"] = amax
-        rel = 0.0 if spec.exact else math.ldexp(1.0, 1 - spec.precision)
-        columns["_rel_error"] = np.full(size, rel)
-        undefined = [c for c in ("_q50", *(f"_{n}" for n in QUANTILES), "_median_y")]
-        grouped = pl.DataFrame(columns).with_columns(pl.col(undefined).fill_nan(None))
+            y, e = (job.result() for job in jobs)
+        grouped = _grouped(keys, y, e, totals, spec)
+        if grouped is None:
+            return None
         return grouped_table(grouped, list(spec.keys))
 
-    def _sums(
+    def replicated_metrics(
+        self, spec: Spec, options: Mapping[str, Any], replicates: int
+    ) -> pl.DataFrame | None:
+        """The metric table of bootstrap replicates 0 … ``replicates`` (key ``replicate`` last).
+
+        The rows must have been collected with their keys (``_k``). The label and the error
+        are placed once; each batch of replicates reads them once
+        (:func:`.regressionloops.replicate_aggregates`, :func:`.regressionloops.replicate_totals`),
+        on two threads. A group a replicate draws no row of has no row there. None where
+        the kernel does not apply (exact mode, ``metrics=``, a sum that overflowed).
+        """
+        from ..metrics.histograms import QUANTILES
+        from ..metrics.regression import check_alpha, grouped_table
+        from ..resample import data_warnings
+        from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
+        from . import regressionloops
+
+        if options.get("metrics") or spec.exact or not self.rows.keyed:
+            return None
+        alpha = check_alpha(options.get("alpha", 0.5))
+        columns = self._columns()
+        if columns is None:
+            return None
+        kernel, keys, codes, size, (y, f, weights, row_keys) = columns
+        limits = draw_limits()
+        quantiles = np.array(list(QUANTILES.values()), np.float64)
+        index = np.arange(codes.size, dtype=np.int64).view(np.float64)
+        labels = np.zeros(codes.size, np.uint8)
+        placed = []
+        with small_pages():
+            for absolute, x in enumerate((y, f - y)):
+                at = place_values(kernel, codes, x, labels, index, size)
+                order = at.weights.view(np.int64)
+                at_weights = weights[order] if weights.size else weights
+                placed.append((at, row_keys[order], at_weights, bool(absolute)))
+        p = spec.precision
+
+        def aggregates(members: list[int]) -> list[tuple[npt.NDArray[Any], ...]]:
+            salts = replicate_salts(members)
+            parts = []
+            for at, at_keys, at_weights, absolute in placed:
+                drawn = at_keys if members[0] else at_keys[:0]
+                options = (alpha, absolute, _EPS, quantiles)
+                rows = (at.words, drawn, at_weights, at.bounds, at.occupied, at.tops, p)
+                parts.append(
+                    regressionloops.replicate_aggregates(*rows, salts, limits, size, options)
+                )
+            return parts
+
+        def totals(members: list[int]) -> tuple[npt.NDArray[Any], ...]:
+            drawn = row_keys if members[0] else row_keys[:0]
+            job = (codes, y, f, weights, drawn, float(spec.power), _EPS, size)
+            out: tuple[npt.NDArray[Any], ...] = regressionloops.replicate_totals(
+                *job, replicate_salts(members), limits
+            )
+            return out
+
+        # the totals' rows are costly to read (logarithms): more replicates per read
+        wide = max(REPLICATE_BATCH, min(TOTALS_BATCH, TOTALS_CELLS // (size * 12)))
+        narrow, broad = (
+            replicate_batches(replicates, REPLICATE_BATCH),
+            replicate_batches(replicates, wide),
+        )
+        with small_pages(), ThreadPoolExecutor(2) as pool:
+            summed = pool.map(totals, broad)
+            parts = list(pool.map(aggregates, narrow))
+            sums = {
+                r: (s[b], d[b], m[b])
+                for members, (s, d, m) in zip(broad, summed, strict=True)
+                for b, r in enumerate(members)
+            }
+        for at, *_ in placed:
+            at.give_back()
+        frames = []
+        for members, (ys, es) in zip(narrow, parts, strict=True):
+            for b, r in enumerate(members):
+                replicate = pl.Series(REPLICATE, np.full(size, r), REPLICATE_TYPE)
+                label, error = (x[b] for x in ys), (x[b] for x in es)
+                grouped = _grouped([*keys, replicate], tuple(label), tuple(error), sums[r], spec)
+                if grouped is None:
+                    return None  # a sum of weights overflowed: the state path names it
+                frames.append(grouped.filter(pl.col("n") > 0))
+        grouped = pl.concat(frames)
+        return data_warnings(lambda g: grouped_table(g, list(spec.keys)), grouped)
+
+    def _columns(
         self,
-    ) -> tuple[list[pl.Series], list[tuple[npt.NDArray[Any], ...]], tuple[Any, ...]] | None:
-        """The unit's key columns, its two histograms' buckets and its totals (None: not here)."""
+    ) -> tuple[ModuleType, list[pl.Series], I64, int, tuple[F64, F64, F64, U64]] | None:
+        """The compiled loops, key columns, dense group codes, groups, and the rows' columns.
+
+        The columns are the label, the prediction, the weights and the row keys (the last
+        two empty when not collected). None where the kernel does not apply.
+        """
         spec, kernel = self.spec, loops()
         if kernel is None or (not spec.exact and spec.precision > MAX_WINDOW_BITS):
             return None
@@ -131,12 +217,23 @@ class Histograms(Staged):
         codes, back = compact(groups.codes.view(np.int64), 1 << groups.bits)
         y, f = frame["_y"].to_numpy(), frame["_f"].to_numpy()
         weights = frame["_w"].to_numpy() if self.rows.weighted else np.zeros(0)
-        del frame
+        row_keys = frame["_k"].to_numpy() if self.rows.keyed else np.zeros(0, np.uint64)
+        keys = groups.decode(back.view(np.uint64))
+        return kernel, keys, codes, back.size, (y, f, weights, row_keys)
+
+    def _sums(
+        self,
+    ) -> tuple[list[pl.Series], list[tuple[npt.NDArray[Any], ...]], tuple[Any, ...]] | None:
+        """The unit's key columns, its two histograms' buckets and its totals (None: not here)."""
+        columns = self._columns()
+        if columns is None:
+            return None
+        kernel, keys, codes, size, (y, f, weights, _) = columns
+        spec = self.spec
         from . import regressionloops
 
         with small_pages():
             error = f - y
-            size = back.size
             half = codes.size // 2
             halves = [slice(0, half), slice(half, codes.size)]
             with ThreadPoolExecutor(2) as pool:
@@ -152,7 +249,45 @@ class Histograms(Staged):
                 histograms = [part.result() for part in parts]
                 (sums, bad, amax), (sums2, bad2, amax2) = (done.result() for done in summed)
         totals = (sums + sums2, bad + bad2, np.maximum(amax, amax2))
-        return groups.decode(back.view(np.uint64)), histograms, totals
+        return keys, histograms, totals
+
+
+def _grouped(
+    keys: list[pl.Series],
+    label: tuple[npt.NDArray[Any], ...],
+    error: tuple[npt.NDArray[Any], ...],
+    totals: tuple[npt.NDArray[Any], ...],
+    spec: Spec,
+) -> pl.DataFrame | None:
+    """The grouped frame of :func:`streameval.metrics.regression.grouped_table`, per group.
+
+    ``label`` and ``error`` are :func:`.regressionloops.part_aggregates`' output of the
+    label's and the error's buckets, ``totals`` :func:`.regressionloops.row_totals`'. None
+    when a sum of weights overflowed.
+    """
+    from ..metrics.histograms import QUANTILES
+
+    (_, has_y, y), (rows, has_e, e) = label, error
+    if not (np.isfinite(y[0]).all() and np.isfinite(e[0]).all()):
+        return None
+    sums, bad, amax = totals
+    columns: dict[str, Any] = {s.name: s for s in keys}
+    columns["n"] = rows
+    columns["_W"] = e[0]
+    columns.update(_se=e[1], _sse=e[3], _sae=e[4], _pinball=e[5], _m2_e=e[2])
+    columns["_zero_e"] = _zero(e)
+    quantile = {name: np.where(has_e, e[9 + i], np.nan) for i, name in enumerate(QUANTILES)}
+    columns["_q50"] = quantile["residual_p50"]
+    columns.update({f"_{name}": values for name, values in quantile.items()})
+    columns.update(_m2_y=y[2], _zero_y=_zero(y), _median_y=np.where(has_y, y[9], np.nan))
+    columns["_dev_median"] = y[8]
+    columns.update({f"_{name}": sums[i] + 0.0 for i, name in enumerate(LOSSES)})
+    columns.update({f"_{name}": bad[i] for i, name in enumerate(DOMAINS)})
+    columns["_amax"] = amax
+    rel = 0.0 if spec.exact else math.ldexp(1.0, 1 - spec.precision)
+    columns["_rel_error"] = np.full(rows.size, rel)
+    undefined = [c for c in ("_q50", *(f"_{n}" for n in QUANTILES), "_median_y")]
+    return pl.DataFrame(columns).with_columns(pl.col(undefined).fill_nan(None))
 
 
 def _zero(part: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -250,16 +385,16 @@ def collect_regression(
     lf: pl.LazyFrame,
     keys: list[str],
     codes: Mapping[str, KeyCode | None],
-    rows: tuple[pl.Expr, pl.Expr, pl.Expr | None, pl.Expr],
+    rows: tuple[pl.Expr, pl.Expr, pl.Expr | None, pl.Expr, pl.Expr | None],
     collect: Callable[[pl.LazyFrame, list[pl.Expr]], pl.DataFrame],
     invalid: Callable[[], Exception],
 ) -> RegressionRows | None:
     """The columns the regression kernel reads of the rows of ``lf`` (None: no key code).
 
-    ``rows`` holds the label and the prediction as Float64, the weight (or None) and the
-    bad-row flag.
+    ``rows`` holds the label and the prediction as Float64, the weight (or None), the
+    bad-row flag and the row key of bootstrap draws (or None; collected as ``_k``).
     """
-    y, f, weight, bad = rows
+    y, f, weight, bad, row_key = rows
     coded = key_exprs(keys, codes)
     if coded is None:
         return None
@@ -267,7 +402,9 @@ def collect_regression(
     exprs += [pl.when(~bad).then(y).alias("_y"), f.alias("_f")]
     if weight is not None:
         exprs.append(weight.alias("_w"))
+    if row_key is not None:
+        exprs.append(row_key.alias("_k"))
     frame = collect(lf, exprs)
     if frame["_y"].null_count():
         raise invalid()
-    return RegressionRows(frame, key_codes, weight is not None)
+    return RegressionRows(frame, key_codes, weight is not None, row_key is not None)

@@ -7,8 +7,11 @@ summed by distinct value instead: ordered by group (:func:`by_group`), each grou
 sorted by NumPy (numba's in-place sorts crashed the process in a test run, two threads
 sorting at once), and their runs summed (:func:`value_runs`; d1 = d2 = 0).
 :func:`row_totals` sums each group's losses that need the label and the prediction
-together, as
-:func:`streameval.states.regression.state_query` defines them.
+together, as :func:`streameval.states.regression.state_query` defines them.
+
+Bootstrap replicates (:func:`replicate_aggregates`, :func:`replicate_totals`) read the same
+placed rows once for a batch of replicates, each row weighed by its Poisson count drawn from
+its key, and aggregate each group's buckets per replicate as :func:`part_aggregates` does.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numba
 import numpy as np
 
 from .loops import _key, _score
+from .weightedloops import drawn
 
 _LOW52 = (1 << 52) - 1
 _TOP = 52
@@ -97,6 +101,30 @@ def _deviance(y, f, power):  # type: ignore[no-untyped-def]
     return dev, (y < 0 if p < 2 else y <= 0) or f <= 0
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _row_terms(yi, fi, power, eps, terms, outside):  # type: ignore[no-untyped-def]
+    """One row's loss terms and domain flags (see :func:`row_totals`); returns |ŷ − y|.
+
+    A loss the row is outside the domain of gets term 0 and its flag set.
+    """
+    e = abs(fi - yi)
+    outside[0] = yi <= -1.0 or fi <= -1.0
+    if outside[0]:
+        terms[0] = 0.0
+    else:
+        d = math.log1p(fi) - math.log1p(yi)
+        terms[0] = d * d
+    outside[1] = abs(yi) < eps
+    terms[1] = 0.0 if outside[1] else e / max(abs(yi), eps)
+    denom = abs(yi) + abs(fi)
+    terms[2] = 2.0 * e / denom if denom > 0 else 0.0
+    for j in range(3):
+        dev, out = _deviance(yi, fi, 1.0 if j == 0 else 2.0 if j == 1 else power)
+        outside[2 + j] = out
+        terms[3 + j] = 0.0 if out else dev
+    return e
+
+
 @jit
 def row_totals(codes, y, f, weights, power, eps, groups):  # type: ignore[no-untyped-def]
     """Per group: Σw·term of each loss, the rows outside each one's domain, and max |e|.
@@ -109,34 +137,52 @@ def row_totals(codes, y, f, weights, power, eps, groups):  # type: ignore[no-unt
     sums = np.zeros((6, groups), np.float64)
     bad = np.zeros((5, groups), np.int64)
     amax = np.zeros(groups, np.float64)
+    terms = np.zeros(6, np.float64)
+    outside = np.zeros(5, np.int64)
     weighted = weights.size > 0
     for i in range(codes.size):
         g = codes[i]
-        yi = y[i]
-        fi = f[i]
-        w = weights[i] if weighted else 1.0
-        e = abs(fi - yi)
+        e = _row_terms(y[i], f[i], power, eps, terms, outside)
         amax[g] = max(amax[g], e)
-        if yi <= -1.0 or fi <= -1.0:
-            bad[0, g] += 1
-        else:
-            d = math.log1p(fi) - math.log1p(yi)
-            sums[0, g] += w * (d * d) if weighted else d * d
-        if abs(yi) < eps:
-            bad[1, g] += 1
-        else:
-            term = e / max(abs(yi), eps)
-            sums[1, g] += w * term if weighted else term
-        denom = abs(yi) + abs(fi)
-        term = 2.0 * e / denom if denom > 0 else 0.0
-        sums[2, g] += w * term if weighted else term
-        for j in range(3):
-            dev, outside = _deviance(yi, fi, 1.0 if j == 0 else 2.0 if j == 1 else power)
-            if outside:
-                bad[2 + j, g] += 1
-            else:
-                sums[3 + j, g] += w * dev if weighted else dev
+        w = weights[i] if weighted else 1.0
+        for j in range(6):
+            sums[j, g] += w * terms[j] if weighted else terms[j]
+        for j in range(5):
+            bad[j, g] += outside[j]
     return sums, bad, amax
+
+
+@jit
+def replicate_totals(codes, y, f, weights, keys, power, eps, groups, salts, limits):  # type: ignore[no-untyped-def]
+    """:func:`row_totals` of bootstrap replicates, one per salt (leading axis of each output).
+
+    A row counts ``drawn(key, salt)`` times in a replicate (:func:`.weightedloops.drawn`;
+    every row once when ``keys`` is empty): its weight is multiplied by the count, and a row
+    drawn 0 times is left out (of the domain counts and max |e| too).
+    """
+    reps = salts.size
+    sums = np.zeros((groups, reps, 6), np.float64)
+    bad = np.zeros((groups, reps, 5), np.int64)
+    amax = np.zeros((groups, reps), np.float64)
+    terms = np.zeros(6, np.float64)
+    outside = np.zeros(5, np.int64)
+    weighted = weights.size > 0
+    keyed = keys.size > 0
+    for i in range(codes.size):
+        g = codes[i]
+        e = _row_terms(y[i], f[i], power, eps, terms, outside)
+        base = weights[i] if weighted else 1.0
+        flagged = outside.any()
+        for b in range(reps):  # (no branch on the count: 37% of draws are 0)
+            times = drawn(keys[i], salts[b], limits) if keyed else 1
+            w = base * times
+            amax[g, b] = max(amax[g, b], e if times > 0 else 0.0)
+            for j in range(6):
+                sums[g, b, j] += w * terms[j]
+            if flagged and times > 0:
+                for j in range(5):
+                    bad[g, b, j] += outside[j]
+    return sums.transpose(1, 2, 0), bad.transpose(1, 2, 0), amax.T
 
 
 @jit
@@ -223,71 +269,166 @@ def part_aggregates(group, bucket, count, sums, groups, alpha, absolute, eps, qu
     undefined), and the floats: a row each of ΣW_b, Σs_b, M2, Σ squares, Σ|s_b|, pinball,
     max |lo|, Σd2, Σ|s_b − median·W_b|, then one per quantile.
     """
-    nq = quantiles.size
     rows = np.zeros(groups, np.int64)
     has = np.zeros(groups, np.bool_)
-    out = np.zeros((9 + nq, groups), np.float64)
+    out = np.zeros((9 + quantiles.size, groups), np.float64)
     size = group.size
-    lows = np.empty(size, np.float64)
-    mean_b = np.empty(size, np.float64)
+    scratch = np.empty((2, size), np.float64)
     start = 0
     while start < size:
         g = group[start]
         stop = start
         while stop < size and group[stop] == g:
             stop += 1
-        total_w = 0.0
-        total_s = 0.0
-        occupied = 0
-        sq = 0.0
-        sabs = 0.0
-        pin = 0.0
-        vmax = 0.0
-        d2sum = 0.0
-        n = 0
-        for c in range(start, stop):
-            wb = sums[0, c]
-            d1 = sums[1, c]
-            d2 = sums[2, c]
-            lo = _score(bucket[c])
-            lows[c] = lo
-            s = wb * lo + d1
-            n += count[c]
-            total_w += wb
-            total_s += s
-            sq += wb * lo * lo + 2 * lo * d1 + d2
-            sabs += abs(s)
-            pin += -alpha * s if s < 0 else (1 - alpha) * s
-            vmax = max(vmax, abs(lo))
-            d2sum += d2
-            mean_b[c] = lo  # (a bucket without weight: only ordered, never read)
-            if wb > 0:
-                occupied += 1
-                mean_b[c] = lo + d1 / wb
-        mean = total_s / total_w
-        m2 = 0.0
-        spread = 0.0
-        for c in range(start, stop):
-            wb = sums[0, c]
-            if wb > 0:
-                m2 += max(sums[2, c] - sums[1, c] * sums[1, c] / wb, 0.0)
-                if occupied > 1:
-                    spread += wb * (mean_b[c] - mean) ** 2
-        rows[g] = n
-        out[0, g] = total_w
-        out[1, g] = total_s
-        out[2, g] = m2 + spread
-        out[3, g] = sq
-        out[4, g] = sabs
-        out[5, g] = pin
-        out[6, g] = vmax
-        out[7, g] = d2sum
-        if occupied:
-            has[g] = True
-            _quantiles(
-                sums, mean_b, lows, (start, stop), bucket, absolute, eps, quantiles, out[:, g]
-            )
+        cells = (bucket, count, sums, start, stop)
+        rows[g], has[g] = _aggregate(cells, scratch, alpha, absolute, eps, quantiles, out[:, g])
         start = stop
+    return rows, has, out
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _aggregate(cells, scratch, alpha, absolute, eps, quantiles, out):  # type: ignore[no-untyped-def]
+    """One group's aggregates (:func:`part_aggregates`) of its buckets ``start … stop − 1``.
+
+    ``cells`` holds the bucket keys, counts and sums and the span; ``scratch`` two rows of
+    room for the buckets' lows and means; ``out`` is the group's column. Returns the group's
+    rows and whether it has weight.
+    """
+    bucket, count, sums, start, stop = cells
+    lows = scratch[0]
+    mean_b = scratch[1]
+    total_w = 0.0
+    total_s = 0.0
+    occupied = 0
+    sq = 0.0
+    sabs = 0.0
+    pin = 0.0
+    vmax = 0.0
+    d2sum = 0.0
+    n = 0
+    for c in range(start, stop):
+        wb = sums[0, c]
+        d1 = sums[1, c]
+        d2 = sums[2, c]
+        lo = _score(bucket[c])
+        lows[c] = lo
+        s = wb * lo + d1
+        n += count[c]
+        total_w += wb
+        total_s += s
+        sq += wb * lo * lo + 2 * lo * d1 + d2
+        sabs += abs(s)
+        pin += -alpha * s if s < 0 else (1 - alpha) * s
+        vmax = max(vmax, abs(lo))
+        d2sum += d2
+        mean_b[c] = lo  # (a bucket without weight: only ordered, never read)
+        if wb > 0:
+            occupied += 1
+            mean_b[c] = lo + d1 / wb
+    mean = total_s / total_w
+    m2 = 0.0
+    spread = 0.0
+    for c in range(start, stop):
+        wb = sums[0, c]
+        if wb > 0:
+            m2 += max(sums[2, c] - sums[1, c] * sums[1, c] / wb, 0.0)
+            if occupied > 1:
+                spread += wb * (mean_b[c] - mean) ** 2
+    out[0] = total_w
+    out[1] = total_s
+    out[2] = m2 + spread
+    out[3] = sq
+    out[4] = sabs
+    out[5] = pin
+    out[6] = vmax
+    out[7] = d2sum
+    if occupied:
+        _quantiles(sums, mean_b, lows, (start, stop), bucket, absolute, eps, quantiles, out)
+    return n, occupied > 0
+
+
+@jit
+def replicate_aggregates(  # type: ignore[no-untyped-def]
+    words, keys, weights, bounds, occupied, tops, p, salts, limits, groups, options
+):
+    """:func:`part_aggregates` of one value's placed rows in bootstrap replicates, one per salt.
+
+    The rows are placed as for :func:`histogram_cells`, ``keys`` and ``weights`` in the
+    same order (``keys`` empty: every row once; ``weights`` empty: weight 1). A row counts
+    ``drawn(key, salt)`` times in a replicate (:func:`.weightedloops.drawn`): its weight
+    is multiplied by the count, and a row drawn 0 times is left out. Each coarse cell is
+    read once for all the replicates; a group's buckets of each replicate are kept until
+    its last coarse cell, then aggregated. ``options`` holds ``alpha``, ``absolute``,
+    ``eps`` and the quantiles. Returns :func:`part_aggregates`' arrays with a leading
+    replicate axis.
+    """
+    alpha, absolute, eps, quantiles = options
+    reps = salts.size
+    ntops = tops.size
+    shift = _TOP - p
+    width = 1 << p
+    weighted = weights.size > 0
+    keyed = keys.size > 0
+    window = np.zeros((width, reps, 4), np.float64)
+    touched = np.zeros(width, np.bool_)
+    most = 0  # a group's buckets at most: over its coarse cells, rows or buckets if fewer
+    o = 0
+    while o < occupied.size:
+        g = occupied[o] // ntops
+        cells = 0
+        while o < occupied.size and occupied[o] // ntops == g:
+            cells += min(bounds[o + 1] - bounds[o], width)
+            o += 1
+        most = max(most, cells)
+    bucket = np.empty((reps, most), np.int64)
+    count = np.empty((reps, most), np.int64)
+    sums = np.empty((reps, 3, most), np.float64)
+    filled = np.zeros(reps, np.int64)
+    scratch = np.empty((2, most), np.float64)
+    rows = np.zeros((reps, groups), np.int64)
+    has = np.zeros((reps, groups), np.bool_)
+    out = np.zeros((reps, 9 + quantiles.size, groups), np.float64)
+    o = 0
+    while o < occupied.size:
+        g = occupied[o] // ntops
+        filled[:] = 0
+        while o < occupied.size and occupied[o] // ntops == g:
+            first = (tops[occupied[o] % ntops] << _TOP) >> shift
+            floor = first << shift
+            for r in range(bounds[o], bounds[o + 1]):
+                key = floor | (words[r] & _LOW52)
+                c = (key >> shift) - first
+                dev = _score(key) - _score((key >> shift) << shift)
+                base = weights[r] if weighted else 1.0
+                touched[c] = True
+                for b in range(reps):  # (no branch on the count: 37% of draws are 0)
+                    times = drawn(keys[r], salts[b], limits) if keyed else 1
+                    w = base * times
+                    wd = w * dev
+                    window[c, b, 0] += 1.0 if times > 0 else 0.0
+                    window[c, b, 1] += w
+                    window[c, b, 2] += wd
+                    window[c, b, 3] += wd * dev
+            for c in range(width):  # the buckets in order, each replicate's filled ones
+                if not touched[c]:
+                    continue
+                touched[c] = False
+                for b in range(reps):
+                    if window[c, b, 0] == 0.0:
+                        continue
+                    k = filled[b]
+                    bucket[b, k] = (first + c) << shift
+                    count[b, k] = np.int64(window[c, b, 0])
+                    for j in range(3):
+                        sums[b, j, k] = window[c, b, j + 1]
+                    window[c, b, :] = 0.0
+                    filled[b] = k + 1
+            o += 1
+        for b in range(reps):
+            if filled[b]:
+                kept = (bucket[b], count[b], sums[b], 0, filled[b])
+                got = _aggregate(kept, scratch, alpha, absolute, eps, quantiles, out[b, :, g])
+                rows[b, g], has[b, g] = got
     return rows, has, out
 
 

@@ -61,6 +61,17 @@ class Staged(ABC):
         """
         return None
 
+    def replicated_metrics(
+        self, spec: Spec, options: Mapping[str, Any], replicates: int
+    ) -> pl.DataFrame | None:
+        """The metric table of bootstrap replicates 0 … ``replicates`` (key ``replicate`` last).
+
+        For kernels whose metric table comes from :meth:`metrics` rather than a grouped
+        frame; the rows must have been read with their keys. None where the kernel does not
+        draw replicates (the Polars passes then compute them).
+        """
+        return None
+
     def table(self, schema: pl.Schema, constants: Mapping[str, Any]) -> pl.DataFrame | None:
         """The unit's state table straight from the rows, where the kernel builds one.
 

@@ -12,6 +12,7 @@ from ..errors import InputError
 from ..kernels.classes import collect_classes
 from ..metrics.classes import PER_CLASS, SCORE_COLUMNS
 from ..metrics.multiclass import COLUMNS
+from ..resample_draw import ROW_KEY
 from ..source import collect
 from ..spec import Spec
 from ..states import multiclass
@@ -283,6 +284,7 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
     columns = [label, *score_columns, *opened.keys]
     columns += [c for c in (inputs.prediction, inputs.weight) if c is not None]
     given = predicted if inputs.prediction is not None else None
-    rows = (actual, given, ps, w, bad)
+    key = pl.col(ROW_KEY) if inputs.bootstrap else None  # (added by the replicates' reader)
+    rows = (actual, given, ps, w, bad, key)
     runs = unit_reader(opened, columns, collect_classes, rows, diagnose)
     return TaskPlan(spec, build, invalid, diagnose, runs)

@@ -10,6 +10,7 @@ import polars as pl
 from ..errors import InputError
 from ..kernels.regression import collect_regression
 from ..metrics.regression import COLUMNS
+from ..resample_draw import ROW_KEY
 from ..spec import Spec
 from ..states import regression
 from . import (
@@ -81,6 +82,7 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
         return first_problem(opened.lf, checks, opened.engine, opened.files)
 
     columns = [label, prediction, *opened.keys, *([inputs.weight] if inputs.weight else [])]
-    runs = unit_reader(opened, columns, collect_regression, (y, f, w, bad), diagnose)
+    key = pl.col(ROW_KEY) if inputs.bootstrap else None  # (added by the replicates' reader)
+    runs = unit_reader(opened, columns, collect_regression, (y, f, w, bad, key), diagnose)
 
     return TaskPlan(spec, build, invalid, diagnose, runs)
