@@ -30,7 +30,7 @@ import polars as pl
 from ..codes import KeyCode
 from ..spec import Spec
 from ..states.multiclass import group_columns, merge_ops
-from . import small_pages
+from . import buffer, chunks, give_back, small_pages
 from .compiled import (
     MAX_WINDOW_BITS,
     REPLICATE_BATCH,
@@ -100,8 +100,8 @@ class ClassRows:
         num = np.zeros((self.columns, size, classes), np.float64)
         ties = np.zeros((self.columns, size, classes), np.float64)
         with ThreadPoolExecutor(WORKERS) as pool:
-            # the cells read each row's scores together (a row-major copy); a column's pairs
-            # read its own column (the frame's memory)
+            # the cells read each row's scores from the columns copied side by side; a
+            # column's pairs read its own column (the frame's memory)
             cells = pool.submit(
                 _cells, codes, (actual, predicted, frame.select(names), weights), spec, shape
             )
@@ -146,7 +146,7 @@ class ClassRows:
         limits = draw_limits()
         index = np.arange(codes.size, dtype=np.int64).view(np.float64)
         with small_pages():
-            scores = frame.select(names).to_numpy(order="c") if names else np.zeros((codes.size, 0))
+            scores = _columns(frame, names)
             placed = []
             for name in names:
                 at = place_values(kernel, codes, frame[name].to_numpy(), actual, index, size)
@@ -186,6 +186,7 @@ class ClassRows:
             done = [part for parts in pool.map(batch, batches) for part in parts]
         for at, *_ in placed:
             at.give_back()
+        give_back(scores)
         return pl.concat([c for c, _ in done]), pl.concat([p for _, p in done])
 
     def _prepared(
@@ -272,12 +273,25 @@ def _cells(
 
     actual, predicted, scores, weights = rows
     with small_pages():
-        matrix = (
-            scores.to_numpy(order="c") if scores.width else np.zeros((actual.size, 0), np.float64)
-        )
+        matrix = _columns(scores, scores.columns)
         out: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] = classloops.row_cells(
             codes, actual, predicted, matrix, weights, spec.top_k, _EPS, _TOLERANCE, shape
         )
+    give_back(matrix)
+    return out
+
+
+def _columns(frame: pl.DataFrame, names: list[str]) -> npt.NDArray[np.float64]:
+    """The score columns side by side (columns × rows), in a reused buffer.
+
+    Each column is copied chunk by chunk into its row of the buffer (a row-major copy would
+    write every value to a stride of its own, and a fresh array's pages are faulted in).
+    """
+    out: npt.NDArray[np.float64] = buffer(len(names) * frame.height, np.float64)
+    out = out.reshape(len(names), frame.height)
+    for k, name in enumerate(names):
+        for start, (values,) in chunks(frame, [name]):
+            out[k, start : start + values.size] = values
     return out
 
 

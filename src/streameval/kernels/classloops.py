@@ -25,6 +25,10 @@ _TOP = 52
 jit = numba.njit(cache=True, nogil=True)
 
 
+#: Rows whose terms are computed at a time (their scratch stays in cache).
+BLOCK = 4096
+
+
 @jit
 def row_cells(codes, actual, predicted, scores, weights, top_k, eps, tolerance, shape):  # type: ignore[no-untyped-def]
     """Each (group, actual, predicted) cell's rows and sums, flattened in that order.
@@ -37,7 +41,7 @@ def row_cells(codes, actual, predicted, scores, weights, top_k, eps, tolerance, 
         Each row's class index, and its predicted class (empty: the first score column of
         the highest score, numpy's argmax).
     scores : 2-d ndarray of float64
-        The score columns (rows × columns; no columns without scores).
+        The score columns (columns × rows; no rows without scores).
     weights : ndarray of float64
         Each row's weight (empty: unweighted).
     top_k : int
@@ -60,76 +64,86 @@ def row_cells(codes, actual, predicted, scores, weights, top_k, eps, tolerance, 
     """
     groups, classes, guesses = shape
     cells = groups * classes * guesses
-    counts = np.zeros((3, cells), np.int64)
-    sums = np.zeros((4, cells), np.float64)
-    terms = np.zeros(6, np.float64)
-    for i in range(codes.size):
-        cell = _row_terms(i, codes, actual, predicted, scores, top_k, eps, tolerance, shape, terms)
-        w = weights[i] if weights.size else 1.0
-        counts[0, cell] += 1
-        sums[0, cell] += w
-        if terms[0] == 0.0:  # (no scores, or a class without a score column)
-            counts[1, cell] += np.int64(terms[1])
-            counts[2, cell] += np.int64(terms[2])
-            continue
-        counts[1, cell] += np.int64(terms[1])
-        counts[2, cell] += np.int64(terms[2])
-        if weights.size:
-            sums[1, cell] += w * terms[3]
-            sums[2, cell] += w * terms[4]
-            sums[3, cell] += w * terms[5]
-        else:
-            sums[1, cell] += terms[3]
-            sums[2, cell] += terms[4]
-            sums[3, cell] += terms[5]
-    return counts, sums
+    # a cell's sums side by side: a row touches one or two cache lines, not seven
+    counts = np.zeros((cells, 3), np.int64)
+    sums = np.zeros((cells, 4), np.float64)
+    weighted = weights.size > 0
+    cell, flags, terms = _scratch()
+    for lo in range(0, codes.size, BLOCK):
+        hi = min(lo + BLOCK, codes.size)
+        rows = (codes, actual, predicted, scores)
+        _terms(lo, hi, rows, (top_k, eps, tolerance), shape, cell, flags, terms)
+        for r in range(hi - lo):
+            c = cell[r]
+            w = weights[lo + r] if weighted else 1.0
+            counts[c, 0] += 1
+            counts[c, 1] += flags[r, 0]
+            counts[c, 2] += flags[r, 1]
+            sums[c, 0] += w
+            if weighted:
+                sums[c, 1] += w * terms[r, 0]
+                sums[c, 2] += w * terms[r, 1]
+                sums[c, 3] += w * terms[r, 2]
+            else:
+                sums[c, 1] += terms[r, 0]
+                sums[c, 2] += terms[r, 1]
+                sums[c, 3] += terms[r, 2]
+    return counts.T.copy(), sums.T.copy()
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _row_terms(i, codes, actual, predicted, scores, top_k, eps, tolerance, shape, terms):  # type: ignore[no-untyped-def]
-    """Row ``i``'s confusion cell; ``terms`` get its checks and loss terms (see :func:`row_cells`).
+def _scratch():  # type: ignore[no-untyped-def]
+    """Room for a block's cells, flags (2 a row) and loss terms (3 a row): :func:`_terms`."""
+    return np.empty(BLOCK, np.int64), np.empty((BLOCK, 2), np.int64), np.empty((BLOCK, 3))
 
-    ``terms``: whether the row has loss terms (1.0; 0.0 without score columns or for a class
-    without one), whether a score is outside [0, 1], whether the scores do not sum to 1, and
-    the log loss, Brier and top-k hit terms (unweighted).
+
+@jit
+def _terms(lo, hi, rows, options, shape, cell, flags, terms):  # type: ignore[no-untyped-def]
+    """Rows ``lo … hi − 1``'s confusion cells, checks and loss terms (see :func:`row_cells`).
+
+    ``rows`` holds the group codes, actual and predicted classes and scores; ``options``
+    ``top_k``, ``eps`` and ``tolerance``. Row ``lo + r`` gets its cell in ``cell[r]``, whether
+    a score is outside [0, 1] and whether its scores do not sum to 1 in ``flags[r]``, and its
+    log loss, Brier and top-k hit terms (unweighted; 0 without score columns, or for a class
+    without one) in ``terms[r]``.
     """
+    codes, actual, predicted, scores = rows
+    top_k, eps, tolerance = options
     _, classes, guesses = shape
-    columns = scores.shape[1]
-    a = actual[i]
-    if predicted.size:
-        q = predicted[i]
-    else:
-        q = 0
-        for j in range(1, columns):
-            if scores[i, j] > scores[i, q]:
-                q = j
-    cell = (codes[i] * classes + a) * guesses + q
-    terms[:] = 0.0
-    if columns == 0:
-        return cell
-    total = 0.0
-    outside = False
-    for j in range(columns):
-        s = scores[i, j]
-        total += s
-        outside = outside or s < 0.0 or s > 1.0
-    terms[1] = 1.0 if outside else 0.0
-    terms[2] = 1.0 if abs(total - 1.0) > tolerance else 0.0
-    if a >= columns:  # (a class without a score column: refused at finalize)
-        return cell
-    p = scores[i, a]
-    others = 0.0
-    above = 0
-    for j in range(columns):
-        if j != a:
-            s = scores[i, j]
-            others += s * s
-            above += (s >= p) if j > a else (s > p)
-    terms[0] = 1.0
-    terms[3] = -np.log(min(max(p, eps), 1.0 - eps))
-    terms[4] = others + (1.0 - p) * (1.0 - p)
-    terms[5] = 1.0 if above < top_k else 0.0
-    return cell
+    columns = scores.shape[0]
+    for i in range(lo, hi):
+        r = i - lo
+        a = actual[i]
+        if predicted.size:
+            q = predicted[i]
+        else:
+            q = 0
+            for j in range(1, columns):
+                if scores[j, i] > scores[q, i]:
+                    q = j
+        cell[r] = (codes[i] * classes + a) * guesses + q
+        total = 0.0
+        outside = False
+        for j in range(columns):
+            s = scores[j, i]
+            total += s
+            outside = outside or s < 0.0 or s > 1.0
+        flags[r, 0] = outside
+        flags[r, 1] = columns > 0 and abs(total - 1.0) > tolerance
+        terms[r, :] = 0.0
+        if a >= columns:  # (a class without a score column: refused at finalize)
+            continue
+        p = scores[a, i]
+        others = 0.0
+        above = 0
+        for j in range(columns):
+            if j != a:
+                s = scores[j, i]
+                others += s * s
+                above += (s >= p) if j > a else (s > p)
+        terms[r, 0] = -np.log(min(max(p, eps), 1.0 - eps))
+        terms[r, 1] = others + (1.0 - p) * (1.0 - p)
+        terms[r, 2] = 1.0 if above < top_k else 0.0
 
 
 @jit
@@ -140,29 +154,32 @@ def replicate_cells(codes, actual, predicted, scores, weights, keys, options, sh
     every row once when ``keys`` is empty): its weight is multiplied by the count, and a
     row drawn 0 times is left out. ``options`` holds ``top_k``, ``eps`` and ``tolerance``.
     """
-    top_k, eps, tolerance = options
     groups, classes, guesses = shape
     cells = groups * classes * guesses
     reps = salts.size
     counts = np.zeros((cells, reps, 3), np.int64)
     sums = np.zeros((cells, reps, 4), np.float64)
-    terms = np.zeros(6, np.float64)
     keyed = keys.size > 0
-    for i in range(codes.size):
-        cell = _row_terms(i, codes, actual, predicted, scores, top_k, eps, tolerance, shape, terms)
-        base = weights[i] if weights.size else 1.0
-        for b in range(reps):
-            times = drawn(keys[i], salts[b], limits) if keyed else 1
-            if times == 0:
-                continue
-            w = base * times
-            counts[cell, b, 0] += 1
-            counts[cell, b, 1] += np.int64(terms[1])
-            counts[cell, b, 2] += np.int64(terms[2])
-            sums[cell, b, 0] += w
-            sums[cell, b, 1] += w * terms[3]
-            sums[cell, b, 2] += w * terms[4]
-            sums[cell, b, 3] += w * terms[5]
+    cell, flags, terms = _scratch()
+    for lo in range(0, codes.size, BLOCK):
+        hi = min(lo + BLOCK, codes.size)
+        _terms(lo, hi, (codes, actual, predicted, scores), options, shape, cell, flags, terms)
+        for r in range(hi - lo):
+            c = cell[r]
+            i = lo + r
+            base = weights[i] if weights.size else 1.0
+            for b in range(reps):
+                times = drawn(keys[i], salts[b], limits) if keyed else 1
+                if times == 0:
+                    continue
+                w = base * times
+                counts[c, b, 0] += 1
+                counts[c, b, 1] += flags[r, 0]
+                counts[c, b, 2] += flags[r, 1]
+                sums[c, b, 0] += w
+                sums[c, b, 1] += w * terms[r, 0]
+                sums[c, b, 2] += w * terms[r, 1]
+                sums[c, b, 3] += w * terms[r, 2]
     return counts.transpose(1, 2, 0).copy(), sums.transpose(1, 2, 0).copy()
 
 
