@@ -90,9 +90,10 @@ def warm() -> float:
 
         shard, none = np.zeros(1, np.uint64), np.zeros(1, np.int64)
         scatterloops.shard_counts(shard, none.copy())
+        scatterloops.destinations(shard, none, 1, none.copy())
         for kind, kept in ((np.int64, np.int32), (np.int64, np.int64), (np.uint8, np.uint8)):
-            scatterloops.scatter(np.zeros(1, kind), shard, np.zeros((1, 1), kept), none)
-        scatterloops.scatter(np.zeros(1), shard, np.zeros((1, 1)), none)  # (Float64 columns)
+            scatterloops.put(np.zeros(1, kind), none, np.zeros(1, kept))
+        scatterloops.put(np.zeros(1), none, np.zeros(1))  # (Float64 columns)
         frame = pl.DataFrame({"g": ["a", "b"], "y": [True, False], "p": [0.75, 0.25]})
         accumulate(frame, label="y", score="p", by="g", precision=2)
         # the bootstrap's loops (:meth:`CompiledCells.replicated`)

@@ -13,8 +13,8 @@ counterparts), and splits every batch into the shards as it arrives:
   decoding. The two hashes and the text are dropped: a key becomes one Int32 code.
 - A row's shard comes with it, computed by Polars with the expression the shards' filters use
   (:func:`streameval.source.shard_expr`), so a shard holds the same groups read either way;
-  each column is gathered in shard order (:mod:`.scatterloops`), so a shard's rows of a
-  batch are a slice of each column.
+  a batch's rows get their places in the shards' buffers once, and each column is put
+  there (:mod:`.scatterloops`), so a shard's rows of a batch are a slice of each column.
 - The slices stay in memory up to :data:`SPILL_BYTES`; beyond that they are appended to one
   file a shard and column in a directory of the system's temporary directory (``TMPDIR``),
   made for the pass and removed once every shard is read back (its size checked).
@@ -113,6 +113,7 @@ class Scatter:
         # a buffer a column, a row a shard: the rows not spilled yet, ``_fill`` of each shard
         self._buffers: list[np.ndarray[Any, Any]] = []
         self._fill = np.zeros(shards, np.int64)
+        self._dest = np.zeros(0, np.int64)  # a batch's places in the buffers
         self._counts = np.zeros(shards, np.int64)
         self._spilled = np.zeros(shards, np.int64)
         self._dir: str | None = None
@@ -180,8 +181,12 @@ class Scatter:
             self._spill()
             if (self._counts > self._buffers[0].shape[1]).any():  # a batch bigger than before
                 self._allocate(int(self._counts.max()))
+        if self._dest.size < shard.size:
+            self._dest = np.empty(shard.size, np.int64)
+        dest = self._dest[: shard.size]
+        split.destinations(shard, self._fill, self._buffers[0].shape[1], dest)
         for name, buffer in zip(self._names, self._buffers, strict=True):
-            split.scatter(columns[name], shard, buffer, self._fill)
+            split.put(columns[name], dest, buffer.reshape(-1))
         self._fill += self._counts
 
     def _start(self, batch: pl.DataFrame) -> None:
