@@ -6,7 +6,8 @@ kernel places scores (:func:`.loops.place`) and summed bucket by bucket in a win
 stays in cache (:func:`.regressionloops.histogram_cells`); the losses that need both values
 are summed per group in one pass (:func:`.regressionloops.row_totals`). Exact mode sums each
 distinct value instead (:func:`.regressionloops.value_runs`); a bucketed precision above
-:data:`.compiled.MAX_WINDOW_BITS` keeps the Polars group-by.
+:data:`.compiled.MAX_WINDOW_BITS` keeps the Polars group-by. A metric table needs no state:
+each group's buckets are aggregated as its placed rows are read, then let go.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy.typing as npt
 import polars as pl
 
 from ..codes import KeyCode
+from ..metrics.histograms import QUANTILES
 from ..spec import Spec
 from ..states.regression import DOMAINS, LOSSES, merge_ops
 from . import small_pages
@@ -39,6 +41,8 @@ from .runs import key_exprs, unit_groups
 from .staged import Staged
 
 _EPS = float(np.finfo(np.float64).eps)
+#: The residual quantiles' levels, in :data:`streameval.metrics.histograms.QUANTILES` order.
+_QUANTILES = np.array(list(QUANTILES.values()), np.float64)
 #: Replicates per read of the rows for the losses at most, and their sums' cells at most.
 TOTALS_BATCH = 32
 TOTALS_CELLS = 1 << 22
@@ -87,32 +91,83 @@ class Histograms(Staged):
         """The unit's metric table from its buckets, without a state table (None: not here).
 
         The aggregates of :func:`streameval.metrics.histograms.aggregates`, per group, from
-        the label's and the error's buckets (:func:`.regressionloops.part_aggregates`).
+        the label's and the error's buckets: in bucketed mode each group's buckets are
+        aggregated as its placed rows are read (:func:`.regressionloops.replicate_aggregates`
+        with no draws), none kept beyond the group; in exact mode from its distinct values
+        (:func:`.regressionloops.part_aggregates`).
         """
-        from ..metrics.histograms import QUANTILES
         from ..metrics.regression import check_alpha, grouped_table
-        from . import regressionloops
 
         if options.get("metrics") or options.get("ci"):
             return None  # (a selection, or an error for ci=: the state's finalize)
         alpha = check_alpha(options.get("alpha", 0.5))
+        parts = self._exact(alpha) if self.spec.exact else self._bucketed(alpha)
+        if parts is None:
+            return None
+        keys, y, e, totals = parts
+        grouped = _grouped(keys, y, e, totals, spec)
+        if grouped is None:
+            return None
+        return grouped_table(grouped, list(spec.keys))
+
+    def _exact(self, alpha: float) -> tuple[list[pl.Series], Any, Any, Any] | None:
+        """Keys, the label's and the error's aggregates and the totals, from distinct values."""
+        from . import regressionloops
+
         parts = self._sums()
         if parts is None:
             return None
         keys, histograms, totals = parts
         size = totals[2].size
-        quantiles = np.array(list(QUANTILES.values()), np.float64)
         aggregate = regressionloops.part_aggregates
-        with ThreadPoolExecutor(2) as pool:  # the label's buckets, and the error's
+        with ThreadPoolExecutor(2) as pool:  # the label's values, and the error's
             jobs = []
             for absolute, (group, bucket, count, cells) in enumerate(histograms):
-                job = (group, bucket, count, cells, size, alpha, bool(absolute), _EPS, quantiles)
+                job = (group, bucket, count, cells, size, alpha, bool(absolute), _EPS, _QUANTILES)
                 jobs.append(pool.submit(aggregate, *job))
             y, e = (job.result() for job in jobs)
-        grouped = _grouped(keys, y, e, totals, spec)
-        if grouped is None:
+        return keys, y, e, totals
+
+    def _bucketed(self, alpha: float) -> tuple[list[pl.Series], Any, Any, Any] | None:
+        """Keys, the label's and the error's aggregates and the totals, from placed rows.
+
+        Each value is placed and aggregated on a thread of its own, and so is each half of
+        the rows' losses.
+        """
+        from ..resample_draw import draw_limits
+        from . import regressionloops
+
+        columns = self._columns()
+        if columns is None:
             return None
-        return grouped_table(grouped, list(spec.keys))
+        kernel, keys, codes, size, (y, f, weights, _) = columns
+        spec = self.spec
+        once, none, limits = np.zeros(1, np.uint64), np.zeros(0, np.uint64), draw_limits()
+        labels = np.zeros(codes.size, np.uint8)
+
+        def aggregates(absolute: int, values: F64) -> tuple[npt.NDArray[Any], ...]:
+            with small_pages():
+                at = place_values(kernel, codes, values, labels, weights, size)
+                rows = (at.words, none, at.weights, at.bounds, at.occupied, at.tops)
+                options = (alpha, bool(absolute), _EPS, _QUANTILES)
+                out = regressionloops.replicate_aggregates(
+                    *rows, spec.precision, once, limits, size, options
+                )
+            at.give_back()
+            return tuple(part[0] for part in out)
+
+        with small_pages(), ThreadPoolExecutor(2) as pool:
+            error = f - y
+            parts = [pool.submit(aggregates, *job) for job in enumerate((y, error))]
+            half = codes.size // 2
+            summed = []
+            for rows in (slice(0, half), slice(half, codes.size)):
+                w = weights[rows] if weights.size else weights
+                job = (codes[rows], y[rows], f[rows], w, float(spec.power), _EPS, size)
+                summed.append(pool.submit(regressionloops.row_totals, *job))
+            label, errors = (part.result() for part in parts)
+            (sums, bad, amax), (sums2, bad2, amax2) = (done.result() for done in summed)
+        return keys, label, errors, (sums + sums2, bad + bad2, np.maximum(amax, amax2))
 
     def replicated_metrics(
         self, spec: Spec, options: Mapping[str, Any], replicates: int
@@ -125,7 +180,6 @@ class Histograms(Staged):
         on two threads. A group a replicate draws no row of has no row there. None where
         the kernel does not apply (exact mode, ``metrics=``, a sum that overflowed).
         """
-        from ..metrics.histograms import QUANTILES
         from ..metrics.regression import check_alpha, grouped_table
         from ..resample import data_warnings
         from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
@@ -139,7 +193,6 @@ class Histograms(Staged):
             return None
         kernel, keys, codes, size, (y, f, weights, row_keys) = columns
         limits = draw_limits()
-        quantiles = np.array(list(QUANTILES.values()), np.float64)
         index = np.arange(codes.size, dtype=np.int64).view(np.float64)
         labels = np.zeros(codes.size, np.uint8)
         placed = []
@@ -156,7 +209,7 @@ class Histograms(Staged):
             parts = []
             for at, at_keys, at_weights, absolute in placed:
                 drawn = at_keys if members[0] else at_keys[:0]
-                options = (alpha, absolute, _EPS, quantiles)
+                options = (alpha, absolute, _EPS, _QUANTILES)
                 rows = (at.words, drawn, at_weights, at.bounds, at.occupied, at.tops, p)
                 parts.append(
                     regressionloops.replicate_aggregates(*rows, salts, limits, size, options)
@@ -265,8 +318,6 @@ def _grouped(
     label's and the error's buckets, ``totals`` :func:`.regressionloops.row_totals`'. None
     when a sum of weights overflowed.
     """
-    from ..metrics.histograms import QUANTILES
-
     (_, has_y, y), (rows, has_e, e) = label, error
     if not (np.isfinite(y[0]).all() and np.isfinite(e[0]).all()):
         return None
