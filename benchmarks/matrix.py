@@ -1183,8 +1183,13 @@ def _seconds(value: float | None) -> str:
 
 
 def _clip(text: str, size: int = 100) -> str:
-    text = text.replace("|", "\\|").replace("\n", " ")
-    return text if len(text) <= size else text[: size - 3] + "..."
+    """``text`` on one line, cut to ``size`` characters, then its pipes escaped.
+
+    Escaping after the cut means a cut never splits an escape (a cell ending in a lone ``\\``).
+    """
+    text = text.replace("\n", " ")
+    text = text if len(text) <= size else text[: size - 3] + "..."
+    return text.replace("|", "\\|")
 
 
 def contender_cell(cell: Cell | None, floor: float | None) -> str:
