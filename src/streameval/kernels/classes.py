@@ -93,10 +93,7 @@ class ClassRows:
             return None
         kernel, keys, codes, shape, frame = prepared
         size, classes, _ = shape
-        names = [f"_c{k}" for k in range(self.columns)]
-        actual = frame["_a"].to_numpy()
-        predicted = frame["_q"].to_numpy() if self.predicted else np.zeros(0, np.int32)
-        weights = frame["_w"].to_numpy() if self.weighted else np.zeros(0)
+        names, (actual, predicted, weights) = self._arrays(frame)
         num = np.zeros((self.columns, size, classes), np.float64)
         ties = np.zeros((self.columns, size, classes), np.float64)
         with ThreadPoolExecutor(WORKERS) as pool:
@@ -138,10 +135,7 @@ class ClassRows:
             return None
         kernel, keys, codes, shape, frame = prepared
         size, classes, guesses = shape
-        names = [f"_c{k}" for k in range(self.columns)]
-        actual = frame["_a"].to_numpy()
-        predicted = frame["_q"].to_numpy() if self.predicted else np.zeros(0, np.int32)
-        weights = frame["_w"].to_numpy() if self.weighted else np.zeros(0)
+        names, (actual, predicted, weights) = self._arrays(frame)
         row_keys = frame["_k"].to_numpy()
         limits = draw_limits()
         index = np.arange(codes.size, dtype=np.int64).view(np.float64)
@@ -188,6 +182,20 @@ class ClassRows:
             at.give_back()
         give_back(scores)
         return pl.concat([c for c, _ in done]), pl.concat([p for _, p in done])
+
+    def _arrays(
+        self, frame: pl.DataFrame
+    ) -> tuple[list[str], tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[Any]]]:
+        """The score columns' names, and the actual and predicted classes and the weights.
+
+        The predicted classes (when the arg max of the scores gives them) and the weights
+        (unweighted) are empty.
+        """
+        names = [f"_c{k}" for k in range(self.columns)]
+        actual = frame["_a"].to_numpy()
+        predicted = frame["_q"].to_numpy() if self.predicted else np.zeros(0, np.int32)
+        weights = frame["_w"].to_numpy() if self.weighted else np.zeros(0)
+        return names, (actual, predicted, weights)
 
     def _prepared(
         self, spec: Spec
