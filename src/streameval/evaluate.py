@@ -207,6 +207,14 @@ def _tables(
             return staged.replicated(spec, thresholds, replicates)
         return staged.grouped(spec, thresholds, variance) if direct_ok else None
 
+    def metrics_of(staged: Staged | None, spec: Spec) -> pl.DataFrame | None:
+        """The kernel's metric table of a unit (of its replicates), where it gives one."""
+        if staged is None:
+            return None
+        if replicates:
+            return staged.replicated_metrics(spec, options, replicates)
+        return staged.metrics(spec, options)
+
     def finished(grouped: pl.DataFrame, spec: Spec) -> pl.DataFrame:
         """The metric table of grouped frames, with the intervals ``options`` ask for."""
         if paired:
@@ -234,10 +242,7 @@ def _tables(
             return finished(grouped, plan.spec)
         if staged is None:
             return combine(plan).metrics(**options)
-        if replicates:
-            table = staged.replicated_metrics(plan.spec, options, replicates)
-        else:
-            table = staged.metrics(plan.spec, options)
+        table = metrics_of(staged, plan.spec)
         if table is not None:
             return table
         return _state_metrics(State(plan.spec, staged_table(plan, None, staged)), options)
@@ -257,12 +262,7 @@ def _tables(
             rest = [c for c in grouped.columns[len(spec.keys) :] if c != ALL or not keys]
             parts.append(grouped.with_columns(fixed_columns).select(*keys, *rest))
             continue
-        table = None
-        if staged is not None:
-            if replicates:
-                table = staged.replicated_metrics(spec, options, replicates)
-            else:
-                table = staged.metrics(spec, options)
+        table = metrics_of(staged, spec)
         if table is None:
             state = State(plan.spec, staged_table(plan, unit, staged))
             table = _state_metrics(State(spec, state.table.drop(list(fixed))), options)
@@ -290,7 +290,7 @@ def _replicate_metrics(grouped: pl.DataFrame, spec: Spec, thresholds: list[float
 
 def _state_metrics(state: State, options: dict[str, Any]) -> pl.DataFrame:
     """The metric table of a unit's state; of a replicated one, with the data's warnings only."""
-    if not getattr(state.spec, "replicates", 0):
+    if not state.spec.replicates:
         return state.metrics(**options)
     from .resample import per_replicate
 

@@ -36,6 +36,7 @@ from .compiled import (
     REPLICATE_BATCH,
     compact,
     loops,
+    place_keyed,
     place_values,
     replicate_batches,
     replicate_salts,
@@ -141,11 +142,10 @@ class ClassRows:
         index = np.arange(codes.size, dtype=np.int64).view(np.float64)
         with small_pages():
             scores = _columns(frame, names)
-            placed = []
-            for name in names:
-                at = place_values(kernel, codes, frame[name].to_numpy(), actual, index, size)
-                order = at.weights.view(np.int64)
-                placed.append((at, row_keys[order], weights[order] if weights.size else weights))
+            placed = [
+                place_keyed(kernel, (codes, scores[k], actual), weights, row_keys, size, index)
+                for k in range(len(names))
+            ]
         del frame
         cells = size * classes * max(guesses, self.columns, 1)
         batches = replicate_batches(

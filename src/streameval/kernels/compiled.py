@@ -693,6 +693,29 @@ def place_values(
     return Placed(words, ordered, bounds, occupied, tops)
 
 
+def place_keyed(
+    kernel: ModuleType,
+    rows: tuple[I64, F64, Any],
+    weights: F64,
+    keys: npt.NDArray[np.uint64],
+    groups: int,
+    index: F64 | None = None,
+) -> tuple[Placed, npt.NDArray[np.uint64], F64]:
+    """:func:`place_values` of rows drawn by the bootstrap: and their keys and weights, placed.
+
+    ``rows`` are the group codes, values and labels. The rows are placed with their row
+    numbers as weights (``index``, the bits of 0, 1, … as floats; made here if not given),
+    which then gather the rows' bootstrap keys and weights (empty: unweighted) into placed
+    order. The placed rows' ``weights`` hold the row numbers.
+    """
+    codes, values, labels = rows
+    if index is None:
+        index = np.arange(codes.size, dtype=np.int64).view(np.float64)
+    at = place_values(kernel, codes, values, labels, index, groups)
+    order = at.weights.view(np.int64)
+    return at, keys[order], (weights[order] if weights.size else weights)
+
+
 def compact(codes: I64, space: int) -> tuple[I64, I64]:
     """Group codes renumbered 0, 1, … in the same order, and each new code's old code.
 

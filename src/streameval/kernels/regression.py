@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +33,7 @@ from .compiled import (
     REPLICATE_BATCH,
     compact,
     loops,
+    place_keyed,
     place_values,
     replicate_batches,
     replicate_salts,
@@ -49,6 +50,10 @@ TOTALS_CELLS = 1 << 22
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 U64 = npt.NDArray[np.uint64]
+#: A value's rows for :meth:`Histograms._per_value`'s work: the compiled loops, group codes,
+#: values, weights (empty: unweighted) and the number of groups.
+Rows = tuple[ModuleType, I64, F64, F64, int]
+T = TypeVar("T")
 
 
 @dataclass
@@ -129,45 +134,29 @@ class Histograms(Staged):
         return keys, y, e, totals
 
     def _bucketed(self, alpha: float) -> tuple[list[pl.Series], Any, Any, Any] | None:
-        """Keys, the label's and the error's aggregates and the totals, from placed rows.
-
-        Each value is placed and aggregated on a thread of its own, and so is each half of
-        the rows' losses.
-        """
+        """Keys, the label's and the error's aggregates and the totals, from placed rows."""
         from ..resample_draw import draw_limits
         from . import regressionloops
 
-        columns = self._columns()
-        if columns is None:
-            return None
-        kernel, keys, codes, size, (y, f, weights, _) = columns
-        spec = self.spec
         once, none, limits = np.zeros(1, np.uint64), np.zeros(0, np.uint64), draw_limits()
-        labels = np.zeros(codes.size, np.uint8)
+        p = self.spec.precision
 
-        def aggregates(absolute: int, values: F64) -> tuple[npt.NDArray[Any], ...]:
+        def aggregates(absolute: int, rows: Rows) -> tuple[npt.NDArray[Any], ...]:
+            kernel, codes, values, weights, size = rows
+            labels = np.zeros(codes.size, np.uint8)
             with small_pages():
                 at = place_values(kernel, codes, values, labels, weights, size)
-                rows = (at.words, none, at.weights, at.bounds, at.occupied, at.tops)
+                placed = (at.words, none, at.weights, at.bounds, at.occupied, at.tops)
                 options = (alpha, bool(absolute), _EPS, _QUANTILES)
-                out = regressionloops.replicate_aggregates(
-                    *rows, spec.precision, once, limits, size, options
-                )
+                out = regressionloops.replicate_aggregates(*placed, p, once, limits, size, options)
             at.give_back()
             return tuple(part[0] for part in out)
 
-        with small_pages(), ThreadPoolExecutor(2) as pool:
-            error = f - y
-            parts = [pool.submit(aggregates, *job) for job in enumerate((y, error))]
-            half = codes.size // 2
-            summed = []
-            for rows in (slice(0, half), slice(half, codes.size)):
-                w = weights[rows] if weights.size else weights
-                job = (codes[rows], y[rows], f[rows], w, float(spec.power), _EPS, size)
-                summed.append(pool.submit(regressionloops.row_totals, *job))
-            label, errors = (part.result() for part in parts)
-            (sums, bad, amax), (sums2, bad2, amax2) = (done.result() for done in summed)
-        return keys, label, errors, (sums + sums2, bad + bad2, np.maximum(amax, amax2))
+        parts = self._per_value(aggregates)
+        if parts is None:
+            return None
+        keys, (label, errors), totals = parts
+        return keys, label, errors, totals
 
     def replicated_metrics(
         self, spec: Spec, options: Mapping[str, Any], replicates: int
@@ -198,10 +187,9 @@ class Histograms(Staged):
         placed = []
         with small_pages():
             for absolute, x in enumerate((y, f - y)):
-                at = place_values(kernel, codes, x, labels, index, size)
-                order = at.weights.view(np.int64)
-                at_weights = weights[order] if weights.size else weights
-                placed.append((at, row_keys[order], at_weights, bool(absolute)))
+                rows = (codes, x, labels)
+                keyed = place_keyed(kernel, rows, weights, row_keys, size, index)
+                placed.append((*keyed, bool(absolute)))
         p = spec.precision
 
         def aggregates(members: list[int]) -> list[tuple[npt.NDArray[Any], ...]]:
@@ -278,31 +266,41 @@ class Histograms(Staged):
         self,
     ) -> tuple[list[pl.Series], list[tuple[npt.NDArray[Any], ...]], tuple[Any, ...]] | None:
         """The unit's key columns, its two histograms' buckets and its totals (None: not here)."""
+        spec = self.spec
+        return self._per_value(lambda _, rows: _histogram(rows, spec))
+
+    def _per_value(
+        self, work: Callable[[int, Rows], T]
+    ) -> tuple[list[pl.Series], list[T], tuple[Any, ...]] | None:
+        """The key columns, ``work`` of the label and of the error, and the rows' totals.
+
+        ``work(absolute, rows)`` (``absolute``: 0 for the label, 1 for the error) gets the
+        compiled loops, group codes, values, weights and groups. The two values, and each
+        half of the rows' losses (:func:`.regressionloops.row_totals`), are summed on two
+        threads. None where the kernel does not apply.
+        """
+        from . import regressionloops
+
         columns = self._columns()
         if columns is None:
             return None
         kernel, keys, codes, size, (y, f, weights, _) = columns
-        spec = self.spec
-        from . import regressionloops
-
-        with small_pages():
+        power = float(self.spec.power)
+        with small_pages(), ThreadPoolExecutor(2) as pool:
             error = f - y
+            parts = [
+                pool.submit(work, absolute, (kernel, codes, x, weights, size))
+                for absolute, x in enumerate((y, error))
+            ]
             half = codes.size // 2
-            halves = [slice(0, half), slice(half, codes.size)]
-            with ThreadPoolExecutor(2) as pool:
-                parts = [
-                    pool.submit(_histogram, kernel, (codes, x, weights), size, spec)
-                    for x in (y, error)
-                ]
-                summed = []
-                for rows in halves:
-                    w = weights[rows] if weights.size else weights
-                    job = (codes[rows], y[rows], f[rows], w, float(spec.power), _EPS, size)
-                    summed.append(pool.submit(regressionloops.row_totals, *job))
-                histograms = [part.result() for part in parts]
-                (sums, bad, amax), (sums2, bad2, amax2) = (done.result() for done in summed)
-        totals = (sums + sums2, bad + bad2, np.maximum(amax, amax2))
-        return keys, histograms, totals
+            summed = []
+            for rows in (slice(0, half), slice(half, codes.size)):
+                w = weights[rows] if weights.size else weights
+                job = (codes[rows], y[rows], f[rows], w, power, _EPS, size)
+                summed.append(pool.submit(regressionloops.row_totals, *job))
+            done = [part.result() for part in parts]
+            (sums, bad, amax), (sums2, bad2, amax2) = (part.result() for part in summed)
+        return keys, done, (sums + sums2, bad + bad2, np.maximum(amax, amax2))
 
 
 def _grouped(
@@ -347,16 +345,15 @@ def _zero(part: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return zero
 
 
-def _histogram(
-    kernel: ModuleType, rows: tuple[npt.NDArray[Any], ...], size: int, spec: Spec
-) -> tuple[npt.NDArray[Any], ...]:
+def _histogram(rows: Rows, spec: Spec) -> tuple[npt.NDArray[Any], ...]:
     """One value's filled buckets, or in exact mode its distinct values.
 
-    See :func:`.regressionloops.histogram_cells` and :func:`.regressionloops.value_runs`.
+    ``rows`` are as :meth:`Histograms._per_value` hands them. See
+    :func:`.regressionloops.histogram_cells` and :func:`.regressionloops.value_runs`.
     """
     from . import regressionloops
 
-    codes, values, weights = rows
+    kernel, codes, values, weights, size = rows
     p = spec.precision
     if spec.exact:
         with small_pages():
