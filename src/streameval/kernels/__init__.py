@@ -14,7 +14,8 @@ runs' state table. Bucketed states are counted straight into their cells by comp
 precision bound, summed from the exact runs (:mod:`.buckets`); their metrics, weighted or not,
 come straight from the placed rows (:mod:`.loops`, :mod:`.weightedloops`). Multiclass metric
 tables (:mod:`.classes`) and regression states and metric tables (:mod:`.regression`) use the
-same placement of rows by (group, binary exponent); a paired metric table sums each model's
+same placement of rows by (group, binary exponent); multiclass states sum each (group, actual
+class)'s buckets in a small hash table (:mod:`.classstate`); a paired metric table sums each model's
 scores as a binary one over the rows read once (:mod:`.paired`). Bootstrap replicates of
 binary, multiclass and regression metric tables are drawn from the placed rows' keys, a
 batch of replicates per read of the rows. String keys, and keys

@@ -11,7 +11,8 @@ state (:class:`~streameval.state.State`) with the pair sums given.
 
 Where it applies (:meth:`ClassRows.tables`): bucketed precision up to
 :data:`.compiled.MAX_WINDOW_BITS`, fewer than 2,048 classes, and at most :data:`MAX_CELLS`
-confusion and pair cells per unit; elsewhere the unit's state is computed (the Polars path).
+confusion and pair cells per unit; elsewhere the metric table comes from the unit's state,
+which the same collected rows give (:meth:`ClassRows.state`, :mod:`.classstate`).
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ class ClassRows:
     keyed: bool = False
 
     def staged(self, spec: Spec) -> Staged:
-        """The rows, to be summed into the unit's metric table (:meth:`ClassTables.metrics`)."""
-        return ClassTables(self)
+        """The rows, to be summed into the unit's metric table or state (:class:`ClassTables`)."""
+        return ClassTables(self, spec)
 
     def tables(self, spec: Spec) -> tuple[pl.DataFrame, pl.DataFrame] | None:
         """The unit's confusion rows (a state table) and its pair sums, or None (no kernel).
@@ -197,6 +198,30 @@ class ClassRows:
         weights = frame["_w"].to_numpy() if self.weighted else np.zeros(0)
         return names, (actual, predicted, weights)
 
+    def state(
+        self, spec: Spec, schema: pl.Schema, constants: Mapping[str, Any]
+    ) -> pl.DataFrame | None:
+        """The unit's state table (:func:`.classstate.state_table`; None: not this kernel's)."""
+        from .classstate import state_table
+
+        if self.frame.height == 0 or loops() is None:
+            return None
+        keys, codes, size, frame = self._groups()
+        names, (actual, predicted, weights) = self._arrays(frame)
+        with small_pages():
+            matrix = _columns(frame, names)
+        del frame
+        rows = (actual, predicted, matrix, weights)
+        table = state_table(keys, codes, size, rows, spec, schema, constants, (_EPS, _TOLERANCE))
+        give_back(matrix)
+        return table
+
+    def _groups(self) -> tuple[list[pl.Series], npt.NDArray[np.int64], int, pl.DataFrame]:
+        """The key columns (a row a group), the rows' group codes, the groups, the frame's rest."""
+        groups, frame = unit_groups(self.frame, self.key_codes)
+        codes, back = compact(groups.codes.view(np.int64), 1 << groups.bits)
+        return groups.decode(back.view(np.uint64)), codes, back.size, frame
+
     def _prepared(
         self, spec: Spec
     ) -> (
@@ -216,19 +241,18 @@ class ClassRows:
             return None
         if self.columns and (spec.exact or spec.precision > MAX_WINDOW_BITS):
             return None
-        groups, frame = unit_groups(self.frame, self.key_codes)
-        codes, back = compact(groups.codes.view(np.int64), 1 << groups.bits)
-        size = back.size
+        keys, codes, size, frame = self._groups()
         if size * classes * max(guesses, self.columns) > MAX_CELLS:
             return None
-        return kernel, groups.decode(back.view(np.uint64)), codes, (size, classes, guesses), frame
+        return kernel, keys, codes, (size, classes, guesses), frame
 
 
 @dataclass
 class ClassTables(Staged):
-    """Collected rows whose metric table the summing thread computes (no runs, no state)."""
+    """Collected rows whose metric table or state the summing thread computes (no runs)."""
 
     rows: ClassRows
+    spec: Spec
 
     def _finish(self) -> None:
         return None
@@ -236,6 +260,10 @@ class ClassTables(Staged):
     def grouped(self, spec: Spec, thresholds: list[float], variance: bool = False) -> None:
         """No grouped frame: a multiclass unit's metrics come from :meth:`metrics`."""
         return None
+
+    def table(self, schema: pl.Schema, constants: Mapping[str, Any]) -> pl.DataFrame | None:
+        """The unit's state table, as the Polars query gives it (None: not this kernel's)."""
+        return self.rows.state(self.spec, schema, constants)
 
     def metrics(self, spec: Spec, options: Mapping[str, Any]) -> pl.DataFrame | None:
         """The unit's metric table from its confusion rows and pair sums (None: not here)."""
