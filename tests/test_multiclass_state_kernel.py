@@ -89,6 +89,21 @@ def test_states_match_the_polars_group_by(data, precision, argmax, found):
     assert_same_state(*_both(lambda: se.accumulate(df, by="g", **options)))
 
 
+@settings(max_examples=60, deadline=None)
+@given(multiclass_frames(), st.sampled_from([2, 11, "exact"]), st.booleans())
+def test_a_states_pair_sums_match_the_polars_finalize(data, precision, keyed):
+    df, classes, _, weighted = data
+    options = _options(df, classes, weighted) | {"precision": precision}
+    state = se.accumulate(df, by="g" if keyed else None, **options)
+    fast = state.metrics()
+    kernels.ENABLED = False
+    try:
+        slow = state.metrics()
+    finally:
+        kernels.ENABLED = True
+    assert_frame_equal(fast, slow, rel_tol=1e-12, abs_tol=1e-15)
+
+
 @settings(max_examples=30, deadline=None)
 @given(multiclass_frames(scores=False))
 def test_states_without_scores(data):

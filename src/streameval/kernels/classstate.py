@@ -396,3 +396,122 @@ def _score_rows(
         values["w"] = sums[0]
     values.update(log_loss=sums[1], brier=sums[2], top_k=sums[3])
     return _rows(keys, (group, actual), values, spec)
+
+
+@jit
+def state_pair_sums(codes, column, actual, bucket, weights, shape):  # type: ignore[no-untyped-def]
+    """The AUCs' pair sums of a state's score rows (:func:`streameval.metrics.pairs._pairwise`).
+
+    The rows (each a group code, score column a, actual class, bucket key and weight) are
+    ordered by (group, column) with a counting sort, then each such segment's rows by bucket
+    (a merge sort of the segment's keys). Reading a segment's buckets from the highest down,
+    each row of class b ≠ a adds w·(class a's weight above its bucket + ½ in it) to
+    ``num[b]``, w·(class a's weight in its bucket) to ``ties[b]`` and w to ``mass[b]``.
+    ``shape`` holds the groups, score columns and classes.
+
+    Returns
+    -------
+    group, a, b : ndarray of int64
+        Each (group, column, class) with rows, b ≠ a.
+    sums : 2-d ndarray of float64
+        Its ``num``, ``ties``, ``mass``, and its group's weight of class a in column a.
+
+    """
+    groups, columns, classes = shape
+    segments = groups * columns
+    bounds = np.zeros(segments + 1, np.int64)
+    for i in range(codes.size):
+        bounds[codes[i] * columns + column[i] + 1] += 1
+    for s in range(segments):
+        bounds[s + 1] += bounds[s]
+    cursor = bounds[:-1].copy()
+    keys = np.empty(codes.size, np.int64)  # the rows' buckets, classes and weights in order
+    mine = np.empty(codes.size, np.int64)
+    mass_of = np.empty(codes.size, np.float64)
+    for i in range(codes.size):
+        s = codes[i] * columns + column[i]
+        r = cursor[s]
+        keys[r], mine[r], mass_of[r] = bucket[i], actual[i], weights[i]
+        cursor[s] += 1
+    most = min(codes.size, segments * classes)
+    group = np.empty(most, np.int64)
+    a_out = np.empty(most, np.int64)
+    b_out = np.empty(most, np.int64)
+    sums = np.empty((4, most), np.float64)
+    num, ties, mass = np.zeros(classes), np.zeros(classes), np.zeros(classes)
+    seen = np.zeros(classes, np.bool_)
+    listed = np.empty(classes, np.int64)
+    emitted = 0
+    for s in range(segments):
+        begin, end = bounds[s], bounds[s + 1]
+        if begin == end:
+            continue
+        a = s % columns
+        rank = begin + np.argsort(keys[begin:end], kind="mergesort")
+        above = 0.0
+        found = 0
+        t = rank.size - 1
+        while t >= 0:  # a bucket's rows, from the highest bucket down
+            key = keys[rank[t]]
+            u = t
+            own = 0.0
+            while u >= 0 and keys[rank[u]] == key:
+                if mine[rank[u]] == a:
+                    own += mass_of[rank[u]]
+                u -= 1
+            for v in range(u + 1, t + 1):
+                b = mine[rank[v]]
+                if b != a:
+                    w = mass_of[rank[v]]
+                    num[b] += w * (above + 0.5 * own)
+                    ties[b] += w * own
+                    mass[b] += w
+                    if not seen[b]:
+                        seen[b] = True
+                        listed[found] = b
+                        found += 1
+            above += own
+            t = u
+        for f in range(found):
+            b = listed[f]
+            group[emitted], a_out[emitted], b_out[emitted] = s // columns, a, b
+            sums[0, emitted], sums[1, emitted], sums[2, emitted] = num[b], ties[b], mass[b]
+            sums[3, emitted] = above
+            num[b], ties[b], mass[b], seen[b] = 0.0, 0.0, 0.0, False
+            emitted += 1
+    return group[:emitted], a_out[:emitted], b_out[:emitted], sums[:, :emitted]
+
+
+def state_pairs(table: pl.DataFrame, spec: Spec) -> pl.DataFrame | None:
+    """The pair sums of a multiclass state's score rows, by the compiled loops.
+
+    The frame of :func:`streameval.metrics.pairs._pairwise` (its rows in another order, its
+    sums added in another order); None where the loops are off or a key has no code.
+    """
+    from ..codes import hashed_key, key_code
+    from .compiled import compact, loops
+    from .runs import key_exprs, unit_groups
+
+    if loops() is None:
+        return None
+    keys, schema = list(spec.keys), table.schema
+    codes = {k: key_code(k, schema[k]) or hashed_key(k, schema[k]) for k in keys}
+    coded = key_exprs(keys, codes)
+    if coded is None:
+        return None
+    key_codes, exprs = coded
+    mass = pl.col("w") if spec.weighted else pl.col("n").cast(pl.Float64)
+    rows = table.lazy().filter(pl.col("column").is_not_null())
+    frame = rows.select(*exprs, "column", "actual", "bucket", mass.alias("_w")).collect()
+    groups, frame = unit_groups(frame, key_codes)
+    group, back = compact(groups.codes.view(np.int64), 1 << groups.bits)
+    shape = (back.size, len(spec.scores), len(spec.classes))
+    column, actual, bucket, weight = (
+        frame[c].to_numpy() for c in ("column", "actual", "bucket", "_w")
+    )
+    with small_pages():
+        at, a, b, sums = state_pair_sums(group, column, actual, bucket, weight, shape)
+    out: dict[str, Any] = {s.name: s.gather(at) for s in groups.decode(back.view(np.uint64))}
+    out["a"], out["b"] = a.astype(np.int32), b.astype(np.int32)
+    out.update(_num=sums[0], _ties=sums[1], _N=sums[2], _P=sums[3])
+    return pl.DataFrame(out)

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from .. import kernels
+from ..kernels.classstate import state_pairs
 from .binary import with_group_key
 from .classes import weight_column
 
@@ -81,8 +83,10 @@ def score_aggregates(
     lf, _ = with_group_key(state.table, state.keys)
     sums = _row_sums(lf, keys)
     bound = 0.0 if state.spec.exact else 0.5
+    if pairs is None:  # read by both averages: compute once
+        pairs = state_pairs(state.table, state.spec) if kernels.ENABLED else None
     if pairs is None:
-        pairs = _pairwise(state, keys).collect()  # read by both averages: compute once
+        pairs = _pairwise(state, keys).collect()
     lazy, _ = with_group_key(pairs, state.keys)
     P, N = pl.col("_P"), pl.col("_N")
     ovr = (
