@@ -399,15 +399,39 @@ def _score_rows(
 
 
 @jit
-def state_pair_sums(codes, column, actual, bucket, weights, shape):  # type: ignore[no-untyped-def]
-    """The AUCs' pair sums of a state's score rows (:func:`streameval.metrics.pairs._pairwise`).
+def by_column(codes, column, actual, bucket, weights, segments, columns):  # type: ignore[no-untyped-def]
+    """A state's score rows ordered by (group, column) segment: a counting sort.
 
-    The rows (each a group code, score column a, actual class, bucket key and weight) are
-    ordered by (group, column) with a counting sort, then each such segment's rows by bucket
-    (a merge sort of the segment's keys). Reading a segment's buckets from the highest down,
-    each row of class b ≠ a adds w·(class a's weight above its bucket + ½ in it) to
-    ``num[b]``, w·(class a's weight in its bucket) to ``ties[b]`` and w to ``mass[b]``.
-    ``shape`` holds the groups, score columns and classes.
+    Returns each segment's first row (and the end), and the rows' bucket keys, actual
+    classes and weights in that order.
+    """
+    bounds = np.zeros(segments + 1, np.int64)
+    for i in range(codes.size):
+        bounds[codes[i] * columns + column[i] + 1] += 1
+    for s in range(segments):
+        bounds[s + 1] += bounds[s]
+    cursor = bounds[:-1].copy()
+    keys = np.empty(codes.size, np.int64)
+    classes = np.empty(codes.size, np.int32)
+    mass = np.empty(codes.size, np.float64)
+    for i in range(codes.size):
+        s = codes[i] * columns + column[i]
+        r = cursor[s]
+        keys[r], classes[r], mass[r] = bucket[i], actual[i], weights[i]
+        cursor[s] += 1
+    return bounds, keys, classes, mass
+
+
+@jit
+def segment_pairs(bounds, keys, actual, weights, segments, shape):  # type: ignore[no-untyped-def]
+    """The AUCs' pair sums of segments ``segments[0]`` … ``segments[1] − 1`` of a state.
+
+    The segments are :func:`by_column`'s; each one's rows are sorted by bucket (a merge
+    sort of its keys) and read from the highest bucket down: each row of class b ≠ a (the
+    segment's column) adds w·(class a's weight above its bucket + ½ in it) to ``num[b]``,
+    w·(class a's weight in its bucket) to ``ties[b]`` and w to ``mass[b]``, as
+    :func:`streameval.metrics.pairs._pairwise` sums them. ``shape`` holds the score columns
+    and the classes.
 
     Returns
     -------
@@ -417,23 +441,9 @@ def state_pair_sums(codes, column, actual, bucket, weights, shape):  # type: ign
         Its ``num``, ``ties``, ``mass``, and its group's weight of class a in column a.
 
     """
-    groups, columns, classes = shape
-    segments = groups * columns
-    bounds = np.zeros(segments + 1, np.int64)
-    for i in range(codes.size):
-        bounds[codes[i] * columns + column[i] + 1] += 1
-    for s in range(segments):
-        bounds[s + 1] += bounds[s]
-    cursor = bounds[:-1].copy()
-    keys = np.empty(codes.size, np.int64)  # the rows' buckets, classes and weights in order
-    mine = np.empty(codes.size, np.int64)
-    mass_of = np.empty(codes.size, np.float64)
-    for i in range(codes.size):
-        s = codes[i] * columns + column[i]
-        r = cursor[s]
-        keys[r], mine[r], mass_of[r] = bucket[i], actual[i], weights[i]
-        cursor[s] += 1
-    most = min(codes.size, segments * classes)
+    columns, classes = shape
+    first, last = segments
+    most = bounds[last] - bounds[first]
     group = np.empty(most, np.int64)
     a_out = np.empty(most, np.int64)
     b_out = np.empty(most, np.int64)
@@ -442,7 +452,7 @@ def state_pair_sums(codes, column, actual, bucket, weights, shape):  # type: ign
     seen = np.zeros(classes, np.bool_)
     listed = np.empty(classes, np.int64)
     emitted = 0
-    for s in range(segments):
+    for s in range(first, last):
         begin, end = bounds[s], bounds[s + 1]
         if begin == end:
             continue
@@ -456,13 +466,13 @@ def state_pair_sums(codes, column, actual, bucket, weights, shape):  # type: ign
             u = t
             own = 0.0
             while u >= 0 and keys[rank[u]] == key:
-                if mine[rank[u]] == a:
-                    own += mass_of[rank[u]]
+                if actual[rank[u]] == a:
+                    own += weights[rank[u]]
                 u -= 1
             for v in range(u + 1, t + 1):
-                b = mine[rank[v]]
+                b = actual[rank[v]]
                 if b != a:
-                    w = mass_of[rank[v]]
+                    w = weights[rank[v]]
                     num[b] += w * (above + 0.5 * own)
                     ties[b] += w * own
                     mass[b] += w
@@ -505,12 +515,27 @@ def state_pairs(table: pl.DataFrame, spec: Spec) -> pl.DataFrame | None:
     frame = rows.select(*exprs, "column", "actual", "bucket", mass.alias("_w")).collect()
     groups, frame = unit_groups(frame, key_codes)
     group, back = compact(groups.codes.view(np.int64), 1 << groups.bits)
-    shape = (back.size, len(spec.scores), len(spec.classes))
     column, actual, bucket, weight = (
         frame[c].to_numpy() for c in ("column", "actual", "bucket", "_w")
     )
+    segments, columns = back.size * len(spec.scores), len(spec.scores)
     with small_pages():
-        at, a, b, sums = state_pair_sums(group, column, actual, bucket, weight, shape)
+        ordered = by_column(group, column, actual, bucket, weight, segments, columns)
+        del column, actual, bucket, weight, frame
+        bounds, keys_in_order, classes, weights = ordered
+        half = int(np.searchsorted(bounds, bounds[-1] // 2))  # two halves of the rows
+        shape = (columns, len(spec.classes))
+        with ThreadPoolExecutor(2) as pool:
+            parts = list(
+                pool.map(
+                    lambda part: segment_pairs(
+                        bounds, keys_in_order, classes, weights, part, shape
+                    ),
+                    [(0, half), (half, segments)],
+                )
+            )
+    at, a, b = (np.concatenate([part[i] for part in parts]) for i in range(3))
+    sums = np.concatenate([part[3] for part in parts], axis=1)
     out: dict[str, Any] = {s.name: s.gather(at) for s in groups.decode(back.view(np.uint64))}
     out["a"], out["b"] = a.astype(np.int32), b.astype(np.int32)
     out.update(_num=sums[0], _ties=sums[1], _N=sums[2], _P=sums[3])
