@@ -44,8 +44,9 @@ import polars as pl
 from ..codes import KeyCode
 from . import compiled
 
-#: Bytes of split rows kept in memory before they are written to the spill files.
-SPILL_BYTES = 512 << 20
+#: Bytes of split rows kept in memory before they are written to the spill files (with
+#: :data:`streameval.source.SHARD_ROWS`, what bounds a pass's memory over a file).
+SPILL_BYTES = 192 << 20
 _SHARD = "_shard"
 _MOST_CODES = 2**31 - 1  # a hashed key's codes are kept as Int32
 
