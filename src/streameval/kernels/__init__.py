@@ -16,7 +16,10 @@ come straight from the placed rows (:mod:`.loops`, :mod:`.weightedloops`). Multi
 tables (:mod:`.classes`) and regression states and metric tables (:mod:`.regression`) use the
 same placement of rows by (group, binary exponent); multiclass states sum each (group, actual
 class)'s buckets in a small hash table (:mod:`.classstate`); a paired metric table sums each model's
-scores as a binary one over the rows read once (:mod:`.paired`). Bootstrap replicates of
+scores as a binary one over the rows read once (:mod:`.paired`). A state's finalize reads its
+table with compiled loops too where Polars' sorts and joins were slow: a multiclass state's
+AUC pair sums (:func:`.classstate.state_pairs`), a paired state's DeLong test
+(:mod:`.pairedstate`). Bootstrap replicates of
 binary, multiclass and regression metric tables are drawn from the placed rows' keys, a
 batch of replicates per read of the rows. String keys, and keys
 without a small integer code (Int64, floats, …), are coded by hashing (:mod:`.hashcodes`).

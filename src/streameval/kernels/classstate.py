@@ -498,27 +498,19 @@ def state_pairs(table: pl.DataFrame, spec: Spec) -> pl.DataFrame | None:
     The frame of :func:`streameval.metrics.pairs._pairwise` (its rows in another order, its
     sums added in another order); None where the loops are off or a key has no code.
     """
-    from ..codes import hashed_key, key_code
-    from .compiled import compact, loops
-    from .runs import key_exprs, unit_groups
+    from .runs import table_groups
 
-    if loops() is None:
-        return None
-    keys, schema = list(spec.keys), table.schema
-    codes = {k: key_code(k, schema[k]) or hashed_key(k, schema[k]) for k in keys}
-    coded = key_exprs(keys, codes)
-    if coded is None:
-        return None
-    key_codes, exprs = coded
     mass = pl.col("w") if spec.weighted else pl.col("n").cast(pl.Float64)
     rows = table.lazy().filter(pl.col("column").is_not_null())
-    frame = rows.select(*exprs, "column", "actual", "bucket", mass.alias("_w")).collect()
-    groups, frame = unit_groups(frame, key_codes)
-    group, back = compact(groups.codes.view(np.int64), 1 << groups.bits)
+    wanted = [pl.col("column", "actual", "bucket"), mass.alias("_w")]
+    coded = table_groups(rows, list(spec.keys), wanted)
+    if coded is None:
+        return None
+    keys, group, size, frame = coded
     column, actual, bucket, weight = (
         frame[c].to_numpy() for c in ("column", "actual", "bucket", "_w")
     )
-    segments, columns = back.size * len(spec.scores), len(spec.scores)
+    segments, columns = size * len(spec.scores), len(spec.scores)
     with small_pages():
         ordered = by_column(group, column, actual, bucket, weight, segments, columns)
         del column, actual, bucket, weight, frame
@@ -536,7 +528,7 @@ def state_pairs(table: pl.DataFrame, spec: Spec) -> pl.DataFrame | None:
             )
     at, a, b = (np.concatenate([part[i] for part in parts]) for i in range(3))
     sums = np.concatenate([part[3] for part in parts], axis=1)
-    out: dict[str, Any] = {s.name: s.gather(at) for s in groups.decode(back.view(np.uint64))}
+    out: dict[str, Any] = {s.name: s.gather(at) for s in keys}
     out["a"], out["b"] = a.astype(np.int32), b.astype(np.int32)
     out.update(_num=sums[0], _ties=sums[1], _N=sums[2], _P=sums[3])
     return pl.DataFrame(out)

@@ -194,6 +194,29 @@ def unit_groups(frame: pl.DataFrame, key_codes: list[KeyCode]) -> tuple[GroupCod
         return groups, frame[[c for c in frame.columns if c not in names]]
 
 
+def table_groups(
+    lf: pl.LazyFrame, keys: list[str], columns: list[pl.Expr]
+) -> tuple[list[pl.Series], npt.NDArray[np.int64], int, pl.DataFrame] | None:
+    """A table's rows coded by group: the keys (a row a group), the codes, the groups, ``columns``.
+
+    The codes are 0 … groups − 1 (every row 0 without keys); ``columns`` are collected with
+    the key columns' codes. None where a key has no code or the compiled loops are off.
+    """
+    from ..codes import hashed_key, key_code
+
+    if compiled.loops() is None:
+        return None
+    schema = lf.collect_schema()
+    coded = key_exprs(keys, {k: key_code(k, schema[k]) or hashed_key(k, schema[k]) for k in keys})
+    if coded is None:
+        return None
+    key_codes, exprs = coded
+    frame = lf.select(*exprs, *columns).collect()
+    groups, frame = unit_groups(frame, key_codes)
+    codes, back = compiled.compact(groups.codes.view(np.int64), 1 << groups.bits)
+    return groups.decode(back.view(np.uint64)), codes, back.size, frame
+
+
 @dataclass
 class Collected:
     """A unit's collected columns (``_g0``…, ``_y``, ``_p``, ``_w``), not yet sorted.

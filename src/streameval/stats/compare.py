@@ -163,14 +163,16 @@ def _row_counts(state: State, keys: list[str]) -> pl.LazyFrame:
     return lf.group_by(keys).agg(n.sum().cast(pl.Int64).alias("n"))
 
 
-def paired_test(state: State, level: float, alternative: str) -> pl.DataFrame:
-    """Per group and pair of models (in ``spec.scores`` order): the paired DeLong test."""
-    from ..metrics.binary import ALL
+def _joint_sums(state: State, keys: list[str]) -> pl.LazyFrame:
+    """Per group: ``auc{i}``, ``cov{i}_{j}`` (i ≤ j) and ``_e{i}`` (AUC bound) of the models.
+
+    The Polars reference of :func:`streameval.kernels.pairedstate.paired_sums`: each model's
+    placements joined onto the joint histogram's rows, then summed per group.
+    """
     from ..metrics.ranking import ranking
     from ..states.paired import bucket_columns
 
-    check_alternative(alternative)
-    lf, keys = _groups(state)
+    lf, _ = _groups(state)
     hist, _ = model_histograms(state)
     placed = placements(hist, [*keys, "model"])
     joint = lf.with_columns(pl.col("pos", "neg").cast(pl.Float64))
@@ -196,20 +198,33 @@ def paired_test(state: State, level: float, alternative: str) -> pl.DataFrame:
             sums.append(pl.when((P > 1) & (N > 1)).then(s10 + s01).alias(f"cov{i}_{j}"))
     per_group = joint.group_by(keys).agg(*sums)
     bounds = ranking(hist, [*keys, "model"], exact=state.spec.exact)
+    for m in range(len(buckets)):
+        error = bounds.filter(pl.col("model") == m).select(
+            *keys, pl.col("roc_auc_error").alias(f"_e{m}")
+        )
+        per_group = per_group.join(error, on=keys, how="left", nulls_equal=True)
+    return per_group
+
+
+def paired_test(state: State, level: float, alternative: str) -> pl.DataFrame:
+    """Per group and pair of models (in ``spec.scores`` order): the paired DeLong test."""
+    from .. import kernels
+    from ..kernels.pairedstate import paired_sums
+    from ..metrics.binary import ALL, with_group_key
+
+    check_alternative(alternative)
+    _, keys = _groups(state)
+    summed = paired_sums(state.table, state.spec) if kernels.ENABLED else None
+    if summed is None:
+        per_group = _joint_sums(state, keys)
+    else:
+        per_group, _ = with_group_key(summed, state.keys)
     names = list(state.spec.scores)
     rows = []
-    for i, j in combinations(range(len(buckets)), 2):
+    for i, j in combinations(range(len(names)), 2):
         var = pl.col(f"cov{i}_{i}") + pl.col(f"cov{j}_{j}") - 2 * pl.col(f"cov{i}_{j}")
-        error = [
-            bounds.filter(pl.col("model") == m).select(
-                *keys, pl.col("roc_auc_error").alias(f"_e{m}")
-            )
-            for m in (i, j)
-        ]
         rows.append(
-            per_group.join(error[0], on=keys, how="left", nulls_equal=True)
-            .join(error[1], on=keys, how="left", nulls_equal=True)
-            .select(
+            per_group.select(
                 *keys,
                 pl.lit(names[i]).alias("model_a"),
                 pl.lit(names[j]).alias("model_b"),

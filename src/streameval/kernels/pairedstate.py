@@ -1,0 +1,160 @@
+"""DeLong's paired test of a paired state's joint histogram, by compiled loops.
+
+A paired state (:mod:`streameval.states.paired`) holds a row per group and combination of
+the models' buckets, about a row per row at the default precision. DeLong's test
+(:func:`streameval.stats.compare.paired_test`) needs, per group, each model's AUC and the
+covariances of the models' placements over the joint rows. Here the rows are ordered by
+group once (a counting sort, :func:`.classstate.by_segment`); in each group, each model's
+buckets are sorted (a merge sort) and read from the highest down for its placements, then
+one pass over the group's rows sums the products of every pair of models' placements
+(:func:`joint_sums`). The Polars query (sorts, windows and a join a model over the whole
+state) stays the reference, with the kernels switched off.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+import numpy as np
+import polars as pl
+
+from ..spec import Spec
+from . import small_pages
+from .classstate import by_segment, permute
+
+jit = numba.njit(cache=True, nogil=True)
+
+
+@jit
+def joint_sums(bounds, buckets, weights, bound, span, out):  # type: ignore[no-untyped-def]
+    """Per group: each model's AUC and its bound, and the covariance of each pair's AUCs.
+
+    Groups ``span[0]`` … ``span[1] − 1`` are summed into ``out``, so that two threads can
+    share the work.
+
+    Parameters
+    ----------
+    bounds : ndarray of int64
+        Each group's first row (and the end); the rows in group order.
+    buckets : 2-d ndarray of int64
+        Each row's bucket under each model (rows × models).
+    weights : 2-d ndarray of float64
+        Each row's positive and negative weight (rows × 2).
+    bound : float
+        The AUC's bound per tied pair of a bucket (½ bucketed, 0 exact).
+    span : (int, int)
+        The first group summed and the group after the last.
+    out : tuple of ndarray
+        ``(auc, error, covariance)``, filled with NaN beforehand; the span's groups are
+        written. ``auc[g, i]`` is Σ pos·V10 / P (V10: the negatives' weight below the
+        row's bucket and half of it in the bucket, over N), ``error[g, i]`` ``bound`` × the
+        buckets' tied pairs / (P·N), both NaN without a positive or a negative;
+        ``covariance[g, i, j]`` (i ≤ j) is Σ pos·(V10ᵢ − Aᵢ)(V10ⱼ − Aⱼ) / ((P − 1)·P) +
+        Σ neg·(V01ᵢ − Aᵢ)(V01ⱼ − Aⱼ) / ((N − 1)·N), V01 the positives' weight above the
+        bucket and half of it in it, over P; NaN unless P > 1 and N > 1.
+
+    """
+    first, last = span
+    auc, error, covariance = out
+    models = buckets.shape[1]
+    widest = 0
+    for g in range(first, last):
+        widest = max(widest, bounds[g + 1] - bounds[g])
+    v10 = np.empty((widest, models))
+    v01 = np.empty((widest, models))
+    column = np.empty(widest, np.int64)
+    for g in range(first, last):
+        begin, end = bounds[g], bounds[g + 1]
+        m = end - begin
+        P = 0.0
+        N = 0.0
+        for r in range(begin, end):
+            P += weights[r, 0]
+            N += weights[r, 1]
+        if m == 0 or not (P > 0.0 and N > 0.0):
+            continue
+        for i in range(models):
+            for t in range(m):
+                column[t] = buckets[begin + t, i]
+            rank = np.argsort(column[:m], kind="mergesort")
+            cpos = 0.0
+            cneg = 0.0
+            area = 0.0
+            ties = 0.0
+            t = m - 1
+            while t >= 0:  # a bucket's rows, from the highest bucket down
+                key = column[rank[t]]
+                u = t
+                pos = 0.0
+                neg = 0.0
+                while u >= 0 and column[rank[u]] == key:
+                    pos += weights[begin + rank[u], 0]
+                    neg += weights[begin + rank[u], 1]
+                    u -= 1
+                cpos += pos
+                cneg += neg
+                below = (N - cneg + 0.5 * neg) / N
+                above = (cpos - 0.5 * pos) / P
+                for v in range(u + 1, t + 1):
+                    v10[rank[v], i] = below
+                    v01[rank[v], i] = above
+                area += pos * below
+                ties += pos * neg
+                t = u
+            auc[g, i] = area / P
+            error[g, i] = ties / P / N * bound
+        if not (P > 1.0 and N > 1.0):
+            continue
+        for i in range(models):
+            for j in range(i, models):
+                s10 = 0.0
+                s01 = 0.0
+                for t in range(m):
+                    s10 += weights[begin + t, 0] * (v10[t, i] - auc[g, i]) * (v10[t, j] - auc[g, j])
+                    s01 += weights[begin + t, 1] * (v01[t, i] - auc[g, i]) * (v01[t, j] - auc[g, j])
+                covariance[g, i, j] = s10 / (P - 1.0) / P + s01 / (N - 1.0) / N
+
+
+def paired_sums(table: pl.DataFrame, spec: Spec) -> pl.DataFrame | None:
+    """Per group: ``auc{i}``, ``cov{i}_{j}`` (i ≤ j) and ``_e{i}`` of the models of a state.
+
+    As :func:`streameval.stats.compare.paired_test` sums them with Polars (null where
+    undefined); None where the compiled loops are off or a key has no code.
+    """
+    from ..states.paired import bucket_columns
+    from .runs import table_groups
+
+    names = bucket_columns(spec)
+    wanted = [pl.col(names), pl.col("pos", "neg").cast(pl.Float64)]
+    coded = table_groups(table.lazy(), list(spec.keys), wanted)
+    if coded is None:
+        return None
+    keys, codes, size, frame = coded
+    with small_pages():
+        dest, bounds = by_segment(codes, np.zeros(codes.size, np.int32), 1, size)
+        buckets = np.empty((codes.size, len(names)), np.int64)
+        permute(dest, np.stack([frame[b].to_numpy() for b in names]), buckets)
+        weights = np.empty((codes.size, 2))
+        permute(dest, np.stack([frame[c].to_numpy() for c in ("pos", "neg")]), weights)
+        del frame, dest
+        models = len(names)
+        auc, error = np.full((size, models), np.nan), np.full((size, models), np.nan)
+        covariance = np.full((size, models, models), np.nan)
+        half = int(np.searchsorted(bounds, bounds[-1] // 2))  # two halves of the rows
+        tie = 0.0 if spec.exact else 0.5
+        sums_out = (auc, error, covariance)
+        with ThreadPoolExecutor(2) as pool:
+            for done in [
+                pool.submit(joint_sums, bounds, buckets, weights, tie, span, sums_out)
+                for span in ((0, half), (half, size))
+            ]:
+                done.result()
+    sums: dict[str, object] = {}
+    for i in range(len(names)):
+        sums[f"auc{i}"] = auc[:, i]
+        for j in range(i, len(names)):
+            sums[f"cov{i}_{j}"] = covariance[:, i, j]
+        sums[f"_e{i}"] = error[:, i]
+    out = pl.DataFrame({**{s.name: s for s in keys}, **sums})
+    return out.with_columns(pl.col(list(sums)).fill_nan(None))
