@@ -167,7 +167,7 @@ def test_evaluate_paired_gives_procs_delong_intervals(case: str) -> None:
     st.booleans(),
     st.sampled_from(["two-sided", "less"]),
 )
-def test_the_paired_tests_sums_match_the_polars_query(data, precision, keyed, alternative):
+def test_the_paired_states_finalize_matches_the_polars_query(data, precision, keyed, alternative):
     from streameval import kernels
     from streameval.kernels import pairedstate
 
@@ -186,11 +186,12 @@ def test_the_paired_tests_sums_match_the_polars_query(data, precision, keyed, al
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(pairedstate, "paired_sums", spied)
-        ours = state.roc_test(alternative=alternative)
-    assert taken == [True]
+        ours, table = state.roc_test(alternative=alternative), state.metrics()
+    assert taken == [True, True]
     kernels.ENABLED = False
     try:
         theirs = state.roc_test(alternative=alternative)
+        same(table, state.metrics())
     finally:
         kernels.ENABLED = True
     # z and p from a near-zero sd are ill-conditioned: the sums' order moves them

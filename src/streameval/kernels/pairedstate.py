@@ -14,9 +14,11 @@ state) stays the reference, with the kernels switched off.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numba
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from ..spec import Spec
@@ -40,23 +42,25 @@ def joint_sums(bounds, buckets, weights, bound, span, out):  # type: ignore[no-u
     buckets : 2-d ndarray of int64
         Each row's bucket under each model (rows × models).
     weights : 2-d ndarray of float64
-        Each row's positive and negative weight (rows × 2).
+        Each row's positive and negative weight and its rows (rows × 3).
     bound : float
         The AUC's bound per tied pair of a bucket (½ bucketed, 0 exact).
     span : (int, int)
         The first group summed and the group after the last.
     out : tuple of ndarray
-        ``(auc, error, covariance)``, filled with NaN beforehand; the span's groups are
-        written. ``auc[g, i]`` is Σ pos·V10 / P (V10: the negatives' weight below the
-        row's bucket and half of it in the bucket, over N), ``error[g, i]`` ``bound`` × the
+        ``(auc, error, covariance, ap, totals)``, filled with NaN beforehand (``totals``
+        with anything); the span's groups are written. ``totals[g]`` holds P, N and the
+        rows. ``auc[g, i]`` is Σ pos·V10 / P (V10: the negatives' weight below the row's
+        bucket and half of it in the bucket, over N), ``error[g, i]`` ``bound`` × the
         buckets' tied pairs / (P·N), both NaN without a positive or a negative;
+        ``ap[g, i]`` is the average precision (NaN without a positive);
         ``covariance[g, i, j]`` (i ≤ j) is Σ pos·(V10ᵢ − Aᵢ)(V10ⱼ − Aⱼ) / ((P − 1)·P) +
         Σ neg·(V01ᵢ − Aᵢ)(V01ⱼ − Aⱼ) / ((N − 1)·N), V01 the positives' weight above the
         bucket and half of it in it, over P; NaN unless P > 1 and N > 1.
 
     """
     first, last = span
-    auc, error, covariance = out
+    auc, error, covariance, ap, totals = out
     models = buckets.shape[1]
     widest = 0
     for g in range(first, last):
@@ -69,11 +73,13 @@ def joint_sums(bounds, buckets, weights, bound, span, out):  # type: ignore[no-u
         m = end - begin
         P = 0.0
         N = 0.0
+        n = 0.0
         for r in range(begin, end):
             P += weights[r, 0]
             N += weights[r, 1]
-        if m == 0 or not (P > 0.0 and N > 0.0):
-            continue
+            n += weights[r, 2]
+        totals[g, 0], totals[g, 1], totals[g, 2] = P, N, n
+        both = P > 0.0 and N > 0.0
         for i in range(models):
             for t in range(m):
                 column[t] = buckets[begin + t, i]
@@ -82,6 +88,7 @@ def joint_sums(bounds, buckets, weights, bound, span, out):  # type: ignore[no-u
             cneg = 0.0
             area = 0.0
             ties = 0.0
+            precision = 0.0
             t = m - 1
             while t >= 0:  # a bucket's rows, from the highest bucket down
                 key = column[rank[t]]
@@ -94,16 +101,22 @@ def joint_sums(bounds, buckets, weights, bound, span, out):  # type: ignore[no-u
                     u -= 1
                 cpos += pos
                 cneg += neg
-                below = (N - cneg + 0.5 * neg) / N
-                above = (cpos - 0.5 * pos) / P
-                for v in range(u + 1, t + 1):
-                    v10[rank[v], i] = below
-                    v01[rank[v], i] = above
-                area += pos * below
+                if pos > 0.0:
+                    precision += pos * cpos / (cpos + cneg)
+                if both:
+                    below = (N - cneg + 0.5 * neg) / N
+                    above = (cpos - 0.5 * pos) / P
+                    for v in range(u + 1, t + 1):
+                        v10[rank[v], i] = below
+                        v01[rank[v], i] = above
+                    area += pos * below
                 ties += pos * neg
                 t = u
-            auc[g, i] = area / P
-            error[g, i] = ties / P / N * bound
+            if P > 0.0:
+                ap[g, i] = precision / P
+            if both:
+                auc[g, i] = area / P
+                error[g, i] = ties / P / N * bound
         if not (P > 1.0 and N > 1.0):
             continue
         for i in range(models):
@@ -116,45 +129,92 @@ def joint_sums(bounds, buckets, weights, bound, span, out):  # type: ignore[no-u
                 covariance[g, i, j] = s10 / (P - 1.0) / P + s01 / (N - 1.0) / N
 
 
-def paired_sums(table: pl.DataFrame, spec: Spec) -> pl.DataFrame | None:
-    """Per group: ``auc{i}``, ``cov{i}_{j}`` (i ≤ j) and ``_e{i}`` of the models of a state.
+@dataclass
+class JointSums:
+    """Per group of a paired state: its keys, the models' sums (:func:`joint_sums`' ``out``)."""
 
-    As :func:`streameval.stats.compare.paired_test` sums them with Polars (null where
-    undefined); None where the compiled loops are off or a key has no code.
+    keys: list[pl.Series]
+    auc: npt.NDArray[np.float64]
+    error: npt.NDArray[np.float64]
+    covariance: npt.NDArray[np.float64]
+    ap: npt.NDArray[np.float64]
+    totals: npt.NDArray[np.float64]
+
+    def test_sums(self) -> pl.DataFrame:
+        """Per group: ``auc{i}``, ``cov{i}_{j}`` (i ≤ j) and ``_e{i}``, null where undefined.
+
+        As :func:`streameval.stats.compare.paired_test` sums them with Polars.
+        """
+        models = self.auc.shape[1]
+        sums: dict[str, object] = {}
+        for i in range(models):
+            sums[f"auc{i}"] = self.auc[:, i]
+            for j in range(i, models):
+                sums[f"cov{i}_{j}"] = self.covariance[:, i, j]
+            sums[f"_e{i}"] = self.error[:, i]
+        out = pl.DataFrame({**{s.name: s for s in self.keys}, **sums})
+        return out.with_columns(pl.col(list(sums)).fill_nan(None))
+
+    def model_rows(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """Per group and model: the counts, AUC, its bound and AP; and DeLong's ``_var``.
+
+        The two frames :func:`streameval.stats.compare.model_rows` reads (``model`` the
+        model's index).
+        """
+        size, models = self.auc.shape
+        group = np.repeat(np.arange(size), models)
+        frame: dict[str, object] = {s.name: s.gather(group) for s in self.keys}
+        frame["model"] = pl.Series(np.tile(np.arange(models, dtype=np.int32), size))
+        frame["n"] = self.totals[group, 2]
+        frame["positives"], frame["negatives"] = self.totals[group, 0], self.totals[group, 1]
+        frame["roc_auc"], frame["roc_auc_error"] = self.auc.ravel(), self.error.ravel()
+        frame["average_precision"] = self.ap.ravel()
+        variance = np.diagonal(self.covariance, axis1=1, axis2=2).ravel()
+        rows = pl.DataFrame(frame).fill_nan(None)
+        names = [s.name for s in self.keys]
+        return rows, rows.select(*names, "model", pl.Series("_var", variance).fill_nan(None))
+
+
+def paired_sums(table: pl.DataFrame, spec: Spec) -> JointSums | None:
+    """Each group's sums of the models of a paired state (:func:`joint_sums`).
+
+    None where the compiled loops are off or a key has no code.
     """
     from ..states.paired import bucket_columns
     from .runs import table_groups
 
     names = bucket_columns(spec)
+    count = pl.col("n") if spec.weighted else pl.col("pos") + pl.col("neg")
     wanted = [pl.col(names), pl.col("pos", "neg").cast(pl.Float64)]
+    wanted.append(count.cast(pl.Float64).alias("_n"))
     coded = table_groups(table.lazy(), list(spec.keys), wanted)
     if coded is None:
         return None
     keys, codes, size, frame = coded
+    models = len(names)
     with small_pages():
         dest, bounds = by_segment(codes, np.zeros(codes.size, np.int32), 1, size)
-        buckets = np.empty((codes.size, len(names)), np.int64)
+        buckets = np.empty((codes.size, models), np.int64)
         permute(dest, np.stack([frame[b].to_numpy() for b in names]), buckets)
-        weights = np.empty((codes.size, 2))
-        permute(dest, np.stack([frame[c].to_numpy() for c in ("pos", "neg")]), weights)
-        del frame, dest
-        models = len(names)
-        auc, error = np.full((size, models), np.nan), np.full((size, models), np.nan)
-        covariance = np.full((size, models, models), np.nan)
+        weights = np.empty((codes.size, 3))
+        columns = [frame[c].to_numpy() for c in ("pos", "neg", "_n")]
+        permute(dest, np.stack(columns), weights)
+        del frame, dest, columns
+        out = JointSums(
+            keys,
+            np.full((size, models), np.nan),
+            np.full((size, models), np.nan),
+            np.full((size, models, models), np.nan),
+            np.full((size, models), np.nan),
+            np.zeros((size, 3)),
+        )
         half = int(np.searchsorted(bounds, bounds[-1] // 2))  # two halves of the rows
         tie = 0.0 if spec.exact else 0.5
-        sums_out = (auc, error, covariance)
+        sums = (out.auc, out.error, out.covariance, out.ap, out.totals)
         with ThreadPoolExecutor(2) as pool:
             for done in [
-                pool.submit(joint_sums, bounds, buckets, weights, tie, span, sums_out)
+                pool.submit(joint_sums, bounds, buckets, weights, tie, span, sums)
                 for span in ((0, half), (half, size))
             ]:
                 done.result()
-    sums: dict[str, object] = {}
-    for i in range(len(names)):
-        sums[f"auc{i}"] = auc[:, i]
-        for j in range(i, len(names)):
-            sums[f"cov{i}_{j}"] = covariance[:, i, j]
-        sums[f"_e{i}"] = error[:, i]
-    out = pl.DataFrame({**{s.name: s for s in keys}, **sums})
-    return out.with_columns(pl.col(list(sums)).fill_nan(None))
+    return out

@@ -79,8 +79,15 @@ def model_histograms(state: State) -> tuple[pl.LazyFrame, list[str]]:
 
 def model_table(state: State, level: float) -> pl.DataFrame:
     """Per group and model: n, positives, negatives, roc_auc with its DeLong interval."""
+    from .. import kernels
+    from ..kernels.pairedstate import paired_sums
+    from ..metrics.binary import with_group_key
     from ..metrics.ranking import ranking
 
+    summed = paired_sums(state.table, state.spec) if kernels.ENABLED else None
+    if summed is not None:
+        (counts, keys), (spread, _) = (with_group_key(f, state.keys) for f in summed.model_rows())
+        return model_rows(counts, spread, keys, state.spec, level)
     hist, keys = model_histograms(state)
     hist = hist.collect().lazy()  # (read twice below: summed once)
     groups = [*keys, "model"]
@@ -218,7 +225,7 @@ def paired_test(state: State, level: float, alternative: str) -> pl.DataFrame:
     if summed is None:
         per_group = _joint_sums(state, keys)
     else:
-        per_group, _ = with_group_key(summed, state.keys)
+        per_group, _ = with_group_key(summed.test_sums(), state.keys)
     names = list(state.spec.scores)
     rows = []
     for i, j in combinations(range(len(names)), 2):
