@@ -194,13 +194,12 @@ def unit_groups(frame: pl.DataFrame, key_codes: list[KeyCode]) -> tuple[GroupCod
         return groups, frame[[c for c in frame.columns if c not in names]]
 
 
-def table_groups(
+def table_codes(
     lf: pl.LazyFrame, keys: list[str], columns: list[pl.Expr]
-) -> tuple[list[pl.Series], npt.NDArray[np.int64], int, pl.DataFrame] | None:
-    """A table's rows coded by group: the keys (a row a group), the codes, the groups, ``columns``.
+) -> tuple[GroupCodes, pl.DataFrame] | None:
+    """A table's rows' group codes, and ``columns`` collected with the key columns' codes.
 
-    The codes are 0 … groups − 1 (every row 0 without keys); ``columns`` are collected with
-    the key columns' codes. None where a key has no code or the compiled loops are off.
+    None where a key has no code or the compiled loops are off.
     """
     from ..codes import hashed_key, key_code
 
@@ -211,10 +210,60 @@ def table_groups(
     if coded is None:
         return None
     key_codes, exprs = coded
-    frame = lf.select(*exprs, *columns).collect()
-    groups, frame = unit_groups(frame, key_codes)
+    return unit_groups(lf.select(*exprs, *columns).collect(), key_codes)
+
+
+def table_groups(
+    lf: pl.LazyFrame, keys: list[str], columns: list[pl.Expr]
+) -> tuple[list[pl.Series], npt.NDArray[np.int64], int, pl.DataFrame] | None:
+    """A table's rows coded by group: the keys (a row a group), the codes, the groups, ``columns``.
+
+    The codes are 0 … groups − 1 (every row 0 without keys): :func:`table_codes` renumbered.
+    """
+    coded = table_codes(lf, keys, columns)
+    if coded is None:
+        return None
+    groups, frame = coded
     codes, back = compiled.compact(groups.codes.view(np.int64), 1 << groups.bits)
     return groups.decode(back.view(np.uint64)), codes, back.size, frame
+
+
+def state_runs(table: pl.DataFrame, spec: Spec) -> Runs | None:
+    """A binary state table read back as runs (sorted by group, then bucket), for its metrics.
+
+    The inverse of :func:`runs_state` (bucketed: of :func:`.dense.as_runs`' buckets): the
+    table's rows are coded by group, packed with their bucket key and sorted; rows of one
+    (group, bucket), which a table concatenated without merging may hold, are summed. None
+    for an empty table, keys without a code, or keys and buckets too wide to pack.
+    """
+    from ..states.binary import merge_ops
+
+    if not table.height:
+        return None
+    stored = list(merge_ops(spec))
+    coded = table_codes(table.lazy(), list(spec.keys), [pl.col("bucket", *stored)])
+    if coded is None:
+        return None
+    groups, frame = coded
+    bucket = frame["bucket"].to_numpy()
+    low, high = int(bucket.min()), int(bucket.max())
+    fitted = ScoreField.fit(bucket, low, high, 64 - groups.bits)
+    if fitted is None:
+        return None
+    field, value = fitted
+    if groups.bits:
+        value |= groups.codes << np.uint64(field.bits)
+    order = np.argsort(value, kind="stable")
+    value = value[order]
+    columns = {c: frame[c].to_numpy()[order] for c in stored}
+    starts = np.flatnonzero(np.append(True, value[1:] != value[:-1]))
+    if starts.size < value.size:
+        value = value[starts]
+        columns = {c: np.add.reduceat(v, starts) for c, v in columns.items()}
+    pos, neg, n = columns.pop("pos"), columns.pop("neg"), columns.pop("n", None)
+    bucketed = None if spec.exact else (spec.precision, spec.splits)
+    sums = columns or None
+    return Runs(value, pos, neg, n, field, low, high, groups, sums=sums, bucketed=bucketed)
 
 
 @dataclass

@@ -275,6 +275,16 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
     """
     thresholds = as_thresholds(threshold)
     check_thresholds(state, thresholds)
+    from .. import kernels  # (the kernels import this module)
+
+    if kernels.ENABLED:  # the state's rows as runs, read by the compiled loops
+        from ..kernels.metrics import runs_metrics
+        from ..kernels.runs import state_runs
+
+        runs = state_runs(state.table, state.spec)
+        table = None if runs is None else runs_metrics(runs, state.spec, thresholds)
+        if table is not None:
+            return table
     scale = _pair_scale(state.table)
     parts = [
         _finalize(chunk, state.spec, thresholds, scale)

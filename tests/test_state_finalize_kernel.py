@@ -1,0 +1,79 @@
+"""A binary state's metric table read by the kernel's loops against the Polars finalize.
+
+``State.metrics()`` reads a binary state's rows back as runs (:func:`streameval.kernels.runs.
+state_runs`) and computes the table with the compiled loops where they apply; the Polars
+finalize (the kernels switched off) is the reference.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+import streameval as se
+from reference import binary_frames, chunks
+from streameval import kernels
+from streameval.kernels import runs as kernel_runs
+
+pytestmark = pytest.mark.filterwarnings("ignore:log_loss and brier are null:UserWarning")
+
+
+def _polars(call: Any) -> Any:
+    kernels.ENABLED = False
+    try:
+        return call()
+    finally:
+        kernels.ENABLED = True
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    binary_frames(probabilities=False) | binary_frames(),
+    st.sampled_from([2, 11, "exact"]),
+    st.booleans(),
+    st.booleans(),
+)
+def test_metric_tables_match_the_polars_finalize(data, precision, keyed, several):
+    df, cuts, weighted = data
+    thresholds = [0.25, 0.5] if several else [0.5]
+    kw: dict[str, Any] = dict(label="y", score="p", by="g" if keyed else None)
+    kw |= dict(weight="w" if weighted else None, precision=precision, thresholds=thresholds)
+    state = se.merge(se.accumulate(c, **kw) for c in chunks(df, cuts))
+    ours = state.metrics(thresholds)
+    assert_frame_equal(
+        ours, _polars(lambda: state.metrics(thresholds)), rel_tol=1e-9, abs_tol=1e-12
+    )
+
+
+def test_rows_of_one_bucket_apart_are_summed():
+    df = pl.DataFrame({"g": [0, 0, 1, 1, 0], "y": [1, 0, 1, 0, 1], "p": [0.9, 0.2, 0.4, 0.6, 0.2]})
+    kw: dict[str, Any] = dict(label="y", score="p", by="g", precision="exact")
+    parts = [se.accumulate(df[:3], **kw), se.accumulate(df[3:], **kw)]
+    unmerged = se.State(parts[0].spec, pl.concat([p.table for p in parts]))  # (0, 0.2) twice
+    runs = kernel_runs.state_runs(unmerged.table, unmerged.spec)
+    assert runs is not None and runs.value.size == unmerged.table.height - 1
+    assert_frame_equal(unmerged.metrics(), se.accumulate(df, **kw).metrics())
+
+
+@pytest.mark.parametrize("precision", [11, "exact"])
+def test_the_loops_read_the_state(precision, monkeypatch):
+    from streameval.kernels import metrics as kernel_metrics
+
+    df = pl.DataFrame({"g": [0, 1, 0, 1], "y": [1, 0, 0, 1], "p": [0.9, 0.2, 0.4, 0.6]})
+    state = se.accumulate(df, label="y", score="p", by="g", precision=precision)
+    tables: list[Any] = []
+    original = kernel_metrics.runs_metrics
+
+    def spied(*args: Any) -> Any:
+        tables.append(original(*args))
+        return tables[-1]
+
+    monkeypatch.setattr(kernel_metrics, "runs_metrics", spied)
+    ours = state.metrics()
+    assert len(tables) == 1 and tables[0] is not None
+    assert ours["roc_auc"].to_list() == [1.0, 1.0]
