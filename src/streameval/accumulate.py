@@ -31,6 +31,7 @@ from .source import (
     schema_of,
     shard_units,
     source_files,
+    split_large,
     to_lazyframe,
 )
 from .spec import Spec, parse_precision
@@ -310,6 +311,8 @@ def prepare(
     if not (tables or task.states):
         task = replace(task, runs=None)
     units = hive_units(lf, source, files, keys) if files else None
+    if units is not None and engine == "streaming" and task.runs is not None:
+        units = split_large(units, keys, schema, len(wanted), Scatter)
     in_memory = isinstance(source, pl.DataFrame) or (
         type(source).__module__.startswith("pyarrow")
         and type(source).__name__ in ("Table", "RecordBatch")
@@ -319,7 +322,7 @@ def prepare(
         # a shard's budget is in rows of four columns: wider rows (class scores) make more
         units = shard_units(lf, keys, schema, rows * max(4, len(wanted)) // 4)
     scatter = None
-    if units and units[0].shard is not None:
+    if units and units[0].shard is not None and not units[0].constants:
         scatter = Scatter(lf, len(units), units[0].shard[0])
     return Plan(lf, schema, files, engine, wanted, task, units, in_memory, replication, scatter)
 
@@ -348,8 +351,9 @@ def unit_rows(plan: Plan, unit: Unit | None = None) -> Collected | None:
         rows: Collected | None = plan.task.runs(plan.lf, {})
         return rows
     shard = None
-    if plan.scatter is not None and unit.shard is not None:
-        shard = Shard(plan.scatter, unit.shard[1])
+    scatter = plan.scatter if unit.scatter is None else unit.scatter
+    if scatter is not None and unit.shard is not None:
+        shard = Shard(scatter, unit.shard[1])
     rows = plan.task.runs(unit.lf, unit.constants, shard=shard)
     return rows
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 import glob as globlib
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -164,6 +164,11 @@ class Unit:
     constants: dict[str, Any]
     #: A shard's (:func:`shard_units`): the expression of each row's shard, and its own.
     shard: tuple[pl.Expr, int] | None = None
+    #: A hive unit's files (when its value was read from their directories' names).
+    files: tuple[str, ...] = ()
+    #: A shard of a large hive unit (:func:`split_large`): the reader its shards share
+    #: (:class:`streameval.kernels.scatter.Scatter`, set by the planner).
+    scatter: Any = None
 
 
 def hive_units(
@@ -177,18 +182,73 @@ def hive_units(
     for key in keys:
         if all(sum(p.startswith(f"{key}=") for p in fp) == 1 for fp in parts):
             named = {p[len(key) + 1 :] for fp in parts for p in fp if p.startswith(f"{key}=")}
-            values = _partition_values(lf, key, sorted(named), files)
+            names = sorted(named)
+            values = _partition_values(lf, key, names, files)
+            held: list[tuple[str, ...]] = [()] * len(names)
             if values is None:  # read from the rows (each row carries its file's value)
                 found = collect(lf.select(pl.col(key).unique()), "streaming", list(files))
                 values = found.to_series().to_list()
+            else:  # each value's files, from its directory's name
+                index = {name: i for i, name in enumerate(names)}
+                lists: list[list[str]] = [[] for _ in names]
+                for f, fp in zip(files, parts, strict=True):
+                    (name,) = (p[len(key) + 1 :] for p in fp if p.startswith(f"{key}="))
+                    lists[index[name]].append(f)
+                held = [tuple(x) for x in lists]
             return [
                 Unit(
                     lf.filter(pl.col(key).is_null() if v is None else pl.col(key) == v),
                     {key: v},
+                    files=held[i] if i < len(held) else (),
                 )
-                for v in values
+                for i, v in enumerate(values)
             ]
     return None
+
+
+#: Bytes of a hive unit's files below which its rows are not counted (:func:`split_large`):
+#: far fewer rows than a shard's.
+SMALL_UNIT_BYTES = 512 << 10
+
+
+def split_large(
+    units: list[Unit],
+    keys: Sequence[str],
+    schema: pl.Schema,
+    width: int,
+    reader: Callable[[pl.LazyFrame, int, pl.Expr], Any],
+) -> list[Unit]:
+    """Hive units of more than :data:`SHARD_ROWS` rows split into shards of whole groups.
+
+    A unit's rows are counted from its files' footers (units of files smaller than
+    :data:`SMALL_UNIT_BYTES` are not counted); ``width`` is the columns read a row (a
+    shard's budget is in rows of four). A unit split has its shards in its place, each its
+    rows filtered on a hash of the keys that vary within it (:func:`shard_expr`), all
+    sharing ``reader(unit rows, shards, shard expression)`` (their rows read once); a unit
+    whose rows are one group (no varying key) stays whole.
+    """
+    import pyarrow.parquet as pq
+
+    out = []
+    for unit in units:
+        varying = [k for k in keys if k not in unit.constants]
+        if not unit.files or not varying:
+            out.append(unit)
+            continue
+        if sum(os.path.getsize(f) for f in unit.files) < SMALL_UNIT_BYTES:
+            out.append(unit)
+            continue
+        rows = sum(pq.read_metadata(f).num_rows for f in unit.files)
+        shards = -(-(rows * max(4, width) // 4) // SHARD_ROWS)
+        if shards <= 1:
+            out.append(unit)
+            continue
+        shard = shard_expr(varying, schema, shards)
+        shared = reader(unit.lf, shards, shard)
+        for k in range(shards):
+            lf = unit.lf.filter(shard == k)
+            out.append(Unit(lf, unit.constants, (shard, k), unit.files, shared))
+    return out
 
 
 #: Rows of a shard at most (:func:`shard_units`): three units in flight (one summed, two read
