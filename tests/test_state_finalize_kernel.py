@@ -7,8 +7,10 @@ finalize (the kernels switched off) is the reference.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -77,3 +79,46 @@ def test_the_loops_read_the_state(precision, monkeypatch):
     ours = state.metrics()
     assert len(tables) == 1 and tables[0] is not None
     assert ours["roc_auc"].to_list() == [1.0, 1.0]
+
+
+KEY_TYPES = {
+    "string": pl.String,
+    "categorical": pl.Categorical,
+    "enum": pl.Enum(["a", "b", "c"]),
+    "int64": pl.Int64,
+    "date": pl.Date,
+    "float": pl.Float64,
+}
+
+
+@pytest.mark.parametrize("kind", list(KEY_TYPES))
+@pytest.mark.parametrize("task", ["binary", "multiclass", "paired"])
+def test_every_key_type_reads_back(kind, task):
+    rng = np.random.default_rng(7)
+    n = 600
+    key = pl.Series("seg", rng.choice(["a", "b", "c"], n))
+    if kind in ("int64", "float"):
+        key = key.replace_strict({"a": 1, "b": 20, "c": -3}, return_dtype=KEY_TYPES[kind])
+    elif kind == "date":
+        key = key.replace_strict({"a": 0, "b": 40, "c": 99}, return_dtype=pl.Int32).cast(pl.Date)
+    else:
+        key = key.cast(KEY_TYPES[kind])
+    p = rng.dirichlet([1, 1, 1], n).round(2)
+    df = pl.DataFrame(
+        {"seg": key, "y": rng.integers(0, 2, n), "c": rng.integers(0, 3, n), "q": rng.random(n)}
+        | {f"p{j}": p[:, j] for j in range(3)}
+    ).with_columns(
+        pl.when(pl.int_range(pl.len()) % 7 == 0).then(None).otherwise("seg").alias("seg")
+    )
+    kw: dict[str, Any] = {
+        "binary": dict(label="y", score="p0"),
+        "multiclass": dict(task="multiclass", label="c", scores=["p0", "p1", "p2"]),
+        "paired": dict(task="paired", label="y", scores=["p0", "q"]),
+    }[task]
+    state = se.accumulate(df, by="seg", **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (scores rounded: not summing to 1)
+        ours, theirs = state.metrics(), _polars(state.metrics)
+    assert_frame_equal(ours, theirs, rel_tol=1e-9, abs_tol=1e-12)
+    if task == "paired":
+        assert_frame_equal(state.roc_test(), _polars(state.roc_test), rel_tol=1e-9, abs_tol=1e-12)

@@ -63,7 +63,9 @@ def key_code(name: str, dtype: pl.DataType) -> KeyCode | None:
         text = col if dtype == pl.String else col.cast(pl.String)
         code = (text.cast(pl.Categorical(cats)).to_physical().cast(pl.Int64) + 1).fill_null(0)
 
-        def decode_text(codes: pl.Series) -> pl.Series:
+        def decode_text(codes: pl.Series, anchor: pl.Series = anchor) -> pl.Series:
+            # (``anchor`` keeps ``cats`` alive while a decoder lives: Polars forgets the
+            # values of categories no column holds)
             lookup = pl.concat([pl.Series(name, [None], pl.String), cats.to_series()])
             return lookup.gather(codes).rename(name).cast(dtype)
 
