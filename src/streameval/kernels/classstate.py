@@ -9,6 +9,9 @@ copied there side by side (:func:`permute`). Each segment is then read for the c
 small enough to stay in cache (:func:`score_cells`): the segments' rows are few, their
 buckets fewer. No table of every (group, bucket) cell is made, so the state costs rows and
 memory in proportion to its rows at any precision, exact included, and any number of groups.
+A state's AUC pair sums, which its finalize needs, are read the same way
+(:func:`state_pairs`): its score rows ordered by (group, column), each such segment's rows
+sorted by bucket and read from the highest down (:func:`segment_pairs`), on two threads.
 
 The sums are those of the Polars query, in another order of addition (weighted sums may
 differ in the last bits). The state's rows come in no particular order, as the group-by's.
@@ -399,39 +402,15 @@ def _score_rows(
 
 
 @jit
-def by_column(codes, column, actual, bucket, weights, segments, columns):  # type: ignore[no-untyped-def]
-    """A state's score rows ordered by (group, column) segment: a counting sort.
-
-    Returns each segment's first row (and the end), and the rows' bucket keys, actual
-    classes and weights in that order.
-    """
-    bounds = np.zeros(segments + 1, np.int64)
-    for i in range(codes.size):
-        bounds[codes[i] * columns + column[i] + 1] += 1
-    for s in range(segments):
-        bounds[s + 1] += bounds[s]
-    cursor = bounds[:-1].copy()
-    keys = np.empty(codes.size, np.int64)
-    classes = np.empty(codes.size, np.int32)
-    mass = np.empty(codes.size, np.float64)
-    for i in range(codes.size):
-        s = codes[i] * columns + column[i]
-        r = cursor[s]
-        keys[r], classes[r], mass[r] = bucket[i], actual[i], weights[i]
-        cursor[s] += 1
-    return bounds, keys, classes, mass
-
-
-@jit
 def segment_pairs(bounds, keys, actual, weights, segments, shape):  # type: ignore[no-untyped-def]
     """The AUCs' pair sums of segments ``segments[0]`` … ``segments[1] − 1`` of a state.
 
-    The segments are :func:`by_column`'s; each one's rows are sorted by bucket (a merge
-    sort of its keys) and read from the highest bucket down: each row of class b ≠ a (the
-    segment's column) adds w·(class a's weight above its bucket + ½ in it) to ``num[b]``,
-    w·(class a's weight in its bucket) to ``ties[b]`` and w to ``mass[b]``, as
-    :func:`streameval.metrics.pairs._pairwise` sums them. ``shape`` holds the score columns
-    and the classes.
+    The segments are (group, column) pairs (:func:`by_segment`); each one's rows are sorted
+    by bucket (a merge sort of its keys) and read from the highest bucket down: each row of
+    class b ≠ a (the segment's column) adds w·(class a's weight above its bucket + ½ in it)
+    to ``num[b]``, w·(class a's weight in its bucket) to ``ties[b]`` and w to ``mass[b]``,
+    as :func:`streameval.metrics.pairs._pairwise` sums them. ``shape`` holds the score
+    columns and the classes.
 
     Returns
     -------
@@ -512,9 +491,9 @@ def state_pairs(table: pl.DataFrame, spec: Spec) -> pl.DataFrame | None:
     )
     segments, columns = size * len(spec.scores), len(spec.scores)
     with small_pages():
-        ordered = by_column(group, column, actual, bucket, weight, segments, columns)
-        del column, actual, bucket, weight, frame
-        bounds, keys_in_order, classes, weights = ordered
+        dest, bounds = by_segment(group, column, columns, segments)
+        keys_in_order, classes, weights = (_moved(dest, x) for x in (bucket, actual, weight))
+        del column, actual, bucket, weight, frame, dest
         half = int(np.searchsorted(bounds, bounds[-1] // 2))  # two halves of the rows
         shape = (columns, len(spec.classes))
         with ThreadPoolExecutor(2) as pool:
