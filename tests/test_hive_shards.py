@@ -103,3 +103,20 @@ def test_a_partition_of_one_group_stays_whole(hive, small_shards):
     (units,) = small_shards[1]
     assert len(units) == 3 and all(u.shard is None for u in units)
     assert_frame_equal(ours, se.evaluate(pl.scan_parquet(hive), **kw))
+
+
+@pytest.mark.parametrize("task", ["binary", "weighted"])
+def test_units_finalized_a_few_groups_at_a_time_give_one_table(hive, task, monkeypatch):
+    kw = TASKS[task] | {"by": ["day", "g", "seg"]}
+    whole = se.evaluate(hive, **kw)
+    monkeypatch.setattr(importlib.import_module("streameval.evaluate"), "FINISH_ROWS", 50)
+    assert_frame_equal(se.evaluate(hive, **kw), whole)
+    assert_frame_equal(se.evaluate(hive, ci="wilson", **kw), _polars_table(hive, ci="wilson", **kw))
+
+
+def _polars_table(source: Any, **kw: Any) -> pl.DataFrame:
+    kernels.ENABLED = False
+    try:
+        return se.evaluate(source, **kw)
+    finally:
+        kernels.ENABLED = True
