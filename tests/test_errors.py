@@ -309,3 +309,23 @@ def test_a_column_in_two_roles_is_named():
     df = pl.DataFrame({"y": ["a", "b"], "p": [0.1, 0.2]})
     with pytest.raises(se.errors.InputError, match="'y' as label and prediction"):
         se.accumulate(df, task="multiclass", label="y", prediction="y")
+
+
+def test_warnings_name_the_callers_line():
+    import warnings
+
+    binary = pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 1.5, 0.7, 0.1]})
+    classes = pl.DataFrame({"y": [0, 1, 2], "p0": [0.5, 0.2, 0.3], "p1": [0.5, 0.2, 0.3]})
+    classes = classes.with_columns(p2=pl.lit(0.5))
+    values = pl.DataFrame({"y": [1.0, -2.0, 3.0], "f": [0.5, 1.0, -1.0]})
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        se.evaluate(binary, label="y", score="p")
+        se.accumulate(binary, label="y", score="p").metrics()
+        se.evaluate(binary, label="y", score="p", precision="exact", ci="wilson")
+        options = dict(task="multiclass", label="y", scores=["p0", "p1", "p2"])
+        se.evaluate(classes, **options)
+        se.accumulate(classes, **options).metrics()
+        se.evaluate(values, task="regression", label="y", prediction="f")
+    assert len(seen) >= 6
+    assert {w.filename for w in seen} == {__file__}, [(w.filename, w.lineno) for w in seen]

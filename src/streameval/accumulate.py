@@ -12,7 +12,7 @@ import polars as pl
 
 from . import kernels, resample_draw, resample_plan
 from . import progress as bar
-from .errors import InputError, close_matches
+from .errors import InputError, caller_level, close_matches
 from .kernels.buckets import bucketed_state
 from .kernels.runs import Collected, Runs, runs_state
 from .kernels.scatter import Scatter, Shard
@@ -298,7 +298,10 @@ def prepare(
         valid = pl.all_horizontal([pl.col(c).is_not_null() for c in used])
         dropped = collect(lf.select((~valid).sum()), engine, files).item()
         if dropped:
-            warnings.warn(f"dropped {dropped} rows with a null in {', '.join(used)}", stacklevel=3)
+            warnings.warn(
+                f"dropped {dropped} rows with a null in {', '.join(used)}",
+                stacklevel=caller_level(),
+            )
         lf = lf.filter(valid)
     opened = Opened(lf, schema, files, engine, keys)
     replication = None

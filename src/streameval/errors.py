@@ -6,7 +6,11 @@ Every error says what was expected, what was found, and a hint.
 from __future__ import annotations
 
 import difflib
+import os
+import sys
 from collections.abc import Iterable
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class StreamevalError(ValueError):
@@ -55,3 +59,20 @@ class DomainWarning(UserWarning):
             for what, (rows, groups) in problems.items()
         )
         super().__init__(f"null for the groups concerned: {text}")
+
+
+def caller_level() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside this package.
+
+    Called by the function that warns: a warning then names the user's line, however deep in
+    the package it was raised (a fixed level named an internal line on some paths).
+
+    >>> caller_level() >= 1
+    True
+    """
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    return level

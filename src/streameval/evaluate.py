@@ -20,7 +20,7 @@ from .accumulate import (
     unit_staged,
     units_staged,
 )
-from .errors import DomainWarning
+from .errors import DomainWarning, caller_level
 from .kernels.metrics import grouped_metrics
 from .kernels.staged import Staged
 from .metrics.binary import ALL, as_thresholds
@@ -360,17 +360,19 @@ def _warn_once(caught: list[warnings.WarningMessage]) -> None:
                 total = domains.setdefault(what, [0, 0])
                 total[0], total[1] = total[0] + rows, total[1] + groups
         elif w not in outside:
-            warnings.warn(w.message, stacklevel=3)
+            warnings.warn(w.message, stacklevel=caller_level())
     if domains:
-        warnings.warn(DomainWarning(domains), stacklevel=3)
+        warnings.warn(DomainWarning(domains), stacklevel=caller_level())
     if unnormalized:
         rows = sum(int(m.group(1)) for m in unnormalized)
-        warnings.warn(_UNNORMALIZED.sub(str(rows), unnormalized[0].string, count=1), stacklevel=3)
+        warnings.warn(
+            _UNNORMALIZED.sub(str(rows), unnormalized[0].string, count=1), stacklevel=caller_level()
+        )
     if outside:
         counts = [re.search(r"null for (\d+)", str(w.message)) for w in outside]
         nulls = sum(int(m.group(1)) for m in counts if m)
         warnings.warn(
             f"log_loss and brier are null for {nulls} group row(s) whose scores fall outside "
             "[0, 1]; they need probabilities (other metrics are computed)",
-            stacklevel=3,
+            stacklevel=caller_level(),
         )

@@ -42,6 +42,7 @@ import numpy as np
 import polars as pl
 
 from ..codes import KeyCode
+from ..errors import caller_level
 from . import compiled
 
 #: Bytes of split rows kept in memory before they are written to the spill files (with
@@ -253,7 +254,7 @@ class Scatter:
                 f"could not write the shards' rows under {tempfile.gettempdir()} ({exc}); each "
                 "shard reads the source instead (slower); hint: point TMPDIR at a directory "
                 "with room for the columns read",
-                stacklevel=2,
+                stacklevel=caller_level(),
             )
             raise _Fallback from None
         self._spilled += self._fill

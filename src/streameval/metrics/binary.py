@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ..bucketing import float_to_key_scalar, is_bucket_edge
-from ..errors import InputError
+from ..errors import InputError, caller_level
 from ..states.binary import column_exprs
 
 if TYPE_CHECKING:
@@ -303,7 +303,7 @@ def finish_rows(parts: list[pl.DataFrame], keys: list[str]) -> pl.DataFrame:
         warnings.warn(
             f"log_loss and brier are null for {outside} group row(s) whose scores fall outside "
             "[0, 1]; they need probabilities (other metrics are computed)",
-            stacklevel=4,
+            stacklevel=caller_level(),
         )
     return out
 

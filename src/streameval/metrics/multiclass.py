@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from ..errors import caller_level
 from .binary import ALL
 from .classes import class_counts, confusion_rows, one_vs_rest
 from .pairs import score_aggregates
@@ -226,7 +227,7 @@ def _warn_one_class(state: State, table: pl.DataFrame, names: list[str]) -> None
             f"only one class ({state.spec.classes[0]!r}) occurs in {state.spec.label!r}, so "
             f"{', '.join(undefined)} are null (undefined with one class); the other metrics "
             "follow scikit-learn (hint: pass classes=[...] if other classes exist)",
-            stacklevel=4,
+            stacklevel=caller_level(),
         )
 
 
@@ -246,12 +247,12 @@ def _warn_about_scores(table: pl.DataFrame, names: list[str], *, explicit: bool)
         warnings.warn(
             f"log_loss and brier are null for {groups} group row(s) whose scores fall outside "
             f"[0, 1] ({outside} row(s)); they need probabilities (other metrics are computed)",
-            stacklevel=4,
+            stacklevel=caller_level(),
         )
     unnormalized = int(table["_n_unnormalized"].sum())
     if unnormalized and {"log_loss", "brier"} & set(names):
         warnings.warn(
             f"the scores of {unnormalized} row(s) do not sum to 1; log_loss and brier take them "
             "as they are (hint: pass probabilities)",
-            stacklevel=4,
+            stacklevel=caller_level(),
         )

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from ..errors import DomainWarning, InputError
+from ..errors import DomainWarning, InputError, caller_level
 from .binary import ALL, with_group_key
 from .histograms import QUANTILES, aggregates
 from .select import select_metrics
@@ -256,4 +256,4 @@ def _check_domains(out: pl.DataFrame, names: list[str], *, explicit: bool) -> No
             f"expected data inside the metrics' domains, but {str(warning).split(': ', 1)[1]}; "
             "hint: filter those rows or leave the metric out"
         )
-    warnings.warn(warning, stacklevel=5)
+    warnings.warn(warning, stacklevel=caller_level())

@@ -37,7 +37,7 @@ import polars as pl
 
 from ..accumulate import _as_list, prepare, task_module
 from ..accumulate import accumulate as local_accumulate
-from ..errors import InputError, close_matches
+from ..errors import InputError, caller_level, close_matches
 from ..metrics.binary import as_thresholds
 from ..source import is_spark_frame
 from ..spec import parse_precision
@@ -263,7 +263,9 @@ def _partial_states(
         used = [c for c in plan.wanted if c not in keys]
         nulls = _spark_action(lambda: rows.where(_any_null(rows, used)).count())
         if nulls:
-            warnings.warn(f"dropped {nulls} rows with a null in {', '.join(used)}", stacklevel=4)
+            warnings.warn(
+                f"dropped {nulls} rows with a null in {', '.join(used)}", stacklevel=caller_level()
+            )
         rows = rows.dropna(subset=used)
     parts = _parts(df) if route else 1
     states = rows.mapInArrow(mapper(Task(settled, block_rows), route, parts), BLOBS)
