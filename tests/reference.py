@@ -229,3 +229,23 @@ def refusing(owner: Any, name: str, what: str) -> Iterator[None]:
     """
     with mock.patch.object(owner, name, side_effect=AssertionError(what)):
         yield
+
+
+def written_source(df: pl.DataFrame, root: Any, layout: str) -> tuple[Any, list[str]]:
+    """``df`` (columns ``seg``, ``day``, ``g``) written under ``root`` as ``layout``, and keys.
+
+    ``hive``: a ``day=`` directory, grouped by (seg, day, g); ``file``, ``glob`` and
+    ``lazyframe``: a file per ``seg`` value (one file, a glob of them, a scan of them),
+    grouped by (g, day): sources summed in shards.
+    """
+    if layout == "hive":
+        df.write_parquet(root, partition_by="day")
+        return root, ["seg", "day", "g"]
+    for i, part in enumerate(df.partition_by("seg")):
+        part.write_parquet(root / f"{i}.parquet")
+    source = {
+        "file": root / "0.parquet",
+        "glob": str(root / "*.parquet"),
+        "lazyframe": pl.scan_parquet(root / "*.parquet"),
+    }[layout]
+    return source, ["g", "day"]

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streameval as se
-from reference import assert_tables_match
+from reference import assert_tables_match, written_source
 from reference_multiclass import TOP_K, multiclass_frames, multiclass_reference
 from streameval import kernels
 from streameval.kernels import classes as kernel
@@ -150,20 +150,7 @@ def test_sources(layout, monkeypatch, taken):
     )
     monkeypatch.setattr("streameval.source.SHARD_ROWS", 1_000)  # several shards
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        if layout == "hive":
-            df.write_parquet(root, partition_by="day")
-            source: Any = root
-            by = ["seg", "day", "g"]
-        else:
-            for i, part in enumerate(df.partition_by("seg")):
-                part.write_parquet(root / f"{i}.parquet")
-            source = {
-                "file": root / "0.parquet",
-                "glob": str(root / "*.parquet"),
-                "lazyframe": pl.scan_parquet(root / "*.parquet"),
-            }[layout]
-            by = ["g", "day"]
+        source, by = written_source(df, Path(tmp), layout)
         options = _options(df, list(range(4)), True)
         ours = se.evaluate(source, by=by, **options)
         assert len(taken) > 1 and all(taken)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import streameval as se
+from reference import written_source
 from reference_multiclass import TOP_K, multiclass_frames
 from streameval import kernels
 from streameval.kernels import classes as kernel
@@ -144,20 +145,7 @@ def test_sources(layout, monkeypatch):
     )
     monkeypatch.setattr("streameval.source.SHARD_ROWS", 1_000)  # several shards
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        if layout == "hive":
-            df.write_parquet(root, partition_by="day")
-            source: Any = root
-            by = ["seg", "day", "g"]
-        else:
-            for i, part in enumerate(df.partition_by("seg")):
-                part.write_parquet(root / f"{i}.parquet")
-            source = {
-                "file": root / "0.parquet",
-                "glob": str(root / "*.parquet"),
-                "lazyframe": pl.scan_parquet(root / "*.parquet"),
-            }[layout]
-            by = ["g", "day"]
+        source, by = written_source(df, Path(tmp), layout)
         options = _options(df, None, True)
         assert_same_state(*_both(lambda: se.accumulate(source, by=by, **options)))
 
