@@ -120,3 +120,11 @@ def _polars_table(source: Any, **kw: Any) -> pl.DataFrame:
         return se.evaluate(source, **kw)
     finally:
         kernels.ENABLED = True
+
+
+def test_a_partition_whose_footer_cannot_be_read_gets_the_passs_error(tmp_path, small_shards):
+    _frame(600, seed=2).write_parquet(tmp_path, partition_by="day")
+    broken = next((tmp_path / "day=2026-01-02").iterdir())
+    broken.write_bytes(b"not parquet" * 100)
+    with pytest.raises(se.InputError, match="2026-01-02"):
+        se.evaluate(tmp_path, label="y", score="p", by=["day", "g"])

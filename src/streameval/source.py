@@ -211,6 +211,23 @@ def hive_units(
 SMALL_UNIT_BYTES = 512 << 10
 
 
+def _footer_rows(files: Sequence[str]) -> int | None:
+    """The rows of ``files`` from their footers; None when small or not readable here.
+
+    Files of fewer than :data:`SMALL_UNIT_BYTES` together are not counted; a file that
+    cannot be read (a corrupt footer) is left to the pass, which names it.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        if not files or sum(os.path.getsize(f) for f in files) < SMALL_UNIT_BYTES:
+            return None
+        return sum(int(pq.read_metadata(f).num_rows) for f in files)
+    except (pa.ArrowException, OSError):
+        return None
+
+
 def split_large(
     units: list[Unit],
     keys: Sequence[str],
@@ -227,19 +244,11 @@ def split_large(
     sharing ``reader(unit rows, shards, shard expression)`` (their rows read once); a unit
     whose rows are one group (no varying key) stays whole.
     """
-    import pyarrow.parquet as pq
-
     out = []
     for unit in units:
         varying = [k for k in keys if k not in unit.constants]
-        if not unit.files or not varying:
-            out.append(unit)
-            continue
-        if sum(os.path.getsize(f) for f in unit.files) < SMALL_UNIT_BYTES:
-            out.append(unit)
-            continue
-        rows = sum(pq.read_metadata(f).num_rows for f in unit.files)
-        shards = -(-(rows * max(4, width) // 4) // SHARD_ROWS)
+        rows = _footer_rows(unit.files) if varying else None
+        shards = 0 if rows is None else -(-(rows * max(4, width) // 4) // SHARD_ROWS)
         if shards <= 1:
             out.append(unit)
             continue
