@@ -128,3 +128,15 @@ def test_a_partition_whose_footer_cannot_be_read_gets_the_passs_error(tmp_path, 
     broken.write_bytes(b"not parquet" * 100)
     with pytest.raises(se.InputError, match="2026-01-02"):
         se.evaluate(tmp_path, label="y", score="p", by=["day", "g"])
+
+
+def test_bootstrap_tables_of_split_partitions(hive, small_shards):
+    kw: dict[str, Any] = dict(label="y", score="p", by=["day", "seg"], ci="bootstrap")
+    kw |= dict(bootstrap=20, seed=3)
+    ours = se.evaluate(hive, **kw)
+    assert len(small_shards[1][0]) > 3  # (evaluate draws in the kernel: partitions split)
+    assert_frame_equal(ours, _polars_table(hive, **kw), rel_tol=1e-9, abs_tol=1e-12)
+    planned = len(small_shards[1])
+    state = se.accumulate(hive, label="y", score="p", by=["day", "seg"], bootstrap=5)
+    assert len(small_shards[1]) == planned  # (a replicated state's passes: partitions whole)
+    assert state.table["replicate"].n_unique() == 6

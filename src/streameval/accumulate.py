@@ -314,6 +314,7 @@ def prepare(
     if not (tables or task.states):
         task = replace(task, runs=None)
     units = hive_units(lf, source, files, keys) if files else None
+    # (a replicated state's Polars passes have no reader: its partitions stay whole)
     if units is not None and engine == "streaming" and task.runs is not None:
         units = split_large(units, keys, schema, len(wanted), Scatter)
     in_memory = isinstance(source, pl.DataFrame) or (
