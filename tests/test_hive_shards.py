@@ -87,6 +87,7 @@ def test_large_partitions_give_the_same_tables(hive, task, small_shards):
     (units,) = planned
     assert len(units) > 3 and all(u.scatter is not None for u in units)  # several shards each
     assert len(ran) == len(units) and len(set(ran)) == 3  # each partition read once
+    assert not any(u.scatter._buffers for u in units)  # its split rows let go once all read
     state = se.accumulate(hive, **kw)
     kernels.ENABLED = False
     try:

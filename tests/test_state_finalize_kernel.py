@@ -122,3 +122,28 @@ def test_every_key_type_reads_back(kind, task):
     assert_frame_equal(ours, theirs, rel_tol=1e-9, abs_tol=1e-12)
     if task == "paired":
         assert_frame_equal(state.roc_test(), _polars(state.roc_test), rel_tol=1e-9, abs_tol=1e-12)
+
+
+def test_counts_whose_pairs_pass_an_int64_take_the_polars_finalize():
+    df = pl.DataFrame({"g": [0, 0, 0, 1], "y": [1, 0, 1, 0], "p": [0.9, 0.2, 0.4, 0.6]})
+    state = se.accumulate(df, label="y", score="p", by="g", precision="exact")
+    huge = state.table.with_columns(pl.col("pos", "neg") * 3_000_000_000)  # 1.8e19 pairs
+    merged = se.State(state.spec, huge)
+    assert kernel_runs.state_runs(merged.table, merged.spec) is None
+    assert_frame_equal(merged.metrics(), _polars(merged.metrics))
+    assert merged.metrics()["roc_auc"].to_list()[0] == state.metrics()["roc_auc"].to_list()[0]
+
+
+def test_a_paired_states_float_keys_keep_their_nan():
+    df = pl.DataFrame(
+        {
+            "k": [float("nan"), float("nan"), None, None, 1.0, 1.0, 1.0, float("nan")],
+            "y": [1, 0, 1, 0, 1, 0, 0, 1],
+            "a": [0.9, 0.1, 0.8, 0.3, 0.7, 0.2, 0.6, 0.4],
+            "b": [0.5, 0.4, 0.9, 0.1, 0.3, 0.6, 0.2, 0.8],
+        }
+    )
+    state = se.accumulate(df, task="paired", label="y", scores=["a", "b"], by="k")
+    ours = state.metrics()
+    assert ours.height == 6
+    assert_frame_equal(ours, _polars(state.metrics), rel_tol=1e-9, abs_tol=1e-12)

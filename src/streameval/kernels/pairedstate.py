@@ -170,8 +170,9 @@ class JointSums:
         frame["roc_auc"], frame["roc_auc_error"] = self.auc.ravel(), self.error.ravel()
         frame["average_precision"] = self.ap.ravel()
         variance = np.diagonal(self.covariance, axis1=1, axis2=2).ravel()
-        rows = pl.DataFrame(frame).fill_nan(None)
         names = [s.name for s in self.keys]
+        values = ["n", "positives", "negatives", "roc_auc", "roc_auc_error", "average_precision"]
+        rows = pl.DataFrame(frame).with_columns(pl.col(values).fill_nan(None))  # (not the keys)
         return rows, rows.select(*names, "model", pl.Series("_var", variance).fill_nan(None))
 
 

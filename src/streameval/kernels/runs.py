@@ -234,14 +234,19 @@ def state_runs(table: pl.DataFrame, spec: Spec) -> Runs | None:
     The inverse of :func:`runs_state` (bucketed: of :func:`.dense.as_runs`' buckets): the
     table's rows are coded by group, packed with their bucket key and sorted; rows of one
     (group, bucket), which a table concatenated without merging may hold, are summed. None
-    for an empty table, one without a stored column, keys without a code, or keys and
-    buckets too wide to pack.
+    for an empty table, one without a stored column, keys without a code, keys and buckets
+    too wide to pack, or unweighted counts whose pairs could pass an Int64 (states merged
+    over billions of rows: the Polars finalize scales them as floats).
     """
     from ..states.binary import merge_ops
 
     stored = list(merge_ops(spec))
     if not table.height or any(c not in table.columns for c in stored):
         return None  # (a table written before a column was stored: the Polars finalize)
+    if not spec.weighted:  # the runs' pair sums are Int64: P·N of a merged state may pass it
+        positives, negatives = (int(table[c].sum()) for c in ("pos", "neg"))
+        if 2 * positives * negatives >= 1 << 62:
+            return None
     coded = table_codes(table.lazy(), list(spec.keys), [pl.col("bucket", *stored)])
     if coded is None:
         return None

@@ -286,7 +286,8 @@ class Scatter:
                 parts.append(buffer[k, :fill])
             columns.append(pl.concat([pl.Series(name, p) for p in parts], rechunk=False))
         self._left -= 1
-        if not self._left:
+        if not self._left:  # every shard read: the buffers go (the frames keep their rows)
+            self._buffers = []
             self._remove()
         return pl.DataFrame(columns)
 
