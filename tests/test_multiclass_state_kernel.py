@@ -186,3 +186,10 @@ def test_bad_rows_raise_the_same_error():
     finally:
         kernels.ENABLED = True
     assert str(fast.value) == str(slow.value)
+
+
+@pytest.mark.parametrize("given", [{"scores": ["p0", "p1"]}, {"prediction": "q"}])
+def test_a_unit_without_rows_has_an_empty_state(given):
+    df = pl.DataFrame({"g": ["a"], "y": [0], "q": [1], "p0": [0.3], "p1": [0.7]}).head(0)
+    kw: dict[str, Any] = dict(task="multiclass", label="y", classes=[0, 1], by="g") | given
+    assert_same_state(*_both(lambda: se.accumulate(df, **kw)))

@@ -204,7 +204,7 @@ class ClassRows:
         """The unit's state table (:func:`.classstate.state_table`; None: not this kernel's)."""
         from .classstate import state_table
 
-        if self.frame.height == 0 or loops() is None:
+        if loops() is None:
             return None
         keys, codes, size, frame = self._groups()
         names, (actual, predicted, weights) = self._arrays(frame)
