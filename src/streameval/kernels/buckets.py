@@ -27,7 +27,7 @@ from ..bucketing import EXACT_BITS, float_to_key_scalar
 from ..spec import Spec
 from . import small_pages
 from .runs import F64, I64, U64, Runs, state_frame
-from .scorekeys import ScoreField
+from .scorekeys import pack
 
 _EPS = float(np.finfo(np.float64).eps)
 _LOW63 = np.int64(0x7FFF_FFFF_FFFF_FFFF)
@@ -203,14 +203,10 @@ def bucket_runs(runs: Runs, spec: Spec) -> tuple[Runs, F64, F64] | None:
     buckets = bucket_sums(runs, spec)
     if buckets is None:
         return None
-    bucket = buckets.bucket
-    low, high = int(bucket.min()), int(bucket.max())
-    fitted = ScoreField.fit(bucket, low, high, 64 - runs.groups.bits)
-    if fitted is None:
+    packed = pack(buckets.group, buckets.bucket, runs.groups.bits)
+    if packed is None:
         return None
-    field, value = fitted
-    if runs.groups.bits:
-        value |= buckets.group << np.uint64(field.bits)
+    field, value, low, high = packed
     sums = buckets.sums
     out = Runs(value, sums["pos"], sums["neg"], None, field, low, high, runs.groups)  # type: ignore[arg-type]
     return out, sums["log_loss"], sums["brier"]  # type: ignore[return-value]

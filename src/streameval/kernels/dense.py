@@ -26,7 +26,7 @@ from ..spec import Spec
 from .compiled import CompiledCells, compiled_cells, loops
 from .groups import GroupCodes
 from .runs import I64, Runs
-from .scorekeys import ScoreField
+from .scorekeys import pack
 
 #: Whether :meth:`.runs.Collected.runs` may count bucketed states densely (tests switch it).
 ENABLED = True
@@ -140,13 +140,10 @@ def as_runs(
     """The buckets as runs (group code and bucket key packed as the sort kernel packs them)."""
     if not bucket.size:
         return None
-    low, high = int(bucket.min()), int(bucket.max())
-    fitted = ScoreField.fit(bucket, low, high, 64 - groups.bits)
-    if fitted is None:
+    packed = pack(group, bucket, groups.bits)
+    if packed is None:
         return None
-    field, value = fitted
-    if groups.bits:
-        value |= group << np.uint64(field.bits)
+    field, value, low, high = packed
     pos, neg = sums.pop("pos"), sums.pop("neg")
     n = sums.pop("n", None)
     return Runs(

@@ -28,7 +28,7 @@ from ..states.binary import merge_ops
 from . import chunks, compiled, small_pages
 from .groups import GroupCodes
 from .hashcodes import hashed_codes, hashed_exprs
-from .scorekeys import ScoreField
+from .scorekeys import ScoreField, pack
 from .staged import Staged
 
 U64 = npt.NDArray[np.uint64]
@@ -251,14 +251,10 @@ def state_runs(table: pl.DataFrame, spec: Spec) -> Runs | None:
     if coded is None:
         return None
     groups, frame = coded
-    bucket = frame["bucket"].to_numpy()
-    low, high = int(bucket.min()), int(bucket.max())
-    fitted = ScoreField.fit(bucket, low, high, 64 - groups.bits)
-    if fitted is None:
+    packed = pack(groups.codes, frame["bucket"].to_numpy(), groups.bits)
+    if packed is None:
         return None
-    field, value = fitted
-    if groups.bits:
-        value |= groups.codes << np.uint64(field.bits)
+    field, value, low, high = packed
     order = np.argsort(value, kind="stable")
     value = value[order]
     columns = {c: frame[c].to_numpy()[order] for c in stored}

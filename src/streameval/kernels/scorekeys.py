@@ -173,3 +173,23 @@ class ScoreField:
 def _tops(key: I64) -> npt.NDArray[np.intp]:
     """Top 12 bits of each key, offset to 0…4095 (the order of the keys' binades)."""
     return ((key >> _LOW) + 2048).astype(np.intp)
+
+
+def pack(group: U64, key: I64, group_bits: int) -> tuple[ScoreField, U64, int, int] | None:
+    """Each row's group code and score key in one word, the group most significant.
+
+    The score key takes :meth:`ScoreField.fit`'s field below the group's ``group_bits``;
+    returns the field, the words and the smallest and largest key (None: they do not fit).
+
+    >>> field, words, low, high = pack(np.array([0, 1], np.uint64), np.array([5, 9]), 1)
+    >>> (words >> np.uint64(field.bits)).tolist(), (low, high)
+    ([0, 1], (5, 9))
+    """
+    low, high = int(key.min()), int(key.max())
+    fitted = ScoreField.fit(key, low, high, 64 - group_bits)
+    if fitted is None:
+        return None
+    field, value = fitted
+    if group_bits:
+        value |= group << np.uint64(field.bits)
+    return field, value, low, high
