@@ -97,6 +97,25 @@ def _scratch():  # type: ignore[no-untyped-def]
     return np.empty(BLOCK, np.int64), np.empty((BLOCK, 2), np.int64), np.empty((BLOCK, 3))
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def class_terms(row, k, top_k, eps):  # type: ignore[no-untyped-def]
+    """A row's log loss, Brier and top-k hit terms were its class column ``k``'s.
+
+    ``row`` holds the row's scores. A later column tied with column k counts as above it
+    (sklearn's stable sort); the log loss clips p_k to [eps, 1 − eps].
+    """
+    p = row[k]
+    others = 0.0
+    above = 0
+    for j in range(row.size):
+        if j != k:
+            s = row[j]
+            others += s * s
+            above += (s >= p) if j > k else (s > p)
+    loss = -np.log(min(max(p, eps), 1.0 - eps))
+    return loss, others + (1.0 - p) * (1.0 - p), 1.0 if above < top_k else 0.0
+
+
 @jit
 def _terms(lo, hi, rows, options, shape, cell, flags, terms):  # type: ignore[no-untyped-def]
     """Rows ``lo … hi − 1``'s confusion cells, checks and loss terms (see :func:`row_cells`).
@@ -133,17 +152,7 @@ def _terms(lo, hi, rows, options, shape, cell, flags, terms):  # type: ignore[no
         terms[r, :] = 0.0
         if a >= columns:  # (a class without a score column: refused at finalize)
             continue
-        p = scores[a, i]
-        others = 0.0
-        above = 0
-        for j in range(columns):
-            if j != a:
-                s = scores[j, i]
-                others += s * s
-                above += (s >= p) if j > a else (s > p)
-        terms[r, 0] = -np.log(min(max(p, eps), 1.0 - eps))
-        terms[r, 1] = others + (1.0 - p) * (1.0 - p)
-        terms[r, 2] = 1.0 if above < top_k else 0.0
+        terms[r, 0], terms[r, 1], terms[r, 2] = class_terms(scores[:, i], a, top_k, eps)
 
 
 @jit

@@ -32,6 +32,7 @@ from ..bucketing import EXACT_BITS
 from ..spec import Spec
 from ..states.multiclass import group_columns, merge_ops
 from . import buffer, give_back, small_pages
+from .classloops import class_terms
 from .loops import _key
 
 jit = numba.njit(cache=True, nogil=True)
@@ -197,7 +198,6 @@ def score_cells(bounds, scores, weights, column, options, shift):  # type: ignor
 
     """
     classes, top_k, eps = options
-    columns = scores.shape[1]
     size = FIRST_ROWS
     bucket = np.empty(size, np.int64)
     segment = np.empty(size, np.int64)
@@ -224,7 +224,6 @@ def score_cells(bounds, scores, weights, column, options, shift):  # type: ignor
             bits += 1
         table[: 1 << bits] = -1
         for r in range(begin, end):
-            p = scores[r, column]
             key = (_key(ordered[r, column]) >> shift) << shift
             h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(64 - bits))
             mask = (1 << bits) - 1
@@ -251,19 +250,13 @@ def score_cells(bounds, scores, weights, column, options, shift):  # type: ignor
                         while table[g] >= 0:
                             g = (g + 1) & mask
                         table[g] = b
-            others = 0.0
-            above = 0
-            for j in range(columns):
-                if j != column:
-                    x = scores[r, j]
-                    others += x * x
-                    above += (x >= p) if j > column else (x > p)
+            loss, brier, hit = class_terms(scores[r], column, top_k, eps)
             w = weights[r] if weights.size else 1.0
             counts[at] += 1
             sums[at, 0] += w
-            sums[at, 1] += w * -np.log(min(max(p, eps), 1.0 - eps))
-            sums[at, 2] += w * (others + (1.0 - p) * (1.0 - p))
-            sums[at, 3] += w if above < top_k else 0.0
+            sums[at, 1] += w * loss
+            sums[at, 2] += w * brier
+            sums[at, 3] += w * hit
     group = np.empty(emitted, np.int64)
     actual = np.empty(emitted, np.int32)
     for at in range(emitted):
