@@ -98,6 +98,30 @@ def _scratch():  # type: ignore[no-untyped-def]
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def first_max(row):  # type: ignore[no-untyped-def]
+    """The first column of the row's highest score (numpy's argmax; the predicted class)."""
+    q = 0
+    for j in range(1, row.size):
+        if row[j] > row[q]:
+            q = j
+    return q
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def score_checks(row, tolerance):  # type: ignore[no-untyped-def]
+    """Whether a score of the row is outside [0, 1], and whether its scores do not sum to 1.
+
+    They do not when their sum is farther than ``tolerance`` from 1 (never without scores).
+    """
+    total = 0.0
+    outside = False
+    for j in range(row.size):
+        total += row[j]
+        outside = outside or row[j] < 0.0 or row[j] > 1.0
+    return outside, row.size > 0 and abs(total - 1.0) > tolerance
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def class_terms(row, k, top_k, eps):  # type: ignore[no-untyped-def]
     """A row's log loss, Brier and top-k hit terms were its class column ``k``'s.
 
@@ -133,22 +157,10 @@ def _terms(lo, hi, rows, options, shape, cell, flags, terms):  # type: ignore[no
     for i in range(lo, hi):
         r = i - lo
         a = actual[i]
-        if predicted.size:
-            q = predicted[i]
-        else:
-            q = 0
-            for j in range(1, columns):
-                if scores[j, i] > scores[q, i]:
-                    q = j
+        row = scores[:, i]
+        q = predicted[i] if predicted.size else first_max(row)
         cell[r] = (codes[i] * classes + a) * guesses + q
-        total = 0.0
-        outside = False
-        for j in range(columns):
-            s = scores[j, i]
-            total += s
-            outside = outside or s < 0.0 or s > 1.0
-        flags[r, 0] = outside
-        flags[r, 1] = columns > 0 and abs(total - 1.0) > tolerance
+        flags[r, 0], flags[r, 1] = score_checks(row, tolerance)
         terms[r, :] = 0.0
         if a >= columns:  # (a class without a score column: refused at finalize)
             continue

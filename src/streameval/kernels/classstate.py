@@ -32,7 +32,7 @@ from ..bucketing import EXACT_BITS
 from ..spec import Spec
 from ..states.multiclass import group_columns, merge_ops
 from . import buffer, give_back, small_pages
-from .classloops import class_terms
+from .classloops import class_terms, first_max, score_checks
 from .loops import _key
 
 jit = numba.njit(cache=True, nogil=True)
@@ -78,16 +78,6 @@ def permute(dest, columns, out):  # type: ignore[no-untyped-def]
         r = dest[i]
         for j in range(columns.shape[0]):
             out[r, j] = columns[j, i]
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _argmax(scores, r):  # type: ignore[no-untyped-def]
-    """The first score column of row ``r``'s highest score (numpy's argmax)."""
-    q = 0
-    for j in range(1, scores.shape[1]):
-        if scores[r, j] > scores[r, q]:
-            q = j
-    return q
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -140,7 +130,6 @@ def segment_cells(bounds, scores, predicted, weights, guesses, tolerance):  # ty
         Σw (the row count unweighted).
 
     """
-    columns = scores.shape[1]
     most = min(scores.shape[0], (bounds.size - 1) * guesses)
     segment = np.empty(most, np.int64)
     guess = np.empty(most, np.int64)
@@ -151,22 +140,17 @@ def segment_cells(bounds, scores, predicted, weights, guesses, tolerance):  # ty
     for s in range(bounds.size - 1):
         first = emitted
         for r in range(bounds[s], bounds[s + 1]):
-            q = predicted[r] if predicted.size else _argmax(scores, r)
+            q = predicted[r] if predicted.size else first_max(scores[r])
             at = slot[q]
             if at < 0:
                 at = emitted
                 slot[q] = at
                 segment[at], guess[at] = s, q
                 emitted += 1
-            total = 0.0
-            outside = False
-            for j in range(columns):
-                x = scores[r, j]
-                total += x
-                outside = outside or x < 0.0 or x > 1.0
+            outside, unnormalized = score_checks(scores[r], tolerance)
             counts[0, at] += 1
             counts[1, at] += outside
-            counts[2, at] += columns > 0 and abs(total - 1.0) > tolerance
+            counts[2, at] += unnormalized
             sums[at] += weights[r] if weights.size else 1.0
         for at in range(first, emitted):
             slot[guess[at]] = -1
