@@ -1,4 +1,4 @@
-"""Collection settings for the doctests under src/, and the README's code blocks as tests.
+"""Collection settings for the doctests in the package, and the README's code blocks as tests.
 
 ``README.md`` is collected by pytest-markdown-docs (its ```python blocks; ```python notest
 blocks are documentation only). Each block runs in a fresh folder holding a small prediction

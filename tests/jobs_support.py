@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[1])
 ENV = {**os.environ, "PYTHONPATH": SRC}
 START = date(2026, 9, 25)
 

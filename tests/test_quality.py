@@ -16,9 +16,9 @@ def run(*cmd: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is not installed")
 def test_ruff_lint_and_format():
-    lint = run("ruff", "check", "src", "tests", "benchmarks")
+    lint = run("ruff", "check", "streameval", "tests", "benchmarks")
     assert lint.returncode == 0, lint.stdout + lint.stderr
-    fmt = run("ruff", "format", "--check", "src", "tests", "benchmarks")
+    fmt = run("ruff", "format", "--check", "streameval", "tests", "benchmarks")
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
 
 
