@@ -110,12 +110,14 @@ def accumulate(
         Group key columns; one state row set per group.
     weight : str, optional
         Non-negative sample weights (sklearn's ``sample_weight``).
-    task : {"binary", "multiclass", "regression"}
-        What the predictions are.
+    task : {"binary", "multiclass", "regression", "paired"}
+        What the predictions are (``"paired"``: two or more models' scores of one binary
+        label, in ``scores``, for :meth:`State.roc_test`).
     prediction : str, optional
         Multiclass: the hard predicted class. Regression: the predicted value.
     scores : list of str or mapping class → column, optional
-        Multiclass: per-class probability columns, in ``classes`` order for a list.
+        Multiclass: per-class probability columns, in ``classes`` order for a list. Paired:
+        the models' score columns.
     classes : list, optional
         Multiclass: every class, in order (also those missing from this part of the data, so
         that states of partitions merge). Default: the sorted values found.
@@ -152,6 +154,16 @@ def accumulate(
     Returns
     -------
     State
+        The spec (task, keys, precision, columns read …) and the table of sums: one row per
+        group and state cell (binary: score bucket; multiclass: actual and predicted class;
+        …), to merge with the states of other parts of the data (:meth:`State.merge`) and
+        finalize (:meth:`State.metrics`).
+
+    Raises
+    ------
+    InputError
+        A missing column, a wrong type or value of an option, a null (without
+        ``drop_nulls``), or a label, score or weight value the task does not accept.
 
     Examples
     --------
