@@ -23,6 +23,21 @@ class State:
     The table has one row per group and score bucket; every value column is a sum, so
     states of disjoint parts of the data merge by concatenating and re-aggregating.
 
+    Parameters
+    ----------
+    spec : Spec
+        How the state was computed (task, group keys, precision, columns read …): states
+        merge only with states of the same spec.
+    table : DataFrame
+        The sums: the group keys, the state kind's row columns (binary: ``bucket``) and its
+        value columns. States are made by :func:`streameval.accumulate`,
+        :func:`streameval.merge` and :func:`streameval.read_state` rather than by hand.
+
+    Raises
+    ------
+    InputError
+        A weighted state whose sums of weights overflow to inf.
+
     Examples
     --------
     >>> import polars as pl, streameval as se
@@ -42,11 +57,69 @@ class State:
 
     @property
     def keys(self) -> list[str]:
-        """Group key columns."""
+        """Group key columns.
+
+        Returns
+        -------
+        list of str
+            The state's group keys, in order (``spec.keys``).
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"g": ["a", "b"], "d": [1, 1], "y": [0, 1], "p": [0.2, 0.9]})
+        >>> se.accumulate(df, label="y", score="p", by=["g", "d"]).keys
+        ['g', 'd']
+
+        """
         return list(self.spec.keys)
 
     def merge(self, *others: State) -> State:
-        """Merge with other states of the same spec (sums re-aggregated)."""
+        """Merge with other states of the same spec (sums re-aggregated).
+
+        Parameters
+        ----------
+        *others : State
+            States of other parts of the data, computed with the same spec.
+
+        Returns
+        -------
+        State
+            The state of all the parts' rows: one table row per group and state cell, its
+            sums over the parts. With no ``others``, this state itself.
+
+        Raises
+        ------
+        InputError
+            Label values found over all the parts that cannot be evaluated (a binary
+            label with more than two values, too many classes).
+        SpecMismatchError
+            The specs differ (columns, keys, precision, thresholds, bootstrap settings), or
+            the tables' column types do.
+
+        See Also
+        --------
+        streameval.merge : The same, for a list of states.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"g": ["a", "a", "b", "b", "a", "b"], "y": [0, 1, 1, 0, 1, 1],
+        ...                    "p": [0.1, 0.8, 0.4, 0.5, 0.3, 0.9]})
+        >>> monday = se.accumulate(df[:3], label="y", score="p", by="g")
+        >>> tuesday = se.accumulate(df[3:], label="y", score="p", by="g")
+        >>> monday.merge(tuesday).metrics().select("g", "n", "accuracy")
+        shape: (2, 3)
+        ┌─────┬─────┬──────────┐
+        │ g   ┆ n   ┆ accuracy │
+        │ --- ┆ --- ┆ ---      │
+        │ str ┆ i64 ┆ f64      │
+        ╞═════╪═════╪══════════╡
+        │ a   ┆ 3   ┆ 0.666667 │
+        │ b   ┆ 3   ┆ 0.333333 │
+        └─────┴─────┴──────────┘
+
+        """
         return merge([self, *others])
 
     def metrics(
@@ -71,22 +144,37 @@ class State:
         metrics : list of str, optional
             Only these metric columns (after the keys and ``n``). A metric asked for by name
             whose domain the data violates raises instead of being null with a warning.
-        ci : {None, "wilson", "clopper-pearson"}
+        ci : {None, "wilson", "clopper-pearson", "bootstrap", "jackknife"}
             Add ``<metric>_lo`` / ``<metric>_hi`` for every proportion metric (binary:
             prevalence, accuracy, error_rate, precision, recall, specificity, npv, fpr, fnr;
             multiclass: accuracy, error_rate), the AUC's interval with ``roc_auc_se``, and
             caret's statistics: ``no_information_rate``, ``accuracy_pvalue``,
             ``mcnemar_pvalue``, ``cohen_kappa_se`` (:mod:`streameval.stats`).
-        level : float
-            Confidence level of the intervals.
-        auc_method : {"delong", "hanley-mcneil"}
-            Variance of the AUC (binary). Bucketed intervals are widened by ``roc_auc_error``.
             ``ci="bootstrap"`` (a state accumulated with ``bootstrap=R``) gives percentile
             intervals of every metric over the replicates, ``ci="jackknife"`` leave-one-out
             intervals over the values of the key ``jackknife`` (a partition, a day), for
             every task (:mod:`streameval.resample`).
+        level : float
+            Confidence level of the intervals.
+        auc_method : {"delong", "hanley-mcneil"}
+            Variance of the AUC (binary). Bucketed intervals are widened by ``roc_auc_error``.
         jackknife : str, optional
             With ``ci="jackknife"``: the group key whose values are left out one at a time.
+
+        Returns
+        -------
+        DataFrame
+            The group keys, ``n``, then the metric columns, one row per group (binary: per
+            group and threshold, ``threshold`` last; paired: per group and ``model``). With
+            ``ci``, each interval's ``_lo`` and ``_hi`` columns after its metric.
+
+        Raises
+        ------
+        InputError
+            A threshold for a state that is not binary, ``ci`` for a regression state
+            (other than bootstrap or jackknife), an unknown ``ci``, ``level`` or
+            ``auc_method``, a threshold inside a score bucket (accumulate with it in
+            ``thresholds=``, or exact), or a metric asked for whose domain the data violates.
 
         Examples
         --------
@@ -95,6 +183,17 @@ class State:
         >>> t = se.accumulate(df, label="y", score="p").metrics(ci="wilson")
         >>> [round(v, 3) for v in t.select("recall", "recall_lo", "recall_hi").row(0)]
         [0.667, 0.208, 0.939]
+        >>> st = se.accumulate(df, label="y", score="p", precision="exact")
+        >>> st.metrics([0.3, 0.5], metrics=["precision", "recall"])
+        shape: (2, 4)
+        ┌─────┬───────────┬──────────┬───────────┐
+        │ n   ┆ precision ┆ recall   ┆ threshold │
+        │ --- ┆ ---       ┆ ---      ┆ ---       │
+        │ i64 ┆ f64       ┆ f64      ┆ f64       │
+        ╞═════╪═══════════╪══════════╪═══════════╡
+        │ 5   ┆ 0.75      ┆ 1.0      ┆ 0.3       │
+        │ 5   ┆ 0.666667  ┆ 0.666667 ┆ 0.5       │
+        └─────┴───────────┴──────────┴───────────┘
 
         """
         from .stats.tables import check_ci
@@ -154,6 +253,26 @@ class State:
         Accuracy with its exact interval, the no-information rate and its test, kappa,
         McNemar's test, and the statistics by class, formatted as caret prints them.
 
+        Parameters
+        ----------
+        threshold : float
+            Binary: predicted positive means ``score >= threshold``. A multiclass state
+            ignores it (its predicted class is in the data).
+        level : float
+            Confidence level of the accuracy's exact (Clopper–Pearson) interval.
+
+        Returns
+        -------
+        str
+            caret's ``confusionMatrix`` printout; with group keys, one block per group
+            headed by its key values (``day = 2026-10-01``).
+
+        Raises
+        ------
+        InputError
+            A state that is neither binary nor multiclass, a ``level`` outside (0, 1), or a
+            threshold inside a score bucket.
+
         Examples
         --------
         >>> import polars as pl, streameval as se
@@ -188,7 +307,36 @@ class State:
         statistic, its degrees of freedom and ``p_value`` (Student's t, as pROC);
         ``baseline="previous"`` tests each value against the one before it (each day against
         the day before).
-        ``alternative`` is ``"two-sided"``, ``"greater"`` (first AUC larger) or ``"less"``.
+
+        Parameters
+        ----------
+        column : str, optional
+            Binary state: the group key whose values are compared. None (and not allowed)
+            for a paired state.
+        baseline : optional
+            Binary state: the value of ``column`` the others are tested against, or
+            ``"previous"``.
+        level : float
+            Paired state: confidence level of the difference's interval.
+        alternative : {"two-sided", "greater", "less"}
+            ``"greater"``: the first AUC (``model_a``'s, or the value's) is larger;
+            ``"less"``: it is smaller.
+
+        Returns
+        -------
+        DataFrame
+            Paired: the keys, ``model_a``, ``model_b``, ``roc_auc_a``, ``roc_auc_b``,
+            ``difference``, ``difference_lo``, ``difference_hi``, ``z``, ``p_value``, one row
+            per group and pair of models. Binary: the other keys, ``column``, ``baseline``,
+            ``roc_auc``, ``roc_auc_baseline``, ``difference``, ``statistic``, ``df``,
+            ``p_value``, one row per group and value tested.
+
+        Raises
+        ------
+        InputError
+            A state neither paired nor binary, ``column`` given for a paired state or
+            missing (or not a group key) for a binary one, an unknown ``alternative``, or a
+            ``level`` outside (0, 1).
 
         Examples
         --------
@@ -198,6 +346,17 @@ class State:
         >>> st = se.accumulate(df, task="paired", label="y", scores=["a", "b"])
         >>> st.roc_test().select("roc_auc_a", "roc_auc_b", "difference").row(0)
         (0.8888888888888888, 1.0, -0.11111111111111116)
+
+        Two days of one model, the second against the first:
+
+        >>> days = pl.DataFrame({"day": ["d1"] * 4 + ["d2"] * 4, "y": [0, 1, 0, 1] * 2,
+        ...                      "p": [0.1, 0.8, 0.3, 0.6, 0.5, 0.4, 0.2, 0.9]})
+        >>> st = se.accumulate(days, label="y", score="p", by="day")
+        >>> t = st.roc_test("day", "d1")
+        >>> t.select("day", "baseline", "roc_auc", "roc_auc_baseline", "df").row(0)
+        ('d2', 'd1', 0.75, 1.0, 3.0)
+        >>> round(t["p_value"].item(), 4)
+        0.5305
 
         """
         from .stats.compare import paired_test, unpaired_test
@@ -225,8 +384,48 @@ class State:
     ) -> pl.DataFrame:
         """Multiclass: per group and class, support and one-vs-rest metrics (and AUC, AP).
 
-        ``ci`` adds ``<metric>_lo`` / ``<metric>_hi`` for the one-vs-rest proportions and,
-        with scores, each class's AUC interval (as :meth:`metrics`).
+        Parameters
+        ----------
+        ci : {None, "wilson", "clopper-pearson"}
+            Adds ``<metric>_lo`` / ``<metric>_hi`` for the one-vs-rest proportions and, with
+            scores, each class's AUC interval (as :meth:`metrics`).
+        level : float
+            Confidence level of the intervals.
+        auc_method : {"delong", "hanley-mcneil"}
+            Variance of each class's one-vs-rest AUC.
+
+        Returns
+        -------
+        DataFrame
+            One row per group and class: the keys, ``class``, ``support``, ``precision``,
+            ``recall``, ``f1``, ``specificity``, ``npv``, ``fpr``, ``fnr``, and for a state
+            with scores ``roc_auc``, ``roc_auc_error``, ``average_precision``,
+            ``average_precision_error``.
+
+        Raises
+        ------
+        InputError
+            A state that is not multiclass, or an unknown ``ci``, ``level`` or
+            ``auc_method``.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": ["a", "b", "c", "a", "b", "c"],
+        ...                    "pred": ["a", "b", "b", "a", "c", "c"]})
+        >>> st = se.accumulate(df, task="multiclass", label="y", prediction="pred")
+        >>> st.per_class().select("class", "support", "precision", "recall", "f1")
+        shape: (3, 5)
+        ┌───────┬─────────┬───────────┬────────┬─────┐
+        │ class ┆ support ┆ precision ┆ recall ┆ f1  │
+        │ ---   ┆ ---     ┆ ---       ┆ ---    ┆ --- │
+        │ str   ┆ i64     ┆ f64       ┆ f64    ┆ f64 │
+        ╞═══════╪═════════╪═══════════╪════════╪═════╡
+        │ a     ┆ 2       ┆ 1.0       ┆ 1.0    ┆ 1.0 │
+        │ b     ┆ 2       ┆ 0.5       ┆ 0.5    ┆ 0.5 │
+        │ c     ┆ 2       ┆ 0.5       ┆ 0.5    ┆ 0.5 │
+        └───────┴─────────┴───────────┴────────┴─────┘
+
         """
         from .metrics.classes import per_class
         from .stats.tables import check_ci
@@ -240,8 +439,57 @@ class State:
     ) -> pl.DataFrame:
         """Multiclass: confusion matrix per group, long (keys, actual, predicted, count) or wide.
 
-        ``normalize`` divides by the actual class's total (``"true"``), the predicted
-        class's (``"pred"``) or the group's (``"all"``).
+        Parameters
+        ----------
+        normalize : {None, "true", "pred", "all"}
+            Divide by the actual class's total (``"true"``), the predicted class's
+            (``"pred"``) or the group's (``"all"``); 0 where that total is 0 (as sklearn).
+            None: the counts.
+        wide : bool
+            One column per predicted class (named by the class) instead of ``predicted``
+            and ``count`` columns.
+
+        Returns
+        -------
+        DataFrame
+            Long: the keys, ``actual``, ``predicted``, ``count`` (Σw, the row count when
+            unweighted), one row per group and pair of classes. Wide: the keys, ``actual``,
+            and a column per predicted class.
+
+        Raises
+        ------
+        InputError
+            A state that is not multiclass, or an unknown ``normalize``.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": ["a", "b", "c", "a", "b", "c"],
+        ...                    "pred": ["a", "b", "b", "a", "c", "c"]})
+        >>> st = se.accumulate(df, task="multiclass", label="y", prediction="pred")
+        >>> st.confusion_matrix().filter(pl.col("actual") == "b")
+        shape: (3, 3)
+        ┌────────┬───────────┬───────┐
+        │ actual ┆ predicted ┆ count │
+        │ ---    ┆ ---       ┆ ---   │
+        │ str    ┆ str       ┆ f64   │
+        ╞════════╪═══════════╪═══════╡
+        │ b      ┆ a         ┆ 0.0   │
+        │ b      ┆ b         ┆ 1.0   │
+        │ b      ┆ c         ┆ 1.0   │
+        └────────┴───────────┴───────┘
+        >>> st.confusion_matrix("true", wide=True)
+        shape: (3, 4)
+        ┌────────┬─────┬─────┬─────┐
+        │ actual ┆ a   ┆ b   ┆ c   │
+        │ ---    ┆ --- ┆ --- ┆ --- │
+        │ str    ┆ f64 ┆ f64 ┆ f64 │
+        ╞════════╪═════╪═════╪═════╡
+        │ a      ┆ 1.0 ┆ 0.0 ┆ 0.0 │
+        │ b      ┆ 0.0 ┆ 0.5 ┆ 0.5 │
+        │ c      ┆ 0.0 ┆ 0.5 ┆ 0.5 │
+        └────────┴─────┴─────┴─────┘
+
         """
         from .metrics.classes import confusion_matrix
 
@@ -260,6 +508,22 @@ class State:
 
         Equal to accumulating the rows at ``precision`` (the thresholds' splits kept), for a
         smaller table and a larger AUC error bound.
+
+        Parameters
+        ----------
+        precision : int
+            Mantissa bits of the coarser buckets: from 0 to the state's own precision.
+
+        Returns
+        -------
+        State
+            The state at ``precision`` bits (this state itself at its own precision).
+
+        Raises
+        ------
+        InputError
+            A state that is not binary, an exact state, or a precision outside
+            0 … the state's.
 
         Examples
         --------
@@ -295,7 +559,49 @@ class State:
         return State(coarse, table)
 
     def roc_curve(self, *, drop_intermediate: bool = False) -> pl.DataFrame:
-        """ROC points per group: keys, threshold, fpr, tpr (as sklearn's ``roc_curve``)."""
+        """ROC points per group: keys, threshold, fpr, tpr (as sklearn's ``roc_curve``).
+
+        In exact mode the points are sklearn's; in bucketed mode they are the exact points
+        at each bucket's lowest score.
+
+        Parameters
+        ----------
+        drop_intermediate : bool
+            Drop collinear points as sklearn's ``roc_curve`` does (its default); the area is
+            unchanged.
+
+        Returns
+        -------
+        DataFrame
+            The keys, ``threshold`` (descending, first ``inf``), ``fpr``, ``tpr``: one row
+            per group and point.
+
+        Raises
+        ------
+        InputError
+            A state that is not binary.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 0, 1], "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+        >>> st = se.accumulate(df, label="y", score="p", precision="exact")
+        >>> st.roc_curve(drop_intermediate=True)
+        shape: (6, 3)
+        ┌───────────┬──────────┬──────────┐
+        │ threshold ┆ fpr      ┆ tpr      │
+        │ ---       ┆ ---      ┆ ---      │
+        │ f64       ┆ f64      ┆ f64      │
+        ╞═══════════╪══════════╪══════════╡
+        │ inf       ┆ 0.0      ┆ 0.0      │
+        │ 0.8       ┆ 0.0      ┆ 0.333333 │
+        │ 0.7       ┆ 0.0      ┆ 0.666667 │
+        │ 0.4       ┆ 0.333333 ┆ 0.666667 │
+        │ 0.35      ┆ 0.333333 ┆ 1.0      │
+        │ 0.1       ┆ 1.0      ┆ 1.0      │
+        └───────────┴──────────┴──────────┘
+
+        """
         from .metrics.curves import roc_curve
 
         self._require("binary", "roc_curve")
@@ -316,6 +622,61 @@ class State:
         (``costs=(cost_fp, cost_fn)``, ``prevalence``), or ``"recall"``, ``"precision"``,
         ``"fpr"`` with a ``target``. Rows: keys, criterion, threshold, value, the confusion
         counts, precision, recall, fpr, f_beta and the cost-sensitive error at it.
+
+        Parameters
+        ----------
+        criterion : {"youden", "f1", "fbeta", "cost", "recall", "precision", "fpr"}
+            What the threshold optimises: the largest Youden's J (tpr − fpr); the largest
+            F1 or F-beta; the smallest expected cost; or the threshold that reaches
+            ``target`` with the most of the rest (the highest with recall ≥ target, the
+            lowest with precision ≥ target, the lowest with fpr ≤ target). Ties go to the
+            highest threshold.
+        target : float, optional
+            With ``"recall"``, ``"precision"`` or ``"fpr"`` (and only with them): the
+            rate to reach, in [0, 1].
+        beta : float
+            With ``"fbeta"``: the weight of recall (> 0); also the ``beta`` of the
+            ``f_beta`` column.
+        costs : tuple of float
+            ``(cost_fp, cost_fn)``, non-negative: the costs of the ``"cost"`` criterion and
+            of the ``cost_sensitive_error`` column.
+        prevalence : float, optional
+            With ``"cost"``: the prevalence π in [0, 1] of the expected cost
+            ``cost_fn·π·fnr + cost_fp·(1 − π)·fpr``; default each group's own.
+
+        Returns
+        -------
+        DataFrame
+            One row per group: the keys, ``criterion``, ``threshold``, ``value`` (the
+            criterion's), ``tp``, ``fp``, ``tn``, ``fn``, ``precision``, ``recall``,
+            ``fpr``, ``f_beta``, ``cost_sensitive_error``. A group where no threshold is
+            feasible has no row.
+
+        Raises
+        ------
+        InputError
+            A state that is not binary, an unknown criterion, a ``target`` missing, given
+            where it does not apply or outside [0, 1], ``beta`` ≤ 0, negative costs, or a
+            prevalence outside [0, 1].
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 0, 1], "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+        >>> st = se.accumulate(df, label="y", score="p", precision="exact")
+        >>> st.operating_point("recall", target=1.0).select(
+        ...     "criterion", "threshold", "value", "tp", "fp", "precision")
+        shape: (1, 6)
+        ┌───────────┬───────────┬───────┬─────┬─────┬───────────┐
+        │ criterion ┆ threshold ┆ value ┆ tp  ┆ fp  ┆ precision │
+        │ ---       ┆ ---       ┆ ---   ┆ --- ┆ --- ┆ ---       │
+        │ str       ┆ f64       ┆ f64   ┆ i64 ┆ i64 ┆ f64       │
+        ╞═══════════╪═══════════╪═══════╪═════╪═════╪═══════════╡
+        │ recall    ┆ 0.35      ┆ 1.0   ┆ 3   ┆ 1   ┆ 0.75      │
+        └───────────┴───────────┴───────┴─────┴─────┴───────────┘
+        >>> st.operating_point("youden").select("threshold", "value", "recall", "fpr").row(0)
+        (0.7, 0.6666666666666666, 0.6666666666666666, 0.0)
+
         """
         from .metrics.operating import operating_points
 
@@ -331,6 +692,43 @@ class State:
         AUC itself without ``max_fpr``), ``pr_auc`` the trapezoid (sklearn's
         ``auc(recall, precision)``), ``break_even`` where precision = recall, ``ks`` and
         ``ks_threshold`` the largest tpr − fpr and where.
+
+        Parameters
+        ----------
+        max_fpr : float, optional
+            The partial AUC's range of false positive rates, (0, max_fpr], with max_fpr in
+            (0, 1]. Default: the whole curve.
+
+        Returns
+        -------
+        DataFrame
+            One row per group: the keys, ``partial_auc``, ``partial_auc_error``,
+            ``pr_auc``, ``pr_auc_error``, ``break_even``, ``expected_cost`` (the area under
+            :meth:`cost_curve`), ``ks``, ``ks_error``, ``ks_threshold``. The ``_error``
+            columns bound how far the exact value may lie (0 in exact mode).
+
+        Raises
+        ------
+        InputError
+            A state that is not binary, or ``max_fpr`` outside (0, 1].
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 0, 1], "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+        >>> st = se.accumulate(df, label="y", score="p", precision="exact")
+        >>> st.areas().select("partial_auc", "pr_auc", "break_even", "ks", "ks_threshold")
+        shape: (1, 5)
+        ┌─────────────┬──────────┬────────────┬──────────┬──────────────┐
+        │ partial_auc ┆ pr_auc   ┆ break_even ┆ ks       ┆ ks_threshold │
+        │ ---         ┆ ---      ┆ ---        ┆ ---      ┆ ---          │
+        │ f64         ┆ f64      ┆ f64        ┆ f64      ┆ f64          │
+        ╞═════════════╪══════════╪════════════╪══════════╪══════════════╡
+        │ 0.888889    ┆ 0.902778 ┆ 0.666667   ┆ 0.666667 ┆ 0.7          │
+        └─────────────┴──────────┴────────────┴──────────┴──────────────┘
+        >>> round(st.areas(max_fpr=0.5)["partial_auc"].item(), 4)
+        0.8519
+
         """
         from .metrics.operating import areas
 
@@ -342,6 +740,45 @@ class State:
 
         Rows: keys, quantile, threshold, population (the fraction reached), gain, lift,
         response (:mod:`streameval.metrics.costs`).
+
+        Parameters
+        ----------
+        quantiles : int or list of float
+            A number q of equal quantiles (1/q, 2/q, …, 1), or the fractions of the
+            population (by weight) themselves, each in (0, 1].
+
+        Returns
+        -------
+        DataFrame
+            One row per group and quantile: the keys, ``quantile``, ``threshold`` (the
+            first whose population fraction reaches the quantile: scores are not split),
+            ``population`` (that fraction), ``gain`` (the fraction of the positives
+            captured), ``lift`` (gain / population), ``response`` (the positive rate
+            among the rows at or above the threshold).
+
+        Raises
+        ------
+        InputError
+            A state that is not binary, or quantiles that are neither a count ≥ 1 nor
+            fractions in (0, 1].
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 0, 1], "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+        >>> st = se.accumulate(df, label="y", score="p", precision="exact")
+        >>> st.gains(3)
+        shape: (3, 6)
+        ┌──────────┬───────────┬────────────┬──────────┬──────┬──────────┐
+        │ quantile ┆ threshold ┆ population ┆ gain     ┆ lift ┆ response │
+        │ ---      ┆ ---       ┆ ---        ┆ ---      ┆ ---  ┆ ---      │
+        │ f64      ┆ f64       ┆ f64        ┆ f64      ┆ f64  ┆ f64      │
+        ╞══════════╪═══════════╪════════════╪══════════╪══════╪══════════╡
+        │ 0.333333 ┆ 0.7       ┆ 0.333333   ┆ 0.666667 ┆ 2.0  ┆ 1.0      │
+        │ 0.666667 ┆ 0.35      ┆ 0.666667   ┆ 1.0      ┆ 1.5  ┆ 0.75     │
+        │ 1.0      ┆ 0.1       ┆ 1.0        ┆ 1.0      ┆ 1.0  ┆ 0.5      │
+        └──────────┴───────────┴────────────┴──────────┴──────┴──────────┘
+
         """
         from .metrics.costs import gains
 
@@ -353,6 +790,35 @@ class State:
 
         Rows: keys, probability_cost, normalized_cost, threshold (of the ROC point whose
         line the envelope follows from there); its area is ``areas()["expected_cost"]``.
+
+        Returns
+        -------
+        DataFrame
+            The keys, ``probability_cost`` (from 0 to 1), ``normalized_cost``,
+            ``threshold``: one row per group and vertex of the envelope.
+
+        Raises
+        ------
+        InputError
+            A state that is not binary.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 0, 1], "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+        >>> st = se.accumulate(df, label="y", score="p", precision="exact")
+        >>> st.cost_curve()
+        shape: (3, 3)
+        ┌──────────────────┬─────────────────┬───────────┐
+        │ probability_cost ┆ normalized_cost ┆ threshold │
+        │ ---              ┆ ---             ┆ ---       │
+        │ f64              ┆ f64             ┆ f64       │
+        ╞══════════════════╪═════════════════╪═══════════╡
+        │ 0.0              ┆ 0.0             ┆ 0.7       │
+        │ 0.5              ┆ 0.166667        ┆ 0.35      │
+        │ 1.0              ┆ 0.0             ┆ 0.1       │
+        └──────────────────┴─────────────────┴───────────┘
+
         """
         from .metrics.costs import cost_curve
 
@@ -364,6 +830,44 @@ class State:
 
         Bins as sklearn's ``calibration_curve`` (``"uniform"`` or ``"quantile"``);
         :meth:`calibration_error` gives ``ece`` and ``mce``.
+
+        Parameters
+        ----------
+        n_bins : int
+            Number of bins (≥ 1).
+        strategy : {"uniform", "quantile"}
+            ``"uniform"``: equal-width bins on [0, 1]; ``"quantile"``: edges at the scores'
+            percentiles. A score equal to an inner edge belongs to the lower bin.
+
+        Returns
+        -------
+        DataFrame
+            One row per group and non-empty bin: the keys, ``bin``, ``lo``, ``hi``, ``n``
+            (rows), ``weight``, ``mean_predicted`` (Σw·p / Σw), ``observed_rate``
+            (Σw·y / Σw).
+
+        Raises
+        ------
+        InputError
+            A state that is not binary, scores outside [0, 1], ``n_bins`` < 1 or an unknown
+            ``strategy``.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 0, 1], "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+        >>> st = se.accumulate(df, label="y", score="p", precision="exact")
+        >>> st.calibration_curve(n_bins=2)
+        shape: (2, 7)
+        ┌─────┬─────┬─────┬─────┬────────┬────────────────┬───────────────┐
+        │ bin ┆ lo  ┆ hi  ┆ n   ┆ weight ┆ mean_predicted ┆ observed_rate │
+        │ --- ┆ --- ┆ --- ┆ --- ┆ ---    ┆ ---            ┆ ---           │
+        │ i32 ┆ f64 ┆ f64 ┆ i64 ┆ f64    ┆ f64            ┆ f64           │
+        ╞═════╪═════╪═════╪═════╪════════╪════════════════╪═══════════════╡
+        │ 0   ┆ 0.0 ┆ 0.5 ┆ 4   ┆ 4.0    ┆ 0.2625         ┆ 0.25          │
+        │ 1   ┆ 0.5 ┆ 1.0 ┆ 2   ┆ 2.0    ┆ 0.75           ┆ 1.0           │
+        └─────┴─────┴─────┴─────┴────────┴────────────────┴───────────────┘
+
         """
         from .metrics.calibration import calibration_curve
 
@@ -371,7 +875,38 @@ class State:
         return calibration_curve(self, n_bins, strategy)
 
     def calibration_error(self, n_bins: int = 10, strategy: str = "uniform") -> pl.DataFrame:
-        """Per group: expected (``ece``) and maximum (``mce``) calibration error."""
+        """Per group: expected (``ece``) and maximum (``mce``) calibration error.
+
+        ``ece`` is the weight-averaged |observed − predicted| over the bins of
+        :meth:`calibration_curve`, ``mce`` its largest value.
+
+        Parameters
+        ----------
+        n_bins : int
+            Number of bins (≥ 1).
+        strategy : {"uniform", "quantile"}
+            The bins, as :meth:`calibration_curve`.
+
+        Returns
+        -------
+        DataFrame
+            One row per group: the keys, ``ece``, ``mce``.
+
+        Raises
+        ------
+        InputError
+            A state that is not binary, scores outside [0, 1], ``n_bins`` < 1 or an unknown
+            ``strategy``.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 0, 1], "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+        >>> st = se.accumulate(df, label="y", score="p", precision="exact")
+        >>> [round(v, 4) for v in st.calibration_error(n_bins=2).row(0)]
+        [0.0917, 0.25]
+
+        """
         from .metrics.calibration import calibration_error
 
         self._require("binary", "calibration_error")
@@ -383,6 +918,44 @@ class State:
         """Per group and threshold: the cost-sensitive error rate of the reference texts.
 
         ``(cost_fp·FP + cost_fn·FN) / total`` with ``costs=(cost_fp, cost_fn)``.
+
+        Parameters
+        ----------
+        costs : tuple of float
+            ``(cost_fp, cost_fn)``: the non-negative costs of a false positive and of a
+            false negative (correct predictions cost nothing).
+        threshold : float or list of float
+            Predicted positive means ``score >= threshold``; a list gives a row per
+            threshold.
+
+        Returns
+        -------
+        DataFrame
+            The keys, ``threshold``, ``cost_sensitive_error``: one row per group and
+            threshold; null for a group of total weight 0.
+
+        Raises
+        ------
+        InputError
+            A state that is not binary, negative costs, or a threshold inside a score
+            bucket.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 0, 1], "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+        >>> st = se.accumulate(df, label="y", score="p", precision="exact")
+        >>> st.cost_sensitive_error((1.0, 5.0), [0.3, 0.5])
+        shape: (2, 2)
+        ┌───────────┬──────────────────────┐
+        │ threshold ┆ cost_sensitive_error │
+        │ ---       ┆ ---                  │
+        │ f64       ┆ f64                  │
+        ╞═══════════╪══════════════════════╡
+        │ 0.3       ┆ 0.166667             │
+        │ 0.5       ┆ 0.833333             │
+        └───────────┴──────────────────────┘
+
         """
         from .metrics.binary import as_thresholds
         from .metrics.operating import cost_sensitive_error
@@ -391,21 +964,128 @@ class State:
         return cost_sensitive_error(self, costs, as_thresholds(threshold))
 
     def det_curve(self, *, drop_intermediate: bool = False) -> pl.DataFrame:
-        """DET points per group: keys, threshold, fpr, fnr (as sklearn's ``det_curve``)."""
+        """DET points per group: keys, threshold, fpr, fnr (as sklearn's ``det_curve``).
+
+        From the highest threshold with no false positive to the first one with no false
+        negative; groups with one class have no points.
+
+        Parameters
+        ----------
+        drop_intermediate : bool
+            Drop the points whose true positive count equals both neighbours' (a group's
+            first and last points are kept).
+
+        Returns
+        -------
+        DataFrame
+            The keys, ``threshold`` (ascending), ``fpr``, ``fnr``: one row per group and
+            point.
+
+        Raises
+        ------
+        InputError
+            A state that is not binary.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 0, 1], "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+        >>> st = se.accumulate(df, label="y", score="p", precision="exact")
+        >>> st.det_curve()
+        shape: (3, 3)
+        ┌───────────┬──────────┬──────────┐
+        │ threshold ┆ fpr      ┆ fnr      │
+        │ ---       ┆ ---      ┆ ---      │
+        │ f64       ┆ f64      ┆ f64      │
+        ╞═══════════╪══════════╪══════════╡
+        │ 0.35      ┆ 0.333333 ┆ 0.0      │
+        │ 0.4       ┆ 0.333333 ┆ 0.333333 │
+        │ 0.7       ┆ 0.0      ┆ 0.333333 │
+        └───────────┴──────────┴──────────┘
+
+        """
         from .metrics.curves import det_curve
 
         self._require("binary", "det_curve")
         return det_curve(self, drop_intermediate=drop_intermediate)
 
     def pr_curve(self) -> pl.DataFrame:
-        """PR points per group: keys, threshold, precision, recall."""
+        """PR points per group: keys, threshold, precision, recall.
+
+        The points of sklearn's ``precision_recall_curve`` in exact mode; in bucketed mode
+        the exact points at each bucket's lowest score.
+
+        Returns
+        -------
+        DataFrame
+            The keys, ``threshold`` (ascending, last ``inf``), ``precision``, ``recall``:
+            one row per group and point. The last row of each group is sklearn's closing
+            point (precision 1, recall 0); recall is null for a group without positives.
+
+        Raises
+        ------
+        InputError
+            A state that is not binary.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 0, 1], "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+        >>> st = se.accumulate(df, label="y", score="p", precision="exact")
+        >>> st.pr_curve()
+        shape: (7, 3)
+        ┌───────────┬───────────┬──────────┐
+        │ threshold ┆ precision ┆ recall   │
+        │ ---       ┆ ---       ┆ ---      │
+        │ f64       ┆ f64       ┆ f64      │
+        ╞═══════════╪═══════════╪══════════╡
+        │ 0.1       ┆ 0.5       ┆ 1.0      │
+        │ 0.2       ┆ 0.6       ┆ 1.0      │
+        │ 0.35      ┆ 0.75      ┆ 1.0      │
+        │ 0.4       ┆ 0.666667  ┆ 0.666667 │
+        │ 0.7       ┆ 1.0       ┆ 0.666667 │
+        │ 0.8       ┆ 1.0       ┆ 0.333333 │
+        │ inf       ┆ 1.0       ┆ 0.0      │
+        └───────────┴───────────┴──────────┘
+
+        """
         from .metrics.curves import pr_curve
 
         self._require("binary", "pr_curve")
         return pr_curve(self)
 
     def write(self, path: str | os.PathLike[str]) -> None:
-        """Write to Parquet (atomically), spec and schema version in the file metadata."""
+        """Write to Parquet (atomically), spec and schema version in the file metadata.
+
+        The file is written to a temporary file in the same folder, then renamed into
+        place; the metadata also holds a SHA-256 checksum of the content, which
+        :func:`streameval.read_state` verifies. Missing folders are created.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file to write (replaced if it exists).
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        streameval.files.FileWriteError
+            The file cannot be written (no permission, no space …); ``path`` is untouched.
+
+        Examples
+        --------
+        >>> import os, tempfile, polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.1, 0.8, 0.4, 0.5]})
+        >>> st = se.accumulate(df, label="y", score="p")
+        >>> path = os.path.join(tempfile.mkdtemp(), "day=2026-10-01", "state.parquet")
+        >>> st.write(path)
+        >>> se.read_state(path).metrics()["roc_auc"].item()
+        0.75
+
+        """
         from .io import write_state
 
         write_state(self, path)
@@ -465,11 +1145,50 @@ def check_finite_sums(spec: Spec, table: pl.DataFrame) -> None:
 def merge(states: Iterable[State]) -> State:
     """Merge states computed with the same spec.
 
+    The tables are concatenated and their value columns re-aggregated per group and state
+    cell; classes found in the data (``Spec.found``) are merged into their sorted union.
+
+    Parameters
+    ----------
+    states : iterable of State
+        The states of the parts of the data (partitions, days, shards), at least one.
+
+    Returns
+    -------
+    State
+        The state of all the parts' rows; a single state is returned as it is.
+
+    Raises
+    ------
+    InputError
+        No states, or label values found over all the parts that cannot be evaluated
+        (a binary label with more than two values, too many classes).
+    SpecMismatchError
+        The specs differ (columns, keys, precision, thresholds, bootstrap settings), or the
+        tables' column types do.
+
+    See Also
+    --------
+    State.merge : The same, as a method.
+
+    Examples
+    --------
     >>> import polars as pl, streameval as se
     >>> df = pl.DataFrame({"y": [0, 1, 1], "p": [0.2, 0.7, 0.7]})
     >>> parts = [se.accumulate(df[i : i + 1], label="y", score="p") for i in range(3)]
     >>> se.merge(parts).table.height
     2
+    >>> se.merge(parts).table.sort("bucket").select("pos", "neg")
+    shape: (2, 2)
+    ┌─────┬─────┐
+    │ pos ┆ neg │
+    │ --- ┆ --- │
+    │ i64 ┆ i64 │
+    ╞═════╪═════╡
+    │ 0   ┆ 1   │
+    │ 2   ┆ 0   │
+    └─────┴─────┘
+
     """
     items = list(states)
     if not items:
