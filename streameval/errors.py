@@ -14,19 +14,87 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class StreamevalError(ValueError):
-    """Base class of every error streameval raises on bad input."""
+    """Base class of every error streameval raises on bad input.
+
+    A ``ValueError``: catch it to handle any of streameval's errors (:class:`InputError`,
+    :class:`SpecMismatchError`, :class:`StateFileError`, and the job runner's). Its message
+    says what was expected, what was found, and a hint.
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.1, 0.8, 0.4, 0.5]})
+    >>> try:
+    ...     se.evaluate(df, label="y", score="p", task="ranking")
+    ... except se.StreamevalError as exc:
+    ...     print(type(exc).__name__, isinstance(exc, ValueError))
+    InputError True
+
+    """
 
 
 class InputError(StreamevalError):
-    """The source data does not fit the evaluation asked for."""
+    """The source data does not fit the evaluation asked for.
+
+    Raised by :func:`streameval.evaluate`, :func:`streameval.accumulate` and the
+    :class:`~streameval.State` methods for a missing column, an option of the wrong type or
+    value, a null or a value outside the task's domain (a third label value, a non-finite
+    score, a negative weight), or a method the state's task has not.
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.1, 0.8, 0.4, 0.5]})
+    >>> try:
+    ...     se.evaluate(df, label="y", score="prob")
+    ... except se.InputError as exc:
+    ...     print(exc)
+    expected a score column 'prob', but the data has no such column; columns are: 'y', 'p'
+
+    """
 
 
 class SpecMismatchError(StreamevalError):
-    """Two states cannot be merged because they were computed differently."""
+    """Two states cannot be merged because they were computed differently.
+
+    Raised by :func:`streameval.merge` and :meth:`State.merge <streameval.State.merge>`
+    when the states' specs differ (columns, group keys, precision, thresholds, bootstrap
+    settings) or their tables' column types do; the message names every difference.
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.1, 0.8, 0.4, 0.5]})
+    >>> fine = se.accumulate(df, label="y", score="p")
+    >>> coarse = se.accumulate(df, label="y", score="p", precision=8)
+    >>> try:
+    ...     fine.merge(coarse)
+    ... except se.SpecMismatchError as exc:
+    ...     print(str(exc).split(";")[0])
+    expected states computed the same way, but their specs differ (precision: 11 vs 8)
+
+    """
 
 
 class StateFileError(StreamevalError):
-    """A state file is missing, corrupt or of an unknown schema version."""
+    """A state file is missing, corrupt or of an unknown schema version.
+
+    Raised by :func:`streameval.read_state` for a file that is missing, not a state file,
+    of another schema version, without a checksum, altered or corrupted, or whose spec
+    contradicts its table: a state file is used whole or not at all.
+
+    Examples
+    --------
+    >>> import os, tempfile, polars as pl, streameval as se
+    >>> path = os.path.join(tempfile.mkdtemp(), "plain.parquet")
+    >>> pl.DataFrame({"y": [0, 1], "p": [0.2, 0.9]}).write_parquet(path)
+    >>> try:
+    ...     se.read_state(path)
+    ... except se.StateFileError as exc:
+    ...     print(str(exc).split("; ")[1])
+    hint: this is a Parquet file, but not one written by State.write
+
+    """
 
 
 def close_matches(name: str, candidates: Iterable[str]) -> str:
@@ -50,6 +118,29 @@ class DomainWarning(UserWarning):
 
     ``problems`` maps a message part (``"msle needs label and prediction > −1"``) to
     [offending rows, groups concerned], so the warnings of several units add up into one.
+
+    Issued by :func:`streameval.evaluate` and :meth:`State.metrics
+    <streameval.State.metrics>` when a metric's domain is violated in some groups (a
+    metric asked for by name in ``metrics=`` raises :class:`InputError` instead).
+
+    Parameters
+    ----------
+    problems : dict of str to list of int
+        Each violated domain, with [offending rows, groups concerned].
+
+    Examples
+    --------
+    >>> import warnings, polars as pl, streameval as se
+    >>> reg = pl.DataFrame({"y": [-2.0, 1.0, 2.0, 3.0], "yhat": [1.0, 1.5, 2.0, 2.5]})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     table = se.evaluate(reg, task="regression", label="y", prediction="yhat")
+    >>> warning = caught[0].message
+    >>> isinstance(warning, se.DomainWarning), table["msle"].item()
+    (True, None)
+    >>> warning.problems["msle needs label and prediction > −1"]
+    [1, 1]
+
     """
 
     def __init__(self, problems: dict[str, list[int]]) -> None:
