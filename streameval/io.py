@@ -67,12 +67,47 @@ def write_state(
 def read_state(path: str | os.PathLike[str]) -> State:
     """Read a state written by :meth:`State.write`, verified whole or refused.
 
+    The file's checksum (of the schema version, the spec and the table's content) and its
+    Parquet page checksums are verified before anything uses the data; then the spec's
+    fields, and the columns, types and buckets the spec implies.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The state file.
+
+    Returns
+    -------
+    State
+        The state as it was written: its spec and table.
+
     Raises
     ------
     StateFileError
         The file is missing, not a state file, of another schema version, written without
         a checksum, corrupted or altered (the checksum does not match), or its spec
         contradicts its table.
+
+    Examples
+    --------
+    >>> import os, tempfile, polars as pl, streameval as se
+    >>> df = pl.DataFrame({"g": ["a", "a", "b", "b"], "y": [0, 1, 1, 0],
+    ...                    "p": [0.1, 0.8, 0.4, 0.5]})
+    >>> path = os.path.join(tempfile.mkdtemp(), "state.parquet")
+    >>> se.accumulate(df, label="y", score="p", by="g").write(path)
+    >>> st = se.read_state(path)
+    >>> st.keys, st.spec.kind
+    (['g'], 'binary')
+    >>> st.metrics().select("g", "roc_auc")
+    shape: (2, 2)
+    ┌─────┬─────────┐
+    │ g   ┆ roc_auc │
+    │ --- ┆ ---     │
+    │ str ┆ f64     │
+    ╞═════╪═════════╡
+    │ a   ┆ 1.0     │
+    │ b   ┆ 0.0     │
+    └─────┴─────────┘
 
     """
     name = os.fspath(path)

@@ -20,10 +20,15 @@ KINDS = ("binary", "multiclass", "regression", "paired")
 class Spec:
     """How a state was computed.
 
-    Attributes
+    A frozen dataclass: each parameter is kept as the attribute of the same name. Made by
+    :func:`streameval.accumulate` (and read back from a state file's metadata); two states
+    merge only when their specs are equal (:meth:`check_mergeable`).
+
+    Parameters
     ----------
     kind : str
-        The task and state kind: ``"binary"``, ``"multiclass"`` or ``"regression"``.
+        The task and state kind: ``"binary"``, ``"multiclass"``, ``"regression"`` or
+        ``"paired"``.
     keys : tuple of str
         Group key columns.
     precision : int
@@ -32,8 +37,15 @@ class Spec:
         Scores at which buckets were cut so confusion counts there stay exact.
     weighted : bool
         Whether a weight column was used (sums are then Float64).
-    label, score, weight, prediction : str or None
-        Source column names.
+    label : str
+        Source column name of the label.
+    score : str or None
+        Source column name of a binary task's score.
+    weight : str or None
+        Source column name of the weights.
+    prediction : str or None
+        Source column name of the prediction (multiclass: the predicted class;
+        regression: the predicted value).
     positive : Any
         The positive label value of a binary task (JSON-representable).
     classes : tuple
@@ -44,7 +56,8 @@ class Spec:
         takes the union of the states' classes, so that what depends on which values occur
         is decided over all rows.
     scores : tuple of str
-        A multiclass task's score columns, one per class in ``classes`` order.
+        A multiclass task's score columns, one per class in ``classes`` order; a paired
+        task's models' score columns.
     top_k : int
         ``k`` of a multiclass task's ``top_k_accuracy``.
     power : float
@@ -57,6 +70,18 @@ class Spec:
         Seed of the bootstrap draws.
     row_id : tuple of str
         Columns the bootstrap draws were hashed from; empty: every column the task reads.
+    schema_version : int
+        Version of the state file layout the spec belongs to.
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"g": ["a", "b"], "y": [0, 1], "p": [0.2, 0.9]})
+    >>> spec = se.accumulate(df, label="y", score="p", by="g").spec
+    >>> spec.kind, spec.keys, spec.precision, spec.label, spec.score
+    ('binary', ('g',), 11, 'y', 'p')
+    >>> se.Spec(kind="regression", keys=("day",), precision=se.DEFAULT_PRECISION).exact
+    False
 
     """
 
@@ -82,7 +107,21 @@ class Spec:
 
     @property
     def exact(self) -> bool:
-        """Whether every distinct score has its own bucket."""
+        """Whether every distinct score has its own bucket.
+
+        Returns
+        -------
+        bool
+            True in exact mode (``precision`` 52 or more).
+
+        Examples
+        --------
+        >>> Spec(kind="binary", keys=(), precision=52).exact
+        True
+        >>> Spec(kind="binary", keys=(), precision=11).exact
+        False
+
+        """
         return self.precision >= EXACT_BITS
 
     @property
@@ -92,11 +131,19 @@ class Spec:
         ``not positive`` for boolean labels, 0 for 0/1 labels, else the one value other than
         ``positive`` among the label values found (None while no part had one).
 
+        Returns
+        -------
+        Any
+            The negative label value, or None (also for a multiclass or regression spec).
+
+        Examples
+        --------
         >>> Spec(kind="binary", keys=(), precision=8, positive="spam",
         ...      classes=("ham", "spam"), found=True).negative
         'ham'
         >>> Spec(kind="binary", keys=(), precision=8).negative
         0
+
         """
         if self.kind not in ("binary", "paired"):
             return None
@@ -108,7 +155,19 @@ class Spec:
         return others[0] if len(others) == 1 else None
 
     def to_json(self) -> str:
-        """Serialise for file metadata."""
+        """Serialise for file metadata.
+
+        Returns
+        -------
+        str
+            Every field as a JSON object, keys sorted (tuples as lists).
+
+        Examples
+        --------
+        >>> Spec(kind="binary", keys=("day",), precision=8).to_json()[:60]
+        '{"classes": [], "found": false, "keys": ["day"], "kind": "bi'
+
+        """
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
@@ -118,12 +177,33 @@ class Spec:
         Fields left out (by an older writer) take their defaults; ``kind``, ``keys`` and
         ``precision`` are required, and every field must have its type and range.
 
+        Parameters
+        ----------
+        text : str
+            The JSON text of :meth:`to_json`.
+        source : str
+            What the text is, for the error message (``"the spec of 'state.parquet'"``).
+
+        Returns
+        -------
+        Spec
+            The spec, lists turned back into tuples.
+
+        Raises
+        ------
+        StateFileError
+            The text is not a JSON object, lacks a required field, or has a field of the
+            wrong type or range.
+
+        Examples
+        --------
         >>> Spec.from_json('{"kind": "binary", "keys": [], "precision": 8}').precision
         8
         >>> Spec.from_json('{"kind": "binary", "keys": [], "precision": "x"}')
         Traceback (most recent call last):
         ...
         streameval.errors.StateFileError: expected the state spec to be well formed, but ...
+
         """
         try:
             data = json.loads(text)
@@ -143,6 +223,30 @@ class Spec:
         """Raise SpecMismatchError naming every field where the two specs differ.
 
         Classes found in the data (``found``) may differ: merging takes their union.
+
+        Parameters
+        ----------
+        other : Spec
+            The spec of the state to merge with.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        SpecMismatchError
+            The specs differ in a field (other than found classes).
+
+        Examples
+        --------
+        >>> a = Spec(kind="binary", keys=("day",), precision=11)
+        >>> a.check_mergeable(Spec(kind="binary", keys=("day",), precision=11))
+        >>> a.check_mergeable(Spec(kind="binary", keys=("day",), precision=8))
+        Traceback (most recent call last):
+        ...
+        streameval.errors.SpecMismatchError: expected states computed the same way, but ...
+
         """
         if self.found and other.found:
             from dataclasses import replace
