@@ -92,12 +92,24 @@ def fold_metrics(
         The fold column (a key of the state).
     repeats : str, optional
         The repeat column of repeated cross-validation (a key of the state).
-    threshold, alpha, metrics, ci, level, auc_method
-        As :meth:`State.metrics`; intervals, standard errors and p-values are given for the
-        fold and pooled rows (each a sample of its own) and null in the mean and sd rows.
+    threshold : float or list of float, optional
+        Binary: predicted positive means ``score >= threshold`` (default 0.5); a list gives
+        rows per threshold. As :meth:`State.metrics`.
+    alpha : float
+        Regression: the quantile of ``mean_pinball_loss``.
+    metrics : list of str, optional
+        Only these metric columns, as :meth:`State.metrics`.
     ddof : int
         Delta degrees of freedom of the standard deviation: 1 (default) is the sample
         standard deviation, R's ``sd()``; 0 divides by the number of folds K.
+    ci : {None, "wilson", "clopper-pearson"}
+        Intervals and statistics, as :meth:`State.metrics`; intervals, standard errors and
+        p-values are given for the fold and pooled rows (each a sample of its own) and null
+        in the mean and sd rows.
+    level : float
+        Confidence level of the intervals.
+    auc_method : {"delong", "hanley-mcneil"}
+        Variance of the AUC (binary), as :meth:`State.metrics`.
 
     Returns
     -------
@@ -109,6 +121,13 @@ def fold_metrics(
         together (per repeat, and over all repeats). ``n_folds`` counts the cells behind the
         row. Counts (``n``, ``tp`` …) in mean and sd rows are the mean and sd of the folds'
         counts; error bounds (``roc_auc_error`` …) are null in sd rows.
+
+    Raises
+    ------
+    InputError
+        A fold or repeat column that is not a key of the state (or the same column twice),
+        a null in it, a key named ``estimate`` or ``n_folds``, a ``ddof`` that is not a
+        non-negative integer, or options :meth:`State.metrics` refuses.
 
     Examples
     --------

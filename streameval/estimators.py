@@ -70,6 +70,25 @@ def bootstrap_estimate(
         Out-of-bag predictions: for each bootstrap replicate (column ``replicate``), the
         predictions of the model fitted on that replicate for the rows it left out — e.g. the
         rows with ``oob`` true from :func:`streameval.split.bootstrap`.
+    label : str
+        Label column, in both sources, as :func:`streameval.evaluate`.
+    score : str, optional
+        Binary task: the score column.
+    by : str or list of str, optional
+        Group key columns; the estimates are given per group.
+    weight : str, optional
+        Non-negative sample weights.
+    task : {"binary", "multiclass", "regression"}
+        What the predictions are (a paired task is refused: estimates are per model).
+    prediction : str, optional
+        Multiclass: the hard predicted class. Regression: the predicted value.
+    scores : list of str or mapping class → column, optional
+        Multiclass: per-class probability columns.
+    classes : list, optional
+        Multiclass: every class, in order. Default: the sorted values found in
+        ``resubstitution``, also used for ``oob``.
+    positive : optional
+        Binary: the positive class value (default 1 / True).
     replicate : str
         The replicate column of ``oob``.
     row_id : str or list of str
@@ -82,10 +101,17 @@ def bootstrap_estimate(
         applies to every metric (AUC included). ``"mean"``: the mean over replicates of each
         replicate's out-of-bag metric (caret's ``boot632``). ``"pooled"``: all out-of-bag
         predictions as one sample.
-    label, score, by, weight, task, prediction, scores, classes, positive
-        As :func:`streameval.evaluate`, for both sources.
-    threshold, alpha, precision, metrics, engine
-        As :func:`streameval.evaluate`.
+    threshold : float or list of float
+        Binary: predicted positive means ``score >= threshold``; a list gives rows per
+        threshold.
+    alpha : float
+        Regression: the quantile of ``mean_pinball_loss``.
+    precision : "exact" or int, optional
+        Mantissa bits of score (and error) buckets, as :func:`streameval.evaluate`.
+    metrics : list of str, optional
+        Only these metric columns.
+    engine : {"streaming", "in-memory"}
+        Polars engine.
 
     Returns
     -------
@@ -95,6 +121,13 @@ def bootstrap_estimate(
         (Float64). Counts (``n``, ``tp`` …) are given for the first two rows only; ``.632+``,
         γ and R' only for the metrics with a no-information value (error rate, accuracy,
         balanced accuracy, AUCs, binary Brier and log loss, regression MSE).
+
+    Raises
+    ------
+    InputError
+        An unknown ``oob_estimate`` or task, ``oob_estimate="loo"`` without ``row_id``, a
+        missing replicate or row id column, or any input :func:`streameval.evaluate`
+        refuses.
 
     Examples
     --------
