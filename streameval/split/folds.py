@@ -104,6 +104,18 @@ def kfold(
     name : str
         The new column.
 
+    Returns
+    -------
+    DataFrame or LazyFrame
+        ``frame`` with the fold column ``name`` (Int32, 0 … k−1) added, of the same kind: a
+        DataFrame is collected, a LazyFrame stays lazy.
+
+    Raises
+    ------
+    InputError
+        ``k`` < 2, neither or both of ``by`` and ``group``, a missing or float ``stratify``
+        column, or a column ``name`` already in ``frame``.
+
     Examples
     --------
     >>> import polars as pl, streameval as se
@@ -139,6 +151,41 @@ def repeated_kfold(
     Each repeat is a :func:`kfold` with its own hash (the unit hash salted with the repeat
     number), so repeats are independent partitions. ``repeats`` is a count or a list of repeat
     numbers (``repeats=[3]`` gives repeat 3 alone, the same as within ``repeats=5``).
+
+    Parameters
+    ----------
+    frame : DataFrame or LazyFrame
+        The data; a LazyFrame stays lazy.
+    k : int
+        Number of folds (≥ 2).
+    repeats : int or list of int
+        How many repeats (numbered from 0), or which repeat numbers.
+    seed : int
+        Seed of the hash.
+    by : str or list of str
+        A row id (or key columns identifying a row). Give ``by`` or ``group``.
+    group : str or list of str
+        A group key: all rows of a group fall in one fold of each repeat.
+    stratify : str or list of str, optional
+        Class column(s), as :func:`kfold`: a rank pass per repeat.
+    balanced : bool
+        Without ``stratify``: fold sizes within one row of each other, as :func:`kfold`.
+    name : str
+        The new fold column.
+    repeat_name : str
+        The new repeat column.
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        One row per (row, repeat): ``frame``'s columns, ``repeat_name`` (Int32) and
+        ``name`` (Int32, 0 … k−1); of the same kind as ``frame``.
+
+    Raises
+    ------
+    InputError
+        ``k`` < 2, ``repeats`` neither a count ≥ 1 nor a list of integers, neither or both
+        of ``by`` and ``group``, or an output column already in ``frame``.
 
     Examples
     --------
@@ -200,6 +247,40 @@ def holdout(
     count is within one row of n·share, per stratum (with ``group``: within one group's size).
     Other parameters as :func:`kfold`.
 
+    Parameters
+    ----------
+    frame : DataFrame or LazyFrame
+        The data; a LazyFrame stays lazy.
+    fractions : list of float or mapping str → float
+        Two (train, test) or three (train, validation, test) positive shares summing to 1,
+        or a mapping part name → share (two parts or more).
+    seed : int
+        Seed of the hash.
+    by : str or list of str
+        A row id (or key columns identifying a row). Give ``by`` or ``group``.
+    group : str or list of str
+        A group key: all rows of a group fall in one part.
+    stratify : str or list of str, optional
+        Class column(s): a rank pass keeps each part's share per stratum.
+    balanced : bool
+        Without ``stratify``: a rank pass so that part sizes match their shares to a row.
+    name : str
+        The new column.
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        ``frame`` with the column ``name`` added: an Enum of the part names (``"train"``,
+        ``"test"``; ``"train"``, ``"validation"``, ``"test"``; or the mapping's keys, in
+        order); of the same kind as ``frame``.
+
+    Raises
+    ------
+    InputError
+        Fractions that are not 2 or 3 shares (or a mapping) of positive values summing to
+        1, neither or both of ``by`` and ``group``, or a column ``name`` already in
+        ``frame``.
+
     Examples
     --------
     >>> import polars as pl, streameval as se
@@ -243,6 +324,29 @@ def leave_one_out(
     With ``by`` (a row id) every row is its own fold; with ``group`` every group is (leave one
     group out). The fold number is the key's dense rank in sort order, so it does not depend
     on row order; it needs a sort of the keys, which suits the small data LOO is meant for.
+
+    Parameters
+    ----------
+    frame : DataFrame or LazyFrame
+        The data; a LazyFrame stays lazy.
+    by : str or list of str
+        A row id: every row is its own fold. Give ``by`` or ``group``.
+    group : str or list of str
+        A group key: every group is a fold (leave one group out).
+    name : str
+        The new column.
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        ``frame`` with the fold column ``name`` (Int64, from 0) added; of the same kind as
+        ``frame``.
+
+    Raises
+    ------
+    InputError
+        Neither or both of ``by`` and ``group``, a missing key column, or a column
+        ``name`` already in ``frame``.
 
     Examples
     --------

@@ -67,12 +67,29 @@ def bootstrap(
         replicate 7 alone, identical to replicate 7 of ``replicates=10``.
     seed : int
         Seed of the hash.
-    by, group : str or list of str
-        A row id (rows are drawn) or a group key (whole groups are drawn: the cluster
-        bootstrap). Give one.
-    name, count_name, oob_name : str
-        The new columns: replicate number (Int32), in-bag count (Int32: how many times the row
-        is drawn — use it as a sample weight, or repeat the row), out-of-bag flag (count 0).
+    by : str or list of str
+        A row id: rows are drawn. Give ``by`` or ``group``.
+    group : str or list of str
+        A group key: whole groups are drawn (the cluster bootstrap).
+    name : str
+        The new replicate number column (Int32).
+    count_name : str
+        The new in-bag count column (Int32: how many times the row is drawn — use it as a
+        sample weight, or repeat the row).
+    oob_name : str
+        The new out-of-bag flag column (Boolean: in-bag count 0).
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        One row per (row, replicate): ``frame``'s columns, ``name``, ``count_name`` and
+        ``oob_name``; of the same kind as ``frame``.
+
+    Raises
+    ------
+    InputError
+        ``replicates`` neither a count ≥ 1 nor a list of integers, neither or both of
+        ``by`` and ``group``, or an output column already in ``frame``.
 
     Examples
     --------

@@ -46,6 +46,38 @@ def time_split(
     The distinct values are read once, when this is called (one column of a lazy source);
     the rows themselves stay lazy and streaming (one pass, an explode).
 
+    Parameters
+    ----------
+    frame : DataFrame or LazyFrame
+        The data; a LazyFrame stays lazy.
+    column : str
+        The time column (any sortable type).
+    n_splits : int
+        Number of splits (≥ 2).
+    test_size : int, optional
+        Distinct time values per test set (≥ 1); default n // (n_splits + 1).
+    gap : int
+        Distinct time values left out between each training set and its test set (≥ 0).
+    max_train_size : int, optional
+        A rolling window of at most this many distinct values (≥ 1) instead of an expanding
+        one.
+    name : str
+        The new split number column (Int32, 0 … n_splits−1).
+    role_name : str
+        The new role column (Enum ``"train"``, ``"test"``).
+
+    Returns
+    -------
+    DataFrame or LazyFrame
+        One row per (row, split) the row is in: ``frame``'s columns, ``name`` and
+        ``role_name``; of the same kind as ``frame``.
+
+    Raises
+    ------
+    InputError
+        A missing ``column``, an output column already in ``frame``, an option out of
+        range, fewer than n_splits + 1 distinct values, or no room left for a training set.
+
     Examples
     --------
     >>> import polars as pl, streameval as se
