@@ -49,8 +49,22 @@ LINE_STYLES = ("-", "--", ":", "-.")
 def line_look(index: int) -> tuple[str, str]:
     """Colour and line style of a panel's ``index``-th line: 30 colours, then new styles.
 
+    Parameters
+    ----------
+    index : int
+        The line's position among a panel's lines, from 0.
+
+    Returns
+    -------
+    tuple of str
+        The colour (hex) from :data:`PALETTE` and the matplotlib line style from
+        :data:`LINE_STYLES`.
+
+    Examples
+    --------
     >>> line_look(0), line_look(12), line_look(30)
     (('#1f77b4', '-'), ('#98df8a', '-'), ('#1f77b4', '--'))
+
     """
     return PALETTE[index % len(PALETTE)], LINE_STYLES[index // len(PALETTE) % len(LINE_STYLES)]
 
@@ -61,10 +75,23 @@ def natural_key(value: Any) -> tuple[Any, ...]:
     Numbers, dates and the like sort as themselves; strings split into text and digit runs
     ("seg 2" before "seg 10"); tuples part by part; None last.
 
+    Parameters
+    ----------
+    value : Any
+        A group key's value (or a tuple of them).
+
+    Returns
+    -------
+    tuple
+        A key that sorts the values of one type in that order.
+
+    Examples
+    --------
     >>> sorted(["seg 10", "seg 2", "seg 1b", None, "Seg 3"], key=natural_key)
     ['seg 1b', 'seg 2', 'Seg 3', 'seg 10', None]
     >>> sorted([(10, "b"), (2, "a")], key=natural_key)
     [(2, 'a'), (10, 'b')]
+
     """
     if value is None:
         return (2,)
@@ -92,7 +119,48 @@ def _pyplot() -> Any:
 
 
 def curve_table(state: State, kind: str) -> pl.DataFrame:
-    """The points of one kind of curve, for every group of a binary state."""
+    """The points of one kind of curve, for every group of a binary state.
+
+    Parameters
+    ----------
+    state : State
+        A binary state.
+    kind : {"roc", "pr", "det", "cost", "gains", "calibration"}
+        The curve: :meth:`State.roc_curve` (collinear points dropped),
+        :meth:`~State.pr_curve`, :meth:`~State.det_curve`, :meth:`~State.cost_curve`,
+        :meth:`~State.calibration_curve` (10 bins), or :meth:`~State.gains` at 20 quantiles
+        with each group's origin (population 0, gain 0) added.
+
+    Returns
+    -------
+    DataFrame
+        The curve's table, as the state method gives it (gains: sorted by population).
+
+    Raises
+    ------
+    InputError
+        An unknown ``kind``, or a state that is not binary.
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"g": ["a", "a", "a", "b", "b", "b"], "y": [0, 0, 1, 1, 0, 1],
+    ...                    "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+    >>> st = se.accumulate(df, label="y", score="p", by="g", precision="exact")
+    >>> curve_table(st, "roc").filter(pl.col("g") == "b")
+    shape: (4, 4)
+    ┌─────┬───────────┬─────┬─────┐
+    │ g   ┆ threshold ┆ fpr ┆ tpr │
+    │ --- ┆ ---       ┆ --- ┆ --- │
+    │ str ┆ f64       ┆ f64 ┆ f64 │
+    ╞═════╪═══════════╪═════╪═════╡
+    │ b   ┆ inf       ┆ 0.0 ┆ 0.0 │
+    │ b   ┆ 0.8       ┆ 0.0 ┆ 0.5 │
+    │ b   ┆ 0.7       ┆ 0.0 ┆ 1.0 │
+    │ b   ┆ 0.2       ┆ 1.0 ┆ 1.0 │
+    └─────┴───────────┴─────┴─────┘
+
+    """
     if kind not in KINDS:
         raise InputError(f"expected a curve kind among {list(KINDS)}, got {kind!r}")
     if kind == "roc":
@@ -149,6 +217,18 @@ def plot_curve(
     title : str, optional
         The title of a figure without facets (default: the curve's kind).
 
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure: one panel (or one per ``facet`` value, six to a row), a line per state
+        and group of the other keys, with a legend naming them.
+
+    Raises
+    ------
+    InputError
+        matplotlib not installed, an unknown ``kind``, states that are not binary, an empty
+        mapping, or a ``facet`` that is not a group key.
+
     Examples
     --------
     >>> import polars as pl, streameval as se
@@ -157,6 +237,14 @@ def plot_curve(
     >>> fig = plot_curve(se.accumulate(df, label="y", score="p"), "roc")
     >>> len(fig.axes)
     1
+
+    Two days, one panel each:
+
+    >>> days = pl.DataFrame({"day": ["d1", "d1", "d1", "d2", "d2", "d2"],
+    ...                      "y": [0, 0, 1, 1, 0, 1], "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+    >>> fig = plot_curve(se.accumulate(days, label="y", score="p", by="day"), "pr", facet="day")
+    >>> [ax.get_title() for ax in fig.axes]
+    ['day = d1', 'day = d2']
 
     """
     plt = _pyplot()
@@ -215,6 +303,43 @@ def plot_confusion(
 
     Groups are summed over: pass a state of one group (or without keys) for one group's
     matrix. ``normalize`` is ``None``, ``"true"``, ``"pred"`` or ``"all"``.
+
+    Parameters
+    ----------
+    state : State
+        A multiclass or binary state.
+    normalize : {None, "true", "pred", "all"}
+        Divide by the actual class's total, the predicted class's or the whole matrix's
+        (0 where that total is 0); None: the counts.
+    threshold : float
+        Binary: predicted positive means ``score >= threshold``.
+    path : path, optional
+        Save the figure there (``.png`` or ``.svg``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The heatmap (actual classes in rows, predicted in columns, each cell's value
+        written in it) with its colour bar.
+
+    Raises
+    ------
+    InputError
+        matplotlib not installed, a state neither multiclass nor binary, or an unknown
+        ``normalize``.
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> from streameval.plot import plot_confusion
+    >>> df = pl.DataFrame({"y": ["a", "b", "c", "a", "b", "c"],
+    ...                    "pred": ["a", "b", "b", "a", "c", "c"]})
+    >>> st = se.accumulate(df, task="multiclass", label="y", prediction="pred")
+    >>> fig = plot_confusion(st, normalize="true")
+    >>> ax = fig.axes[0]
+    >>> ax.get_xlabel(), ax.get_ylabel(), [t.get_text() for t in ax.texts[:3]]
+    ('predicted', 'actual', ['1.00', '0.00', '0.00'])
+
     """
     plt = _pyplot()
     labels, matrix = confusion_matrix(state, normalize, threshold)
@@ -240,7 +365,39 @@ def plot_confusion(
 def confusion_matrix(
     state: State, normalize: str | None, threshold: float
 ) -> tuple[list[str], list[list[float]]]:
-    """Class names and the confusion matrix summed over groups (normalized as asked)."""
+    """Class names and the confusion matrix summed over groups (normalized as asked).
+
+    Parameters
+    ----------
+    state : State
+        A multiclass or binary state.
+    normalize : {None, "true", "pred", "all"}
+        Divide by the actual class's total, the predicted class's or the whole matrix's
+        (0 where that total is 0); None: the counts.
+    threshold : float
+        Binary: predicted positive means ``score >= threshold``.
+
+    Returns
+    -------
+    labels : list of str
+        The classes (binary: ``"negative"``, ``"positive"``).
+    matrix : list of list of float
+        The matrix, actual classes in rows and predicted classes in columns.
+
+    Raises
+    ------
+    InputError
+        A state neither multiclass nor binary, or an unknown ``normalize``.
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 0, 1], "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+    >>> st = se.accumulate(df, label="y", score="p")
+    >>> confusion_matrix(st, None, 0.5)
+    (['negative', 'positive'], [[3.0, 0.0], [1.0, 2.0]])
+
+    """
     if state.spec.kind == "multiclass":
         cells = state.confusion_matrix().group_by("actual", "predicted").agg(pl.col("count").sum())
         labels = [str(c) for c in state.spec.classes]
@@ -271,6 +428,26 @@ def legend_entries(fig: Any) -> list[tuple[str, str, str]]:
     """The lines named in a figure's legends, in order: (label, colour, line style).
 
     The union over its panels (each label once, in the order first drawn).
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        A figure, such as :func:`plot_curve` draws.
+
+    Returns
+    -------
+    list of tuple of str
+        (label, colour as hex, line style) of each named line.
+
+    Examples
+    --------
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"g": ["a", "a", "a", "b", "b", "b"], "y": [0, 0, 1, 1, 0, 1],
+    ...                    "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+    >>> st = se.accumulate(df, label="y", score="p", by="g")
+    >>> legend_entries(plot_curve(st, "roc"))
+    [('a', '#1f77b4', '-'), ('b', '#ff7f0e', '-')]
+
     """
     from matplotlib.colors import to_hex
 
