@@ -71,8 +71,26 @@ def _expand(path: PathLike) -> list[str]:
 def is_spark_frame(source: Any) -> bool:
     """Whether ``source`` is a Spark DataFrame (classic or Connect), without importing pyspark.
 
+    :func:`streameval.evaluate` and :func:`streameval.accumulate` hand such a source to
+    :mod:`streameval.spark`.
+
+    Parameters
+    ----------
+    source : Any
+        Any object.
+
+    Returns
+    -------
+    bool
+        True for a ``pyspark.sql.DataFrame`` or a Spark Connect DataFrame.
+
+    Examples
+    --------
     >>> is_spark_frame(pl.DataFrame())
     False
+    >>> is_spark_frame("preds/*.parquet")
+    False
+
     """
     kind = type(source)
     return kind.__name__ == "DataFrame" and kind.__module__.startswith("pyspark.sql")

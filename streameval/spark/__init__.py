@@ -197,6 +197,13 @@ def accumulate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> State
         Equal to :func:`streameval.accumulate` on the same rows (float sums up to their
         summation order).
 
+    Raises
+    ------
+    InputError
+        pyspark not installed, ``df`` not a Spark DataFrame, ``block_rows`` not a positive
+        integer, or any input :func:`streameval.accumulate` refuses (an executor's error is
+        raised on the driver as itself).
+
     Examples
     --------
     >>> import streameval.spark as ses
@@ -316,6 +323,13 @@ def evaluate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> pl.Data
     -------
     DataFrame
         :func:`streameval.evaluate`'s table for the same rows.
+
+    Raises
+    ------
+    InputError
+        pyspark not installed, ``df`` not a Spark DataFrame, ``block_rows`` not a positive
+        integer, or any input :func:`streameval.evaluate` refuses (checked on the driver
+        before any Spark job where it can be; an executor's error is raised as itself).
 
     Examples
     --------
