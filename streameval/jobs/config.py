@@ -75,7 +75,52 @@ class OutputConfig:
 
 @dataclass(frozen=True)
 class JobConfig:
-    """A validated job file. Relative paths are resolved against the job file's folder."""
+    """A validated job file. Relative paths are resolved against the job file's folder.
+
+    Made by :func:`load_job`, which checks every key.
+
+    Parameters
+    ----------
+    file : str
+        The job file's absolute path.
+    source : SourceConfig
+        The ``[source]`` table: where the predictions are (paths, or a catalog table), their
+        format and engine, and the ``partition_key`` that identifies a source partition.
+    task : TaskConfig
+        The ``[task]`` table: the evaluation, with the keyword names of
+        :func:`streameval.evaluate`.
+    store : str
+        The state store's folder (``[store] path``), resolved.
+    outputs : tuple of OutputConfig
+        The ``[[outputs]]`` tables: each metric table's path, format and windows.
+
+    Examples
+    --------
+    >>> import os, tempfile, polars as pl
+    >>> root = tempfile.mkdtemp()
+    >>> os.makedirs(f"{root}/preds/day=2026-10-01")
+    >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.9, 0.4, 0.5]}).write_parquet(
+    ...     f"{root}/preds/day=2026-10-01/part-0.parquet")
+    >>> _ = open(f"{root}/job.toml", "w").write('''
+    ... [source]
+    ... paths = ["preds"]
+    ... partition_key = "day"
+    ... [task]
+    ... label = "y"
+    ... score = "p"
+    ... [store]
+    ... path = "store"
+    ... [[outputs]]
+    ... path = "metrics.csv"
+    ... windows = ["1d", "all"]
+    ... ''')
+    >>> job = load_job(f"{root}/job.toml")
+    >>> job.task.kind, job.task.label, job.source.partition_key
+    ('binary', 'y', 'day')
+    >>> os.path.relpath(job.store, root), [w.name for w in job.windows]
+    ('store', ['1d', 'all'])
+
+    """
 
     file: str
     source: SourceConfig
@@ -85,11 +130,56 @@ class JobConfig:
 
     @property
     def base(self) -> str:
-        """The folder relative paths are resolved against (and fingerprints are relative to)."""
+        """The folder relative paths are resolved against (and fingerprints are relative to).
+
+        Returns
+        -------
+        str
+            The job file's folder.
+
+        Examples
+        --------
+        >>> JobConfig("/jobs/daily.toml", SourceConfig(("/data",)), None, "/s", ()).base
+        '/jobs'
+
+        """
         return os.path.dirname(self.file)
 
     def identity(self) -> dict[str, Any]:
-        """What the stored states depend on: a change here needs ``--full-refresh``."""
+        """What the stored states depend on: a change here needs ``--full-refresh``.
+
+        Returns
+        -------
+        dict
+            The source's ``partition_key`` and ``format``, and the keywords each partition is
+            accumulated with (precision and thresholds spelled out); the store records it and
+            refuses a run whose identity differs.
+
+        Examples
+        --------
+        >>> import os, tempfile, polars as pl
+        >>> root = tempfile.mkdtemp()
+        >>> os.makedirs(f"{root}/preds/day=2026-10-01")
+        >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.9, 0.4, 0.5]}).write_parquet(
+        ...     f"{root}/preds/day=2026-10-01/part-0.parquet")
+        >>> _ = open(f"{root}/job.toml", "w").write('''
+        ... [source]
+        ... paths = ["preds"]
+        ... partition_key = "day"
+        ... [task]
+        ... label = "y"
+        ... score = "p"
+        ... [store]
+        ... path = "store"
+        ... [[outputs]]
+        ... path = "metrics.csv"
+        ... windows = ["1d", "all"]
+        ... ''')
+        >>> identity = load_job(f"{root}/job.toml").identity()
+        >>> identity["partition_key"], identity["accumulate"]["precision"]
+        ('day', 11)
+
+        """
         accumulate = self.task.accumulate_kwargs()
         accumulate["precision"] = parse_precision(self.task.options.get("precision"))
         accumulate.setdefault("thresholds", [0.5])
@@ -103,7 +193,24 @@ class JobConfig:
 
     @property
     def windows(self) -> list[Window]:
-        """Every window any output asks for, each once, in the order first asked."""
+        """Every window any output asks for, each once, in the order first asked.
+
+        Returns
+        -------
+        list of Window
+            The windows (``1d``, ``7d``, ``mtd``, ``all`` …) the rollups compute.
+
+        Examples
+        --------
+        >>> from streameval.jobs.windows import parse_window
+        >>> outputs = (OutputConfig("a.csv", "csv", (parse_window("1d"), parse_window("7d"))),
+        ...            OutputConfig("b.csv", "csv", (parse_window("7d"), parse_window("all"))))
+        >>> job = JobConfig("/jobs/daily.toml", SourceConfig(("/data",), "day"), None, "/s",
+        ...                 outputs)
+        >>> [w.name for w in job.windows]
+        ['1d', '7d', 'all']
+
+        """
         seen: dict[str, Window] = {}
         for output in self.outputs:
             for w in output.windows:
@@ -112,7 +219,52 @@ class JobConfig:
 
 
 def load_job(path: str | os.PathLike[str]) -> JobConfig:
-    """Read and validate a job file; raise :class:`JobConfigError` naming the offending key."""
+    """Read and validate a job file; raise :class:`JobConfigError` naming the offending key.
+
+    Every key is checked: an unknown key gets a close-match hint, a wrong type or value names
+    the key's path (``outputs[1].windows[0]``) and what is allowed.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The TOML job file.
+
+    Returns
+    -------
+    JobConfig
+        The job, relative paths resolved against the job file's folder.
+
+    Raises
+    ------
+    JobConfigError
+        The file is missing or not TOML, or a key is unknown, missing, or of a wrong type or
+        value.
+
+    Examples
+    --------
+    >>> import os, tempfile, polars as pl
+    >>> root = tempfile.mkdtemp()
+    >>> os.makedirs(f"{root}/preds/day=2026-10-01")
+    >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.9, 0.4, 0.5]}).write_parquet(
+    ...     f"{root}/preds/day=2026-10-01/part-0.parquet")
+    >>> _ = open(f"{root}/job.toml", "w").write('''
+    ... [source]
+    ... paths = ["preds"]
+    ... partition_key = "day"
+    ... [task]
+    ... label = "y"
+    ... score = "p"
+    ... [store]
+    ... path = "store"
+    ... [[outputs]]
+    ... path = "metrics.csv"
+    ... windows = ["1d", "all"]
+    ... ''')
+    >>> job = load_job(f"{root}/job.toml")
+    >>> job.task.kind, [w.name for w in job.outputs[0].windows]
+    ('binary', ['1d', 'all'])
+
+    """
     file = os.path.abspath(os.fspath(path))
     try:
         data = tomllib.loads(Path(file).read_text(encoding="utf-8"))

@@ -38,7 +38,43 @@ OTHER_HOST_TIMEOUT = 24 * 3600.0
 
 
 class StoreLockedError(StreamevalError):
-    """Another run holds the store's lock."""
+    """Another run holds the store's lock.
+
+    Raised by :func:`~streameval.jobs.run_job` (and ``streameval run``) when the store's
+    ``LOCK`` file is held by a live run; the message names that run (process id, host,
+    start time) and how to remove a lock that no run holds.
+
+    Examples
+    --------
+    >>> import os, tempfile, polars as pl
+    >>> root = tempfile.mkdtemp()
+    >>> os.makedirs(f"{root}/preds/day=2026-10-01")
+    >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.9, 0.4, 0.5]}).write_parquet(
+    ...     f"{root}/preds/day=2026-10-01/part-0.parquet")
+    >>> _ = open(f"{root}/job.toml", "w").write('''
+    ... [source]
+    ... paths = ["preds"]
+    ... partition_key = "day"
+    ... [task]
+    ... label = "y"
+    ... score = "p"
+    ... [store]
+    ... path = "store"
+    ... [[outputs]]
+    ... path = "metrics.csv"
+    ... windows = ["1d", "all"]
+    ... ''')
+    >>> from streameval.jobs import StoreLockedError, run_job
+    >>> from streameval.jobs.lock import StoreLock
+    >>> os.makedirs(f"{root}/store")
+    >>> with StoreLock(f"{root}/store/LOCK", "another run"):  # held while this run starts
+    ...     try:
+    ...         run_job(f"{root}/job.toml", quiet=True)
+    ...     except StoreLockedError as exc:
+    ...         print(str(exc)[:32])
+    another run holds the store's lo
+
+    """
 
 
 def _proc_start(pid: int) -> tuple[str, str] | None:

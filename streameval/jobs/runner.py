@@ -63,7 +63,61 @@ SAVE_EVERY = 0.5  # seconds between manifest writes while partitions are compute
 
 @dataclass
 class RunReport:
-    """What a run did (or, with ``dry_run``, would do)."""
+    """What a run did (or, with ``dry_run``, would do).
+
+    Returned by :func:`run_job`; a dry run fills in ``partitions``, ``new``, ``changed`` and
+    ``dropped`` only.
+
+    Parameters
+    ----------
+    partitions : int
+        Source partitions found.
+    processed : int
+        Partitions whose state was computed and stored.
+    new : list of str
+        Partition values not in the store yet.
+    changed : list of str
+        Partition values whose files changed (or whose state file is gone).
+    dropped : list of str
+        Partition values in the store but no longer in the source (their states dropped).
+    rows : int
+        Rows read from the processed partitions.
+    rollup_days : int
+        Days whose window rollups were recomputed.
+    written : int
+        Output files written (their bytes changed).
+    unchanged : int
+        Output files left as they were.
+    removed : int
+        Output files removed (of days no longer in the source).
+    seconds : float
+        Duration of the run.
+
+    Examples
+    --------
+    >>> import os, tempfile, polars as pl
+    >>> root = tempfile.mkdtemp()
+    >>> os.makedirs(f"{root}/preds/day=2026-10-01")
+    >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.9, 0.4, 0.5]}).write_parquet(
+    ...     f"{root}/preds/day=2026-10-01/part-0.parquet")
+    >>> _ = open(f"{root}/job.toml", "w").write('''
+    ... [source]
+    ... paths = ["preds"]
+    ... partition_key = "day"
+    ... [task]
+    ... label = "y"
+    ... score = "p"
+    ... [store]
+    ... path = "store"
+    ... [[outputs]]
+    ... path = "metrics.csv"
+    ... windows = ["1d", "all"]
+    ... ''')
+    >>> report = run_job(f"{root}/job.toml", quiet=True)
+    >>> report.partitions, report.new, report.processed, report.rows, report.written
+    (1, ['2026-10-01'], 1, 4, 1)
+
+    """
 
     partitions: int = 0
     processed: int = 0
@@ -113,7 +167,77 @@ def run_job(
     quiet: bool = False,
     stream: TextIO | None = None,
 ) -> RunReport:
-    """Run a job file; see the module docstring. Returns what was done."""
+    """Run a job file; see the module docstring. Returns what was done.
+
+    Holds the store's lock for the run. Only new and changed partitions are read; a run
+    killed at any moment is completed by the next one.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The TOML job file (:func:`load_job`).
+    dry_run : bool
+        Only list the partitions that would be processed or dropped (printed to ``stream``,
+        default stdout): no state is computed and nothing is written.
+    full_refresh : bool
+        Recompute every partition into a new generation of the store, which takes the old
+        one's place when the run completes (needed after a change of the job's
+        :meth:`JobConfig.identity`).
+    quiet : bool
+        No progress lines (they go to ``stream``, default stderr); warnings are still shown.
+    stream : text file, optional
+        Where progress (or a dry run's plan) is written.
+
+    Returns
+    -------
+    RunReport
+        What the run did (or would do).
+
+    Raises
+    ------
+    JobConfigError
+        The job file is missing or invalid.
+    StoreLockedError
+        Another run holds the store's lock.
+    StoreError
+        The store cannot be used as it is (another format version, computed by another job,
+        a folder holding other files, a damaged state whose source is gone).
+    InputError
+        A source partition's data does not fit the task (the message names the partition).
+
+    Examples
+    --------
+    >>> import os, tempfile, polars as pl
+    >>> root = tempfile.mkdtemp()
+    >>> os.makedirs(f"{root}/preds/day=2026-10-01")
+    >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.9, 0.4, 0.5]}).write_parquet(
+    ...     f"{root}/preds/day=2026-10-01/part-0.parquet")
+    >>> _ = open(f"{root}/job.toml", "w").write('''
+    ... [source]
+    ... paths = ["preds"]
+    ... partition_key = "day"
+    ... [task]
+    ... label = "y"
+    ... score = "p"
+    ... [store]
+    ... path = "store"
+    ... [[outputs]]
+    ... path = "metrics.csv"
+    ... windows = ["1d", "all"]
+    ... ''')
+    >>> run_job(f"{root}/job.toml", dry_run=True).new
+    would process 1 of 1 partition(s) (1 new, 0 changed): 1 file(s), 4 rows
+      new      day=2026-10-01  1 file(s)  4 rows
+    unchanged: 0 partition(s)
+    ['2026-10-01']
+    >>> run_job(f"{root}/job.toml", quiet=True).processed
+    1
+    >>> run_job(f"{root}/job.toml", quiet=True).processed  # nothing new: nothing read
+    0
+    >>> pl.read_csv(f"{root}/metrics.csv").select("window", "day", "n", "roc_auc").rows()
+    [('1d', '2026-10-01', 4, 0.75), ('all', '2026-10-01', 4, 0.75)]
+
+    """
     job = load_job(path)
     parts = discover(job.source, job.base)
     store = Store(job.store)

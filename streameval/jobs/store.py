@@ -56,7 +56,43 @@ STORE_FILE = re.compile(r"[A-Za-z0-9._=-]+\.[0-9a-f]{16}\.parquet")
 
 
 class StoreError(StateFileError):
-    """A state store that cannot be used as it is (other version, other job, damaged)."""
+    """A state store that cannot be used as it is (other version, other job, damaged).
+
+    Raised by :func:`~streameval.jobs.run_job` when the store was written by another store
+    format or state schema version, computed with another job identity (columns, keys,
+    precision …: rerun with ``--full-refresh``), is a folder holding other files, or holds a
+    damaged state whose source is gone. A :class:`~streameval.StateFileError`.
+
+    Examples
+    --------
+    >>> import os, tempfile, polars as pl
+    >>> root = tempfile.mkdtemp()
+    >>> os.makedirs(f"{root}/preds/day=2026-10-01")
+    >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.9, 0.4, 0.5]}).write_parquet(
+    ...     f"{root}/preds/day=2026-10-01/part-0.parquet")
+    >>> _ = open(f"{root}/job.toml", "w").write('''
+    ... [source]
+    ... paths = ["preds"]
+    ... partition_key = "day"
+    ... [task]
+    ... label = "y"
+    ... score = "p"
+    ... [store]
+    ... path = "store"
+    ... [[outputs]]
+    ... path = "metrics.csv"
+    ... windows = ["1d", "all"]
+    ... ''')
+    >>> from streameval.jobs import StoreError, run_job
+    >>> os.makedirs(f"{root}/store")
+    >>> _ = open(f"{root}/store/notes.txt", "w").write("not a store")
+    >>> try:
+    ...     run_job(f"{root}/job.toml", quiet=True)
+    ... except StoreError as exc:
+    ...     print(str(exc).split(";")[0].split(", but ")[1])
+    it holds 'notes.txt'
+
+    """
 
 
 class DamagedStateError(StoreError):

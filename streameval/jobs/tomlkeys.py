@@ -22,7 +22,32 @@ MISSING = object()
 
 
 class JobConfigError(InputError):
-    """The job file is unreadable, or one of its keys has a wrong name, type or value."""
+    """The job file is unreadable, or one of its keys has a wrong name, type or value.
+
+    Raised by :func:`~streameval.jobs.load_job` and :func:`~streameval.jobs.run_job`; the
+    message names the file and the key's path (``task.lable``), with a hint. An
+    :class:`~streameval.InputError`.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from streameval.jobs import JobConfigError, load_job
+    >>> path = os.path.join(tempfile.mkdtemp(), "job.toml")
+    >>> _ = open(path, "w").write('''
+    ... [source]
+    ... paths = ["preds"]
+    ... [task]
+    ... lable = "y"
+    ... [store]
+    ... path = "store"
+    ... ''')
+    >>> try:
+    ...     load_job(path)
+    ... except JobConfigError as exc:
+    ...     print(str(exc).split(": ", 1)[1])
+    task.lable: unknown key; did you mean 'label'?
+
+    """
 
 
 class Table:
