@@ -194,6 +194,19 @@ def build_report(
         What each day's AUC is tested against: ``"previous"`` (the day before) or one value
         of the ``trend`` key.
 
+    Returns
+    -------
+    str
+        A self-contained HTML page (no external scripts, styles or fonts): the metric
+        table with intervals, the trends over days, the groups ranked worst first, and the
+        curves per group (or a multiclass state's confusion matrix and per-class table).
+
+    Raises
+    ------
+    InputError
+        A paired state, a ``trend`` that is not a group key, or options
+        :meth:`State.metrics <streameval.State.metrics>` refuses.
+
     Examples
     --------
     >>> import polars as pl, streameval as se
@@ -564,7 +577,48 @@ def write_report(
     trend: str | None = None,
     baseline: Any = "previous",
 ) -> tuple[int, int]:
-    """Write :func:`build_report` to ``path`` (atomically); return its (groups, rows)."""
+    """Write :func:`build_report` to ``path`` (atomically); return its (groups, rows).
+
+    Parameters
+    ----------
+    state : State
+        A binary, multiclass or regression state.
+    path : str or path-like
+        The HTML file to write (replaced if it exists).
+    title : str
+        The report's title.
+    level : float
+        Confidence level of the intervals, and of the test that flags a changed AUC.
+    trend : str, optional
+        The date key drawn over (default: the first Date or Datetime key, if any).
+    baseline : optional
+        What each day's AUC is tested against: ``"previous"`` (the day before) or one value
+        of the ``trend`` key.
+
+    Returns
+    -------
+    tuple of int
+        The number of groups reported and the sum of the metric table's ``n`` (the rows
+        evaluated).
+
+    Raises
+    ------
+    InputError
+        As :func:`build_report`.
+
+    Examples
+    --------
+    >>> import os, tempfile, polars as pl, streameval as se
+    >>> from streameval.report import write_report
+    >>> df = pl.DataFrame({"g": ["a", "a", "a", "b", "b", "b"], "y": [0, 1, 1, 0, 1, 0],
+    ...                    "p": [0.2, 0.7, 0.4, 0.3, 0.9, 0.6]})
+    >>> path = os.path.join(tempfile.mkdtemp(), "report.html")
+    >>> write_report(se.accumulate(df, label="y", score="p", by="g"), path)
+    (2, 6)
+    >>> open(path, encoding="utf-8").read().startswith("<!DOCTYPE html>")
+    True
+
+    """
     text, table = _build(state, title, level, trend, baseline)
     target = os.fspath(path)
     tmp = f"{target}.tmp-{os.getpid()}"
