@@ -1,11 +1,12 @@
-"""Collection settings for the doctests in the package, and the README's code blocks as tests.
+"""Collection settings for the package's doctests, and the documentation's code blocks as tests.
 
-``README.md`` is collected by pytest-markdown-docs (its ```python blocks; ```python notest
-blocks are documentation only). Each block runs in a fresh folder holding a small prediction
-log written by :func:`write_readme_data` (``preds/day=…/part-0.parquet`` with the columns
-every example uses), the README's job file as ``job.toml``, and a few names the README uses
-for "your data" (``source``, ``df``, ``resubstitution``, ``oob``). The README's ```bash
-blocks run in ``tests/test_readme.py``.
+``README.md`` and the pages under ``docs/`` are collected by pytest-markdown-docs (their
+```python blocks; ```python notest blocks are documentation only). Each block runs in a fresh
+folder holding a small prediction log written by :func:`write_docs_data`
+(``preds/day=…/part-0.parquet`` with the columns every example uses), the job file of the
+jobs page as ``job.toml``, and a few names the examples use for "your data" (``source``,
+``df``, ``resubstitution``, ``oob``). The ```bash blocks' ``streameval`` commands and the
+```toml job files run in ``tests/test_readme.py``; ``tests/test_docs.py`` builds the site.
 """
 
 from __future__ import annotations
@@ -43,21 +44,35 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 ROOT = Path(__file__).resolve().parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+# The griffe extension of the API reference is configuration, not a module to doctest.
+collect_ignore_glob = ["docs/*.py"]
 DAYS = [date(2026, 9, 29) + timedelta(days=d) for d in range(4)]  # 2026-10-01 among them
 _GLOBALS: dict[str, Any] = {}
 
 
-def readme_blocks(language: str) -> list[str]:
-    """The README's fenced code blocks of one language (the fence's first word)."""
-    text = README.read_text(encoding="utf-8")
-    pattern = rf"^```{language}[^\S\n]*([^\n]*)\n(.*?)^```$"
-    return [
-        body for options, body in re.findall(pattern, text, re.M | re.S) if "notest" not in options
-    ]
+def doc_files() -> list[Path]:
+    """The files whose code blocks are tests: the README and every page of the docs."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+def doc_blocks(language: str) -> list[tuple[Path, int, str]]:
+    """(file, line, body) of the documentation's fenced blocks of one language.
+
+    The language is the fence's first word; ```LANGUAGE notest blocks are left out.
+    """
+    pattern = re.compile(rf"^```{language}[^\S\n]*([^\n]*)\n(.*?)^```$", re.M | re.S)
+    found = []
+    for path in doc_files():
+        text = path.read_text(encoding="utf-8")
+        for m in pattern.finditer(text):
+            if "notest" not in m.group(1):
+                found.append((path, text.count("\n", 0, m.start()) + 1, m.group(2)))
+    return found
 
 
 def day_frame(day: int, rows: int = 120) -> pl.DataFrame:
-    """One day of predictions with the columns of every README example."""
+    """One day of predictions with the columns of every example in the documentation."""
     rng = np.random.default_rng(day)
     label = rng.random(rows) < 0.4
     animals = np.array(["cat", "dog", "bird"])
@@ -83,8 +98,8 @@ def day_frame(day: int, rows: int = 120) -> pl.DataFrame:
     )
 
 
-def write_readme_data(folder: Path) -> dict[str, Any]:
-    """Write the README's data into ``folder``; return the names its examples use."""
+def write_docs_data(folder: Path) -> dict[str, Any]:
+    """Write the documentation's data into ``folder``; return the names its examples use."""
     frames = []
     for i, day in enumerate(DAYS):
         part = folder / "preds" / f"day={day.isoformat()}"
@@ -101,7 +116,7 @@ def write_readme_data(folder: Path) -> dict[str, Any]:
         df.sample(fraction=0.4, seed=r).with_columns(replicate=pl.lit(r, pl.Int32))
         for r in range(5)
     )
-    jobs = [body for body in readme_blocks("toml") if "[source]" in body]
+    jobs = [body for _, _, body in doc_blocks("toml") if "[source]" in body]
     if jobs:
         (folder / "job.toml").write_text(jobs[0], encoding="utf-8")
     import streameval as se
@@ -110,35 +125,35 @@ def write_readme_data(folder: Path) -> dict[str, Any]:
 
 
 @pytest.fixture
-def readme_workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A folder with the README's data, made the working directory."""
+def docs_workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder with the documentation's data, made the working directory."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", [sys.argv[0]])  # the cross-validation example reads argv
     monkeypatch.setenv("MPLBACKEND", "Agg")
     _GLOBALS.clear()
-    _GLOBALS.update(write_readme_data(tmp_path))
+    _GLOBALS.update(write_docs_data(tmp_path))
     yield tmp_path
     _GLOBALS.clear()
 
 
 @pytest.fixture
-def readme_spark(readme_workdir: Path, spark_classic: Any) -> Any:
-    """The README's Spark example: a catalog table ``ml.predictions`` and ``spark``."""
+def docs_spark(docs_workdir: Path, spark_classic: Any) -> Any:
+    """The Spark example's data: a catalog table ``ml.predictions`` and ``spark``."""
     spark_classic.sql("CREATE DATABASE IF NOT EXISTS ml")
-    frame = spark_classic.read.parquet(str(readme_workdir / "preds"))
+    frame = spark_classic.read.parquet(str(docs_workdir / "preds"))
     frame.write.mode("overwrite").saveAsTable("ml.predictions")
     _GLOBALS["spark"] = spark_classic
     return spark_classic
 
 
 def pytest_markdown_docs_globals() -> dict[str, Any]:
-    """Names the README's Python blocks may use without defining them."""
+    """Names the documentation's Python blocks may use without defining them."""
     return dict(_GLOBALS)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """Collect README.md's Python blocks (without --markdown-docs, which takes every file)."""
-    if file_path != README or getattr(parent.config.option, "markdowndocs", False):
+    """Collect the documentation's Python blocks (not --markdown-docs: that takes every file)."""
+    if file_path not in doc_files() or getattr(parent.config.option, "markdowndocs", False):
         return None
     from pytest_markdown_docs.plugin import MarkdownTextFile
 
@@ -146,10 +161,11 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The README's blocks run in a folder holding its data (and Spark for the Spark one)."""
+    """The documentation's blocks run in a folder holding its data (Spark's: with Spark)."""
+    files = set(doc_files())
     for item in items:
-        if item.path == README and hasattr(item, "code"):
-            fixture = "readme_spark" if "spark.table(" in item.code else "readme_workdir"
+        if item.path in files and hasattr(item, "code"):
+            fixture = "docs_spark" if "spark.table(" in item.code else "docs_workdir"
             item.add_marker(pytest.mark.usefixtures(fixture))
             # set up before the plugin asks pytest_markdown_docs_globals for the block's names
             item.fixturenames = (*item.fixturenames, fixture)

@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/precision.py --data /tmp/se_bench/data [--bits 8,9,10,11,12] \
-        [--readme README.md]
+        [--readme docs/performance.md]
 
 Each setting runs ``se.evaluate`` over the same data in a fresh process (so caches and
 allocator state do not carry over) and reports its wall time and peak RSS, the number of

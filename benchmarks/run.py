@@ -27,7 +27,7 @@ Usage::
 
     python benchmarks/run.py --data /tmp/se_bench/data --rows 100_000_000
     python benchmarks/run.py --data /tmp/se_bench/data --only floor,default \\
-        --readme README.md
+        --readme docs/performance.md
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Peak memory is the largest sum of the resident sets of the child and its descend
 JVM and Spark's Python workers), sampled every 50 ms. The metric tables of ``polars`` and
 ``spark`` are compared. Usage::
 
-    python benchmarks/spark.py --data /tmp/se_bench/spark50m --readme README.md
+    python benchmarks/spark.py --data /tmp/se_bench/spark50m --readme docs/spark.md
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/splits.py [--rows 10_000,1_000_000,10_000_000] [--readme README.md]
+    python benchmarks/splits.py [--rows 10_000,1_000_000,10_000_000] [--readme docs/crossval.md]
 
 For each size, a frame with an integer id, a class column of skewed shares (70 %, 25 %, 4 %,
 1 %) and groups of 1–9 rows is split into 5 folds (and 50/25/25 hold-out parts): hash only,
@@ -91,7 +91,7 @@ def measure(n: int) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="10_000,1_000_000,10_000_000")
-    parser.add_argument("--readme", help="update the splits table of this README")
+    parser.add_argument("--readme", help="update the splits table of this file (docs/crossval.md)")
     args = parser.parse_args()
     lines = [
         "| rows | method | 5-fold: max \\|count − expected\\| (rows) | 5-fold: max share "

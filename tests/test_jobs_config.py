@@ -109,11 +109,11 @@ def test_the_command_line_prints_one_line_and_exits_2(tmp_path, capsys):
     assert err.count("\n") == 1 and "task.scroe: unknown key; did you mean 'score'" in err
 
 
-def test_the_readme_job_file_is_valid(tmp_path):
+def test_the_docs_job_file_is_valid(tmp_path):
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme[readme.index("## Nightly job") :]
+    page = (Path(__file__).resolve().parents[1] / "docs" / "jobs.md").read_text()
+    section = page[page.index("## The job file") :]
     text = section[
         section.index("```toml") + 7 : section.index("```", section.index("```toml") + 7)
     ]
