@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# Every Python file of the repository: the package, tests, benchmarks, the docs' extension.
+PYTHON = ("streameval", "tests", "benchmarks", "examples", "conftest.py", "docs/public_names.py")
 
 
 def run(*cmd: str) -> subprocess.CompletedProcess[str]:
@@ -16,9 +18,9 @@ def run(*cmd: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is not installed")
 def test_ruff_lint_and_format():
-    lint = run("ruff", "check", "streameval", "tests", "benchmarks")
+    lint = run("ruff", "check", *PYTHON)
     assert lint.returncode == 0, lint.stdout + lint.stderr
-    fmt = run("ruff", "format", "--check", "streameval", "tests", "benchmarks")
+    fmt = run("ruff", "format", "--check", *PYTHON)
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
 
 
