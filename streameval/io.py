@@ -24,7 +24,8 @@ from . import files
 from .bucketing import EXACT_BITS, float_to_key_scalar
 from .errors import StateFileError
 from .spec import SCHEMA_VERSION, Spec
-from .state import State
+from .states import kind_module
+from .states.data import StateData
 
 SPEC_KEY = b"streameval.spec"
 VERSION_KEY = b"streameval.schema_version"
@@ -35,7 +36,7 @@ _RECOMPUTE = "hint: recompute the state from its source and write it again"
 
 
 def write_state(
-    state: State, path: str | os.PathLike[str], *, tag: str = files.DEFAULT_TAG
+    state: StateData, path: str | os.PathLike[str], *, tag: str = files.DEFAULT_TAG
 ) -> None:
     """Write ``state`` to ``path`` atomically (temporary file in the same folder, then rename).
 
@@ -64,8 +65,10 @@ def write_state(
     files.atomic_write(path, write, tag=tag)
 
 
-def read_state(path: str | os.PathLike[str]) -> State:
-    """Read a state written by :meth:`State.write`, verified whole or refused.
+def read_state_file(path: str | os.PathLike[str]) -> tuple[Spec, pl.DataFrame]:
+    """The spec and table of a state written by :meth:`State.write`, verified whole or refused.
+
+    :func:`streameval.read_state` makes them a ``State``.
 
     Raises
     ------
@@ -98,7 +101,7 @@ def read_state(path: str | os.PathLike[str]) -> State:
         text = ""
     spec = Spec.from_json(text, source=f"the spec of {name!r}")
     validate_spec(spec, frame, name)
-    return State(spec, frame)
+    return spec, frame
 
 
 def _read_parquet(name: str) -> pa.Table:
@@ -248,8 +251,6 @@ def validate_spec(spec: Spec, table: pl.DataFrame, path: str) -> None:
     ...
     streameval.errors.StateFileError: expected the table of 's.parquet' to have the columns ...
     """
-    from .states import kind_module
-
     kind = kind_module(spec)
     rows = list(kind.group_columns(spec))
     values = list(kind.merge_ops(spec))
