@@ -146,7 +146,8 @@ def work_evaluate(p: dict[str, Any]) -> dict[str, Any]:
     import polars as pl
 
     import streameval as se
-    from streameval.kernels.compiled import loops, warm
+    from streameval.kernels.compiled import loops
+    from streameval.local import warm
 
     warmed = warm()
     info: dict[str, Any] = {"import_rss_bytes": _rss_now(), "warm_up_s": warmed}

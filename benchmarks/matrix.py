@@ -623,7 +623,8 @@ def prepare_streameval(src: Source, config: Config) -> Work:
         "streameval_path": str(Path(se.__file__).parent),
     }
     try:
-        from streameval.kernels.compiled import loops, warm
+        from streameval.kernels.compiled import loops
+        from streameval.local import warm
 
         info["warm_up_s"] = round(warm(), 2)
         info["compiled"] = loops() is not None

@@ -25,7 +25,7 @@ from run import update_readme
 WORKER = """
 import json, resource, sys, time
 import streameval as se
-from streameval.kernels.compiled import warm
+from streameval.local import warm
 warm()  # the compiled loops (the fast extra) load once per process, like an import
 data, bits = sys.argv[1], sys.argv[2]
 precision = "exact" if bits == "exact" else int(bits)

@@ -141,7 +141,8 @@ def _prepare_streameval(precision: str | None) -> Work:
     import polars as pl
 
     import streameval as se
-    from streameval.kernels.compiled import loops, warm
+    from streameval.kernels.compiled import loops
+    from streameval.local import warm
 
     # numba's compiled loops (the ``fast`` extra) load once per process, like an import
     warmed = warm()

@@ -23,9 +23,9 @@ from .crossval import fold_metrics
 from .errors import DomainWarning, InputError, SpecMismatchError, StateFileError, StreamevalError
 from .estimators import bootstrap_estimate
 from .evaluate import evaluate
-from .io import read_state
 from .spec import DEFAULT_PRECISION, Spec
-from .state import State, merge
+from .state import State, merge, read_state
+from .version import __version__ as __version__
 
 __all__ = [
     "DEFAULT_PRECISION",
@@ -44,7 +44,6 @@ __all__ = [
     "read_state",
     "split",
 ]
-__version__ = "0.1.0"
 
 # Submodules the README documents, beside ``split``: imported on first use, so that
 # ``import streameval`` loads neither the job runner nor Spark's or matplotlib's wrappers.

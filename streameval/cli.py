@@ -7,21 +7,17 @@ before any data is read. On a terminal a table fits its width; piped, it is CSV.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import shutil
 import sys
 import tempfile
-import textwrap
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
 
 import polars as pl
 
 from . import display
+from .accumulate import accumulate
 from .cli_checks import (
     FORMATS,
     check_evaluate,
@@ -30,9 +26,16 @@ from .cli_checks import (
     check_output_path,
     output_format,
 )
+from .cli_help import Formatter, add_command, examples
+from .cli_output import emit, output_errors
+from .demo import generate_predictions
 from .errors import StreamevalError
+from .evaluate import evaluate
+from .jobs.commands import register
 from .progress import at_terminal, showing
+from .report import write_report
 from .spec import parse_precision
+from .version import __version__
 
 __all__ = ["check_output_path", "main", "one_line", "output_format"]
 PIPED = (
@@ -45,93 +48,6 @@ DESCRIPTION = (
     "Evaluate model predictions stored as data (Parquet files, hive day=… folders, globs): "
     "metric tables per segment and day, HTML reports, and scheduled jobs."
 )
-EXAMPLES = {
-    "streameval": [
-        ("try it on a generated log", "streameval demo"),
-        ("metrics per segment and day",
-         "streameval evaluate preds/ --label label --score score --by segment --by day"),
-        ("an HTML report", "streameval report preds/ --label label --score score --by segment "
-         "--by day --output report.html"),
-        ("a nightly job", "streameval run job.toml"),
-    ],
-    "evaluate": [
-        ("binary metrics per segment and day",
-         "streameval evaluate preds/ --label label --score score --by segment --by day"),
-        ("saved as Parquet", "streameval evaluate 'preds/*.parquet' --label label --score score "
-         "--output metrics.parquet"),
-        ("bootstrap intervals of every metric", "streameval evaluate preds/ --label label "
-         "--score score --by segment --ci bootstrap --row-id id"),
-        ("multiclass", "streameval evaluate preds/ --task multiclass --label animal "
-         "--prediction guess --scores p_cat,p_dog,p_bird --classes cat,dog,bird"),
-        ("regression", "streameval evaluate preds/ --task regression --label y --prediction "
-         "y_hat --by segment"),
-    ],
-    "report": [
-        ("metric table, trends over days and curves", "streameval report preds/ --label label "
-         "--score score --by segment --by day --output report.html"),
-        ("each day's AUC against one day", "streameval report preds/ --label label --score "
-         "score --by segment --by day --baseline 2026-10-01 --output report.html"),
-    ],
-    "demo": [
-        ("generate 200,000 rows, evaluate them", "streameval demo"),
-        ("keep the log to try other commands", "streameval demo --rows 1000000 --dir demo-log"),
-    ],
-    "run": [
-        ("update the store and outputs", "streameval run job.toml"),
-        ("what would be processed", "streameval run job.toml --dry-run"),
-        ("recompute every partition", "streameval run job.toml --full-refresh"),
-    ],
-    "state": [
-        ("what a store holds", "streameval state inspect store/"),
-        ("merge states", "streameval state merge a.parquet b.parquet --output ab.parquet"),
-        ("metrics of the last 7 days", "streameval state metrics store/ --by-window 7d"),
-    ],
-    "inspect": [("a store's partitions and files", "streameval state inspect store/ --files")],
-    "merge": [("two stores into one state", "streameval state merge store-a/ store-b/ "
-               "--output all.parquet")],
-    "metrics": [("windows ending on a day", "streameval state metrics store/ --by-window 1d "
-                 "--by-window 7d --end 2026-10-07")],
-}  # fmt: skip
-
-
-def examples(command: str, extra: str = "") -> str:
-    """The epilog of a command's help: its examples, then ``extra``.
-
-    >>> print(examples("run").splitlines()[1])
-      update the store and outputs:
-    """
-    lines = ["examples:"]
-    for what, line in EXAMPLES[command]:
-        lines += [f"  {what}:", f"    $ {line}"]
-    return "\n".join(lines) + (f"\n\n{extra}" if extra else "")
-
-
-class _Formatter(argparse.HelpFormatter):
-    """Prose wrapped to the terminal; indented lines (the examples) kept as written."""
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        lines = []
-        for line in text.splitlines():
-            if line.startswith(" ") or not line:
-                lines.append(indent + line)
-            else:
-                lines.append(textwrap.fill(line, width, initial_indent=indent,
-                                           subsequent_indent=indent))  # fmt: skip
-        return "\n".join(lines)
-
-
-def add_command(sub: Any, name: str, summary: str, description: str, extra: str = "") -> Any:
-    """Add the subcommand ``name``: ``summary`` in the list of commands.
-
-    Its own help gives ``description``, then its examples (:data:`EXAMPLES`) and ``extra``.
-    """
-    return sub.add_parser(
-        name,
-        help=summary,
-        description=description,
-        epilog=examples(name, extra),
-        formatter_class=_Formatter,
-    )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -191,13 +107,12 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
 
 
 def _build() -> argparse.ArgumentParser:
-    from . import __version__
 
     parser = _Parser(
         prog="streameval",
         description=DESCRIPTION,
         epilog=examples("streameval", PIPED),
-        formatter_class=_Formatter,
+        formatter_class=Formatter,
     )
     parser.add_argument("--version", action="version", version=f"streameval {__version__}")
     sub = parser.add_subparsers(
@@ -280,82 +195,8 @@ def _build() -> argparse.ArgumentParser:
     demo.add_argument("--dir", help="keep the log in this folder (default: a temporary one)")
     _add_output(demo)
 
-    from .jobs.commands import register
-
     register(sub)  # run, state inspect|merge|metrics
     return parser
-
-
-# ----------------------------------------------------------------------------- output
-
-
-@contextmanager
-def output_errors(output: str) -> Iterator[None]:
-    """Report a failure to write ``--output`` as an error naming that path."""
-    try:
-        yield
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise StreamevalError(
-            f"expected to write --output {output!r}, but that failed ({exc}); hint: check that "
-            "its folder exists or can be created, is writable, and that the path is no folder"
-        ) from None
-
-
-def write_table(table: pl.DataFrame, output: str, fmt: str) -> None:
-    """Write ``table`` to the file ``output`` (or stdout for ``-``) in ``fmt``."""
-    if output == "-":
-        if fmt == "parquet":
-            buffer = io.BytesIO()
-            table.write_parquet(buffer)
-            sys.stdout.flush()
-            sys.stdout.buffer.write(buffer.getvalue())
-        else:
-            sys.stdout.write(display.csv_text(table) if fmt == "csv" else table.write_json())
-        return
-    path = Path(output)
-    with output_errors(output):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if fmt == "parquet":
-            table.write_parquet(path)
-        elif fmt == "csv":
-            path.write_text(display.csv_text(table))
-        else:
-            table.write_json(path)
-    display.note(f"wrote {table.height:,} rows to {path}")
-
-
-def _with_interval(name: str) -> list[str]:
-    return [name, f"{name}_lo", f"{name}_hi"]
-
-
-def emit(
-    table: pl.DataFrame,
-    keys: Sequence[str],
-    names: Sequence[str] | None,
-    args: argparse.Namespace,
-    fmt: str | None,
-    hint: str = display.MORE_HINT,
-) -> None:
-    """Write or print ``table``: ``keys`` then ``names`` (with their intervals), or all."""
-    if args.output:
-        write_table(table, args.output, fmt or "csv")
-        return
-    keys = [k for k in dict.fromkeys(keys) if k in table.columns]
-    if args.all or names is None:
-        shown = [*keys, *(c for c in table.columns if c not in keys)]
-    else:
-        wanted = (c for name in names for c in _with_interval(name))
-        shown = list(dict.fromkeys([*keys, *(c for c in wanted if c in table.columns)]))
-    display.show(
-        table.select(shown),
-        keys,
-        every_row=args.all,
-        blocks=args.all,
-        hidden=table.width - len(shown),
-        hint=hint,
-    )
 
 
 # ---------------------------------------------------------------------------- commands
@@ -398,9 +239,6 @@ def _columns(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from . import accumulate
-    from .report import write_report
-
     check_inputs(args)
     check_level(args.level)
     check_output_path(args.output)
@@ -422,8 +260,6 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from . import accumulate, evaluate
-
     fmt = check_evaluate(args)
     thresholds = args.threshold or [0.5]
     level = 0.95 if args.level is None else args.level
@@ -482,9 +318,6 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from . import evaluate
-    from .demo import generate_predictions
-
     fmt = output_format(args.output, args.format)
     folder = args.dir or tempfile.mkdtemp(prefix="streameval-demo-")
     try:

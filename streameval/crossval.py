@@ -8,14 +8,13 @@ the fold key merged away — which is what a state of sums is for.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import polars as pl
 
 from .errors import InputError
-from .source import Source
 from .state import State
 from .states import kind_module
 
@@ -264,36 +263,3 @@ def fold_cells(folds: str | None, repeats: str | None, keys: Sequence[str]) -> l
             "hint: folds= adds the fold column to the group keys itself"
         )
     return cells
-
-
-def evaluate_folds(
-    source: Source,
-    *,
-    folds: str | None,
-    repeats: str | None,
-    by: str | Sequence[str] | None,
-    threshold: float | Sequence[float],
-    alpha: float,
-    metrics: Sequence[str] | None,
-    task: str,
-    inference: Mapping[str, Any],
-    **options: Any,
-) -> pl.DataFrame:
-    """``evaluate(..., folds=, repeats=)``: accumulate once, the cells as keys; fold_metrics."""
-    from .accumulate import accumulate
-
-    keys = [] if by is None else [by] if isinstance(by, str) else list(by)
-    cells = fold_cells(folds, repeats, keys)
-    assert folds is not None  # fold_cells raised otherwise
-    binary = task == "binary"
-    accumulated: Mapping[str, Any] = {"thresholds": threshold} if binary else {}
-    state = accumulate(source, by=[*keys, *cells], task=task, **accumulated, **options)
-    return fold_metrics(
-        state,
-        folds,
-        repeats,
-        threshold=threshold if binary else None,
-        alpha=alpha,
-        metrics=metrics,
-        **inference,
-    )

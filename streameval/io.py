@@ -24,7 +24,8 @@ from . import files
 from .bucketing import EXACT_BITS, float_to_key_scalar
 from .errors import StateFileError
 from .spec import SCHEMA_VERSION, Spec
-from .state import State
+from .states import kind_module
+from .states.data import StateData
 
 SPEC_KEY = b"streameval.spec"
 VERSION_KEY = b"streameval.schema_version"
@@ -35,7 +36,7 @@ _RECOMPUTE = "hint: recompute the state from its source and write it again"
 
 
 def write_state(
-    state: State, path: str | os.PathLike[str], *, tag: str = files.DEFAULT_TAG
+    state: StateData, path: str | os.PathLike[str], *, tag: str = files.DEFAULT_TAG
 ) -> None:
     """Write ``state`` to ``path`` atomically (temporary file in the same folder, then rename).
 
@@ -64,51 +65,11 @@ def write_state(
     files.atomic_write(path, write, tag=tag)
 
 
-def read_state(path: str | os.PathLike[str]) -> State:
-    """Read a state written by :meth:`State.write`, verified whole or refused.
+def read_state_file(path: str | os.PathLike[str]) -> tuple[Spec, pl.DataFrame]:
+    """The spec and table of a state written by :meth:`State.write`, verified whole or refused.
 
-    The file's checksum (of the schema version, the spec and the table's content) and its
-    Parquet page checksums are verified before anything uses the data; then the spec's
-    fields, and the columns, types and buckets the spec implies.
-
-    Parameters
-    ----------
-    path : str or path-like
-        The state file.
-
-    Returns
-    -------
-    State
-        The state as it was written: its spec and table.
-
-    Raises
-    ------
-    StateFileError
-        The file is missing, not a state file, of another schema version, written without
-        a checksum, corrupted or altered (the checksum does not match), or its spec
-        contradicts its table.
-
-    Examples
-    --------
-    >>> import os, tempfile, polars as pl, streameval as se
-    >>> df = pl.DataFrame({"g": ["a", "a", "b", "b"], "y": [0, 1, 1, 0],
-    ...                    "p": [0.1, 0.8, 0.4, 0.5]})
-    >>> path = os.path.join(tempfile.mkdtemp(), "state.parquet")
-    >>> se.accumulate(df, label="y", score="p", by="g").write(path)
-    >>> st = se.read_state(path)
-    >>> st.keys, st.spec.kind
-    (['g'], 'binary')
-    >>> st.metrics().select("g", "roc_auc")
-    shape: (2, 2)
-    ┌─────┬─────────┐
-    │ g   ┆ roc_auc │
-    │ --- ┆ ---     │
-    │ str ┆ f64     │
-    ╞═════╪═════════╡
-    │ a   ┆ 1.0     │
-    │ b   ┆ 0.0     │
-    └─────┴─────────┘
-
+    :func:`streameval.read_state` makes them a ``State`` (its docstring says what is
+    verified and what is refused).
     """
     name = os.fspath(path)
     table = _read_parquet(name)
@@ -133,7 +94,7 @@ def read_state(path: str | os.PathLike[str]) -> State:
         text = ""
     spec = Spec.from_json(text, source=f"the spec of {name!r}")
     validate_spec(spec, frame, name)
-    return State(spec, frame)
+    return spec, frame
 
 
 def _read_parquet(name: str) -> pa.Table:
@@ -283,8 +244,6 @@ def validate_spec(spec: Spec, table: pl.DataFrame, path: str) -> None:
     ...
     streameval.errors.StateFileError: expected the table of 's.parquet' to have the columns ...
     """
-    from .states import kind_module
-
     kind = kind_module(spec)
     rows = list(kind.group_columns(spec))
     values = list(kind.merge_ops(spec))

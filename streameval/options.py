@@ -153,3 +153,10 @@ def check_options(options: Mapping[str, Any]) -> None:
         check, what, example = EXPECTED[name]
         if not check(value):
             raise InputError(f"expected {name}= to be {what}, got {_shown(value)}; hint: {example}")
+
+
+def check_alpha(alpha: object) -> float:
+    """``alpha`` (the pinball loss's quantile) as a float in [0, 1], or an InputError."""
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 <= alpha <= 1:
+        raise InputError(f"expected alpha (the pinball quantile) in [0, 1], got {alpha!r}")
+    return float(alpha)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from .errors import InputError
+from .state import State
 
 if TYPE_CHECKING:
     from .state import State
@@ -182,8 +183,6 @@ def curve_table(state: State, kind: str) -> pl.DataFrame:
 
 
 def _states(states: State | Mapping[str, State]) -> dict[str, State]:
-    from .state import State
-
     if isinstance(states, State):
         return {"": states}
     if not states or not all(isinstance(s, State) for s in states.values()):

@@ -27,6 +27,7 @@ import polars as pl
 
 from . import charts
 from . import progress as bar
+from .bucketing import key_to_float
 from .display import SUMMARY
 from .errors import InputError
 from .plot import AXES, MAX_PANELS, confusion_matrix, curve_table, line_look, natural_key
@@ -561,8 +562,6 @@ def _confusion_html(state: State) -> str:
 
 def table_in_unit_interval(state: State) -> bool:
     """Whether every score of a binary state is a probability (calibration applies)."""
-    from .bucketing import key_to_float
-
     score = key_to_float(pl.col("bucket"))
     low, high = state.table.select(score.min().alias("low"), score.max().alias("high")).row(0)
     return low is not None and low >= 0 and high <= 1

@@ -17,10 +17,10 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 from .errors import InputError
 from .resample_draw import REPLICATE
@@ -32,14 +32,15 @@ from .resample_tables import (
     level_of,
     metric_columns,
 )
-from .state import State
 from .states import kind_module
+from .states.data import StateData
 
-TableFn = Callable[[State], pl.DataFrame]
+#: The state type a caller passes in (``State``), given back to its ``table_fn``.
+S = TypeVar("S", bound=StateData)
 FINALIZE_ROWS = 1 << 20  # state rows finalized at once by bootstrap_intervals
 
 
-def per_replicate(state: State, table_fn: TableFn) -> pl.DataFrame:
+def per_replicate(state: S, table_fn: Callable[[S], pl.DataFrame]) -> pl.DataFrame:
     """``table_fn`` of a replicated state, over blocks of replicates of bounded state rows.
 
     Each block is one finalize over all its groups and replicates; blocks bound the memory of
@@ -51,7 +52,7 @@ def per_replicate(state: State, table_fn: TableFn) -> pl.DataFrame:
         warnings.simplefilter("always")
         out = _in_blocks(state, table_fn)
     if caught:  # the same warnings, of the data itself
-        table_fn(State(state.spec, state.table.filter(pl.col(REPLICATE) == 0)))
+        table_fn(type(state)(state.spec, state.table.filter(pl.col(REPLICATE) == 0)))
     return out
 
 
@@ -69,7 +70,7 @@ def data_warnings(finish: Callable[..., pl.DataFrame], *frames: pl.DataFrame) ->
     return pl.concat([table, rest], how="vertical_relaxed")
 
 
-def _in_blocks(state: State, table_fn: TableFn) -> pl.DataFrame:
+def _in_blocks(state: S, table_fn: Callable[[S], pl.DataFrame]) -> pl.DataFrame:
     """:func:`per_replicate`'s finalize, a block of replicates at a time."""
     table = state.table
     if table.height <= FINALIZE_ROWS:
@@ -81,13 +82,13 @@ def _in_blocks(state: State, table_fn: TableFn) -> pl.DataFrame:
     tables = []
     for members in blocks[REPLICATE]:
         rows = table.filter(pl.col(REPLICATE).is_in(members.implode())).rechunk()
-        tables.append(table_fn(State(state.spec, rows)))
+        tables.append(table_fn(type(state)(state.spec, rows)))
     return pl.concat(tables, how="vertical_relaxed")
 
 
 def bootstrap_intervals(
-    state: State,
-    table_fn: TableFn,
+    state: S,
+    table_fn: Callable[[S], pl.DataFrame],
     level: float = 0.95,
     *,
     columns: Sequence[str] | None = None,
@@ -188,7 +189,7 @@ def replicate_intervals(
     return attach(point, spread, ids, names, ("_lo", "_hi"))
 
 
-def leave_one_out(state: State, column: str) -> State:
+def leave_one_out(state: S, column: str) -> S:
     """The states of the data without each value d of the key ``column``, in one table.
 
     Within each group of the other keys, the state without d has d in ``column``. Each is
@@ -226,13 +227,13 @@ def leave_one_out(state: State, column: str) -> State:
     kept = pairs.filter(pl.col(column).ne_missing(pl.col("_se_out")))
     ops = [getattr(pl.col(c), op)() for c, op in kind.merge_ops(spec).items()]
     out = kept.group_by(rows).agg(ops).rename({"_se_out": column})
-    return State(spec, out.select(table.columns).collect())
+    return type(state)(spec, out.select(table.columns).collect())
 
 
 def jackknife_intervals(
-    state: State,
+    state: S,
     column: str,
-    table_fn: TableFn,
+    table_fn: Callable[[S], pl.DataFrame],
     level: float = 0.95,
     *,
     columns: Sequence[str] | None = None,
@@ -286,6 +287,8 @@ def jackknife_intervals(
     └─────────┴────────────┴────────────┴────────────┘
 
     """
+    from scipy import stats  # (0.7 s to import: loaded when an interval needs it)
+
     level = level_of(level)
     spec = state.spec
     if column not in spec.keys or (column == REPLICATE and spec.replicates):
@@ -300,7 +303,7 @@ def jackknife_intervals(
     whole = (
         state.table.group_by(rows).agg(ops).select(c for c in state.table.columns if c != column)
     )
-    estimate = table_fn(State(replace(spec, keys=tuple(others)), whole))
+    estimate = table_fn(type(state)(replace(spec, keys=tuple(others)), whole))
     with warnings.catch_warnings():  # (the estimate's said it of the data; these count subsets)
         warnings.simplefilter("ignore")
         left_out = table_fn(leave_one_out(state, column))

@@ -32,7 +32,7 @@ multiclass ``evaluate`` needs no state: each unit is read once with its rows' ke
 (:data:`ROW_KEY`), and the compiled kernel draws the same counts from them
 (:func:`streameval.kernels.weightedloops.drawn`,
 :meth:`streameval.kernels.staged.Staged.replicated` and
-:meth:`~streameval.kernels.staged.Staged.replicated_metrics`).
+:meth:`~streameval.kernels.staged.Staged.replicated_sums`).
 
 >>> import polars as pl
 >>> rows = pl.LazyFrame({"id": list(range(20_000)), "replicate": 3})

@@ -14,6 +14,8 @@ from .errors import InputError, SpecMismatchError, StateFileError
 SCHEMA_VERSION = 2
 DEFAULT_PRECISION = 11
 KINDS = ("binary", "multiclass", "regression", "paired")
+#: The key column of the one group of a state without keys, where a key column is needed.
+ALL = "_all"
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import warnings
 from collections.abc import Iterable, Sequence
@@ -11,13 +10,29 @@ from typing import Any, Literal
 
 import polars as pl
 
+from .bucketing import key_bucket
 from .errors import InputError, SpecMismatchError
-from .spec import Spec, merged_spec
+from .io import read_state_file, write_state
+from .metrics.binary import COLUMNS, as_thresholds, metric_table
+from .metrics.calibration import calibration_curve, calibration_error
+from .metrics.classes import confusion_matrix
+from .metrics.costs import cost_curve, gains
+from .metrics.curves import det_curve, pr_curve, roc_curve
+from .metrics.operating import areas, cost_sensitive_error, operating_points
+from .metrics.regression import metric_table as regression_table
+from .metrics.select import select_metrics
+from .resample import bootstrap_intervals, jackknife_intervals
+from .spec import merged_spec
 from .states import kind_module
+from .states.data import StateData
+from .stats.compare import model_table, paired_test, unpaired_test
+from .stats.proportions import check_level
+from .stats.summary import binary_summary, multiclass_summary
+from .stats.tables import binary_table, check_ci, multiclass_metrics, per_class
 
 
 @dataclass(frozen=True)
-class State:
+class State(StateData):
     """Mergeable evaluation state.
 
     The table has one row per group and score bucket; every value column is a sum, so
@@ -48,31 +63,6 @@ class State:
     0.75
 
     """
-
-    spec: Spec
-    table: pl.DataFrame
-
-    def __post_init__(self) -> None:
-        check_finite_sums(self.spec, self.table)
-
-    @property
-    def keys(self) -> list[str]:
-        """Group key columns.
-
-        Returns
-        -------
-        list of str
-            The state's group keys, in order (``spec.keys``).
-
-        Examples
-        --------
-        >>> import polars as pl, streameval as se
-        >>> df = pl.DataFrame({"g": ["a", "b"], "d": [1, 1], "y": [0, 1], "p": [0.2, 0.9]})
-        >>> se.accumulate(df, label="y", score="p", by=["g", "d"]).keys
-        ['g', 'd']
-
-        """
-        return list(self.spec.keys)
 
     def merge(self, *others: State) -> State:
         """Merge with other states of the same spec (sums re-aggregated).
@@ -196,13 +186,9 @@ class State:
         └─────┴───────────┴──────────┴───────────┘
 
         """
-        from .stats.tables import check_ci
-
         check_ci(ci, level, auc_method)
         if ci in ("bootstrap", "jackknife"):
-            from .resample_wiring import resampled_metrics
-
-            return resampled_metrics(self, ci, level, jackknife, threshold, alpha, metrics)
+            return _resampled_metrics(self, ci, level, jackknife, threshold, alpha, metrics)
         kind = self.spec.kind
         if kind != "binary" and threshold is not None:
             raise InputError(
@@ -210,8 +196,6 @@ class State:
                 "hint: thresholds apply to binary scores"
             )
         if kind == "regression":
-            from .metrics.regression import metric_table as regression_table
-
             if ci is not None:
                 raise InputError(
                     f"expected no ci= for a regression state, got {ci!r}; hint: "
@@ -219,15 +203,9 @@ class State:
                 )
             return regression_table(self, alpha=alpha, metrics=metrics)
         if kind == "paired":
-            from .stats.compare import model_table
-
             return model_table(self, level)
         if kind == "multiclass":
-            from .stats.tables import multiclass_metrics
-
             return multiclass_metrics(self, metrics, ci, level)
-        from .metrics.binary import COLUMNS, metric_table
-        from .metrics.select import select_metrics
 
         fixed = ["n", "threshold"]
         names = select_metrics(metrics, [c for c in COLUMNS if c not in fixed])
@@ -243,7 +221,6 @@ class State:
                     raise InputError(f"expected probabilities, but {exc}") from None
         if ci is None:
             return table.select(*self.keys, "n", *names, "threshold")
-        from .stats.tables import binary_table
 
         return binary_table(self, table, names, ci, level, auc_method)
 
@@ -281,14 +258,17 @@ class State:
                        Accuracy : 0.6
 
         """
-        from .stats.proportions import check_level
-        from .stats.summary import binary_summary, multiclass_summary
-
         check_level(level)
         if self.spec.kind == "multiclass":
-            return multiclass_summary(self, level)
+            overall = self.metrics(
+                ci="clopper-pearson", level=level, metrics=["accuracy", "cohen_kappa"]
+            )
+            return multiclass_summary(
+                self, (overall, self.per_class(), self.confusion_matrix()), level
+            )
         self._require("binary", "summary")
-        return binary_summary(self, threshold, level)
+        table = self.metrics(threshold, ci="clopper-pearson", level=level)
+        return binary_summary(self, table, level)
 
     def roc_test(
         self,
@@ -359,9 +339,6 @@ class State:
         0.5305
 
         """
-        from .stats.compare import paired_test, unpaired_test
-        from .stats.proportions import check_level
-
         check_level(level)
         if self.spec.kind == "paired":
             if column is not None:
@@ -427,9 +404,6 @@ class State:
         └───────┴─────────┴───────────┴────────┴─────┘
 
         """
-        from .metrics.classes import per_class
-        from .stats.tables import check_ci
-
         self._require("multiclass", "per_class")
         check_ci(ci, level, auc_method)
         return per_class(self, ci=ci, level=level, auc_method=auc_method)
@@ -491,8 +465,6 @@ class State:
         └────────┴─────┴─────┴─────┘
 
         """
-        from .metrics.classes import confusion_matrix
-
         self._require("multiclass", "confusion_matrix")
         return confusion_matrix(self, normalize, wide=wide)
 
@@ -534,8 +506,6 @@ class State:
         (4, 3)
 
         """
-        from .bucketing import key_bucket
-
         self._require("binary", "coarsen")
         spec = self.spec
         if spec.exact or not 0 <= precision <= spec.precision:
@@ -602,8 +572,6 @@ class State:
         └───────────┴──────────┴──────────┘
 
         """
-        from .metrics.curves import roc_curve
-
         self._require("binary", "roc_curve")
         return roc_curve(self, drop_intermediate=drop_intermediate)
 
@@ -678,8 +646,6 @@ class State:
         (0.7, 0.6666666666666666, 0.6666666666666666, 0.0)
 
         """
-        from .metrics.operating import operating_points
-
         self._require("binary", "operating_point")
         return operating_points(
             self, criterion, target=target, beta=beta, costs=costs, prevalence=prevalence
@@ -730,8 +696,6 @@ class State:
         0.8519
 
         """
-        from .metrics.operating import areas
-
         self._require("binary", "areas")
         return areas(self, max_fpr)
 
@@ -780,8 +744,6 @@ class State:
         └──────────┴───────────┴────────────┴──────────┴──────┴──────────┘
 
         """
-        from .metrics.costs import gains
-
         self._require("binary", "gains")
         return gains(self, quantiles)
 
@@ -820,8 +782,6 @@ class State:
         └──────────────────┴─────────────────┴───────────┘
 
         """
-        from .metrics.costs import cost_curve
-
         self._require("binary", "cost_curve")
         return cost_curve(self)
 
@@ -869,8 +829,6 @@ class State:
         └─────┴─────┴─────┴─────┴────────┴────────────────┴───────────────┘
 
         """
-        from .metrics.calibration import calibration_curve
-
         self._require("binary", "calibration_curve")
         return calibration_curve(self, n_bins, strategy)
 
@@ -907,8 +865,6 @@ class State:
         [0.0917, 0.25]
 
         """
-        from .metrics.calibration import calibration_error
-
         self._require("binary", "calibration_error")
         return calibration_error(self, n_bins, strategy)
 
@@ -957,9 +913,6 @@ class State:
         └───────────┴──────────────────────┘
 
         """
-        from .metrics.binary import as_thresholds
-        from .metrics.operating import cost_sensitive_error
-
         self._require("binary", "cost_sensitive_error")
         return cost_sensitive_error(self, costs, as_thresholds(threshold))
 
@@ -1004,8 +957,6 @@ class State:
         └───────────┴──────────┴──────────┘
 
         """
-        from .metrics.curves import det_curve
-
         self._require("binary", "det_curve")
         return det_curve(self, drop_intermediate=drop_intermediate)
 
@@ -1049,8 +1000,6 @@ class State:
         └───────────┴───────────┴──────────┘
 
         """
-        from .metrics.curves import pr_curve
-
         self._require("binary", "pr_curve")
         return pr_curve(self)
 
@@ -1086,60 +1035,7 @@ class State:
         0.75
 
         """
-        from .io import write_state
-
         write_state(self, path)
-
-    def __len__(self) -> int:
-        return self.table.height
-
-
-#: Value columns that are sums of weights (Float64 in a weighted state).
-WEIGHT_SUMS = ("pos", "neg", "w")
-#: Row columns by which a state holds separate copies of a group's weight (multiclass score
-#: columns, regression parts): a group's total is summed within each.
-COPIES = ("column", "part")
-
-
-def check_finite_sums(spec: Spec, table: pl.DataFrame) -> None:
-    """Refuse a weighted state whose sums of weights overflow (to inf), in a row or a group.
-
-    Run on every State built (accumulate, merge, read). Weights are non-negative, so when the
-    whole table's sums are finite so is every group's: one pass; groups are summed only to
-    name the first that overflowed.
-
-    >>> import polars as pl, streameval as se
-    >>> df = pl.DataFrame({"g": ["a", "a"], "y": [1, 0], "p": [0.9, 0.2], "w": [1e308, 1e308]})
-    >>> try:
-    ...     se.accumulate(df, label="y", score="p", weight="w", by="g")
-    ... except se.errors.InputError as exc:
-    ...     print(str(exc).split(", but ")[1].split(";")[0])
-    the sum of 'pos + neg' overflowed to inf in group g='a' (1 group(s) in all)
-    """
-    columns = [c for c in WEIGHT_SUMS if c in table.columns and table.schema[c].is_float()]
-    if not spec.weighted or not columns:
-        return
-    sums = {c: pl.col(c).sum() for c in columns}
-    if {"pos", "neg"} <= set(columns):
-        sums["pos + neg"] = (pl.col("pos") + pl.col("neg")).sum()
-    exprs = [e.alias(name) for name, e in sums.items()]
-    if all(math.isfinite(v) for v in table.select(exprs).row(0)):
-        return
-    keys = [k for k in spec.keys if k in table.columns]
-    by = [*keys, *(c for c in COPIES if c in table.columns)]
-    totals = table.group_by(by).agg(exprs) if by else table.select(exprs)
-    bad = totals.filter(pl.any_horizontal(~pl.col(list(sums)).is_finite()))
-    if bad.is_empty():  # only the whole table's total overflowed: no group's metric reads it
-        return
-    row = bad.row(0, named=True)
-    column = next(c for c in sums if not math.isfinite(row[c]))
-    group = ", ".join(f"{k}={row[k]!r}" for k in keys) or "(no group keys)"
-    groups = bad.select(keys).unique().height if keys else 1
-    raise InputError(
-        f"expected finite sums of weights, but the sum of {column!r} overflowed to "
-        f"{row[column]} in group {group} ({groups} group(s) in all); hint: rescale the "
-        "weights (dividing them all by one constant leaves every weighted metric unchanged)"
-    )
 
 
 def merge(states: Iterable[State]) -> State:
@@ -1223,3 +1119,89 @@ def merge(states: Iterable[State]) -> State:
         .collect()
     )
     return State(spec, merged.select(table.columns))
+
+
+def read_state(path: str | os.PathLike[str]) -> State:
+    """Read a state written by :meth:`State.write`, verified whole or refused.
+
+    The file's checksum (of the schema version, the spec and the table's content) and its
+    Parquet page checksums are verified before anything uses the data; then the spec's
+    fields, and the columns, types and buckets the spec implies.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The state file.
+
+    Returns
+    -------
+    State
+        The state as it was written: its spec and table.
+
+    Raises
+    ------
+    StateFileError
+        The file is missing, not a state file, of another schema version, written without
+        a checksum, corrupted or altered (the checksum does not match), or its spec
+        contradicts its table.
+
+    Examples
+    --------
+    >>> import os, tempfile, polars as pl, streameval as se
+    >>> df = pl.DataFrame({"g": ["a", "a", "b", "b"], "y": [0, 1, 1, 0],
+    ...                    "p": [0.1, 0.8, 0.4, 0.5]})
+    >>> path = os.path.join(tempfile.mkdtemp(), "state.parquet")
+    >>> se.accumulate(df, label="y", score="p", by="g").write(path)
+    >>> st = se.read_state(path)
+    >>> st.keys, st.spec.kind
+    (['g'], 'binary')
+    >>> st.metrics().select("g", "roc_auc")
+    shape: (2, 2)
+    ┌─────┬─────────┐
+    │ g   ┆ roc_auc │
+    │ --- ┆ ---     │
+    │ str ┆ f64     │
+    ╞═════╪═════════╡
+    │ a   ┆ 1.0     │
+    │ b   ┆ 0.0     │
+    └─────┴─────────┘
+
+    """
+    spec, table = read_state_file(path)
+    return State(spec, table)
+
+
+def _resampled_metrics(
+    state: State,
+    ci: str,
+    level: float,
+    jackknife: str | None,
+    threshold: float | Sequence[float] | None,
+    alpha: float,
+    metrics: Sequence[str] | None,
+) -> pl.DataFrame:
+    """The metric table with bootstrap or jackknife intervals of every metric column."""
+    options: dict[str, Any] = {"metrics": metrics}
+    if state.spec.kind == "binary":
+        options["threshold"] = threshold
+    elif threshold is not None:
+        raise InputError(f"expected no threshold for a {state.spec.kind} state, got {threshold!r}")
+    if state.spec.kind == "regression":
+        options["alpha"] = alpha
+
+    def table(s: State) -> pl.DataFrame:
+        return s.metrics(**options)
+
+    if ci == "bootstrap":
+        if not getattr(state.spec, "replicates", 0):
+            raise InputError(
+                "expected a state accumulated with bootstrap=R for ci='bootstrap', got one "
+                "without replicates; hint: se.accumulate(..., bootstrap=200, row_id='id')"
+            )
+        return bootstrap_intervals(state, table, level)
+    if jackknife is None:
+        raise InputError(
+            "expected jackknife= naming a group key (a partition or day column) with "
+            "ci='jackknife'; hint: metrics(ci='jackknife', jackknife='day')"
+        )
+    return jackknife_intervals(state, jackknife, table, level)

@@ -3,8 +3,8 @@
 ``evaluate(ci="bootstrap")`` of a binary, regression or multiclass task reads each unit once
 and reads every replicate off its placed rows
 (:meth:`streameval.kernels.compiled.CompiledCells.replicated`,
-:meth:`streameval.kernels.regression.Histograms.replicated_metrics`,
-:meth:`streameval.kernels.classes.ClassTables.replicated_metrics`);
+:meth:`streameval.kernels.regression.Histograms.replicated_sums`,
+:meth:`streameval.kernels.classes.ClassTables.replicated_sums`);
 ``accumulate(bootstrap=R).metrics(ci="bootstrap")`` builds the replicated state by Polars
 passes (:mod:`streameval.resample_draw`), the reference: same draws, same tables, to the
 order of float additions.
@@ -42,8 +42,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:log_loss and brier are null:User
 #: Each task's kernel method drawing the replicates.
 DRAWING = {
     "binary": (compiled.CompiledCells, "replicated"),
-    "regression": (regression.Histograms, "replicated_metrics"),
-    "multiclass": (classes.ClassTables, "replicated_metrics"),
+    "regression": (regression.Histograms, "replicated_sums"),
+    "multiclass": (classes.ClassTables, "replicated_sums"),
 }
 
 

@@ -7,7 +7,8 @@ import shlex
 
 import pytest
 
-from streameval.cli import EXAMPLES, _build, main
+from streameval.cli import _build, main
+from streameval.cli_help import EXAMPLES
 
 COMMANDS = [[], ["evaluate"], ["report"], ["demo"], ["run"], ["state"], ["state", "inspect"],
             ["state", "merge"], ["state", "metrics"]]  # fmt: skip

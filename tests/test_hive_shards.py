@@ -17,7 +17,7 @@ import streameval as se
 from streameval import kernels
 from streameval.kernels import scatter
 
-planner = importlib.import_module("streameval.accumulate")  # (the package's name is the function)
+planner = importlib.import_module("streameval.pipeline")
 pytestmark = [
     pytest.mark.filterwarnings("ignore::streameval.DomainWarning"),
     pytest.mark.filterwarnings("ignore:the scores of:UserWarning"),
@@ -110,7 +110,7 @@ def test_a_partition_of_one_group_stays_whole(hive, small_shards):
 def test_units_finalized_a_few_groups_at_a_time_give_one_table(hive, task, monkeypatch):
     kw = TASKS[task] | {"by": ["day", "g", "seg"]}
     whole = se.evaluate(hive, **kw)
-    monkeypatch.setattr(importlib.import_module("streameval.evaluate"), "FINISH_ROWS", 50)
+    monkeypatch.setattr(importlib.import_module("streameval.local"), "FINISH_ROWS", 50)
     assert_frame_equal(se.evaluate(hive, **kw), whole)
     assert_frame_equal(se.evaluate(hive, ci="wilson", **kw), _polars_table(hive, ci="wilson", **kw))
 

@@ -18,13 +18,13 @@ from test_sort_kernel import frames, switched_off
 from test_sort_kernel_bucketed import PRECISIONS, THRESHOLDS, assert_same_state, hive_copy
 
 import streameval as se
-from streameval.accumulate import prepare, unit_staged
 from streameval.codes import key_code
 from streameval.kernels import buffer, give_back, reusing
 from streameval.kernels import compiled as compiled_module
 from streameval.kernels import dense as dense_module
+from streameval.kernels.collect import Deferred
 from streameval.kernels.hashcodes import hashed_codes, hashed_exprs, number_hashes
-from streameval.kernels.runs import Deferred
+from streameval.pipeline import prepare, unit_staged
 from streameval.source import _partition_values
 from streameval.tasks import Inputs
 

@@ -14,10 +14,10 @@ from test_sort_kernel import assert_same_metrics, both, frames, switched_off
 from test_sort_kernel_bucketed import PRECISIONS, THRESHOLDS, assert_same_state
 
 import streameval as se
-from streameval.accumulate import prepare, unit_runs
 from streameval.kernels import dense
 from streameval.kernels.buckets import bucketed_state
-from streameval.kernels.metrics import runs_metrics
+from streameval.metrics.binary import runs_metrics
+from streameval.pipeline import prepare, unit_runs
 from streameval.tasks import Inputs
 
 

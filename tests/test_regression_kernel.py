@@ -29,7 +29,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::streameval.DomainWarning")
 def spying() -> Iterator[list[bool]]:
     """Whether each unit's state came from the kernel (True) or not (False)."""
     seen: list[bool] = []
-    tables, metrics = kernel.Histograms.table, kernel.Histograms.metrics
+    tables, metrics = kernel.Histograms.table, kernel.Histograms.sums
 
     def table(self: kernel.Histograms, schema: Any, constants: Any) -> Any:
         out = tables(self, schema, constants)
@@ -43,7 +43,7 @@ def spying() -> Iterator[list[bool]]:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(kernel.Histograms, "table", table)
-        patch.setattr(kernel.Histograms, "metrics", metric_table)
+        patch.setattr(kernel.Histograms, "sums", metric_table)
         yield seen
 
 

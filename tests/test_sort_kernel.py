@@ -18,7 +18,7 @@ from polars.testing import assert_frame_equal
 
 import streameval as se
 from streameval import kernels
-from streameval.accumulate import prepare, unit_runs
+from streameval.pipeline import prepare, unit_runs
 from streameval.tasks import Inputs
 
 SCORES = {

@@ -14,9 +14,9 @@ from polars.testing import assert_frame_equal
 from test_sort_kernel import assert_same_metrics, both, frames
 
 import streameval as se
-from streameval.accumulate import prepare, state_table, unit_runs
 from streameval.kernels.buckets import bucketed_state
-from streameval.kernels.metrics import runs_metrics
+from streameval.metrics.binary import runs_metrics
+from streameval.pipeline import prepare, state_table, unit_runs
 from streameval.tasks import Inputs
 
 

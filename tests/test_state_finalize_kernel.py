@@ -1,6 +1,6 @@
 """A binary state's metric table read by the kernel's loops against the Polars finalize.
 
-``State.metrics()`` reads a binary state's rows back as runs (:func:`streameval.kernels.runs.
+``State.metrics()`` reads a binary state's rows back as runs (:func:`streameval.kernels.collect.
 state_runs`) and computes the table with the compiled loops where they apply; the Polars
 finalize (the kernels switched off) is the reference.
 """
@@ -20,7 +20,7 @@ from polars.testing import assert_frame_equal
 import streameval as se
 from reference import binary_frames, chunks
 from streameval import kernels
-from streameval.kernels import runs as kernel_runs
+from streameval.kernels import collect as kernel_runs
 
 pytestmark = pytest.mark.filterwarnings("ignore:log_loss and brier are null:UserWarning")
 
@@ -64,7 +64,7 @@ def test_rows_of_one_bucket_apart_are_summed():
 
 @pytest.mark.parametrize("precision", [11, "exact"])
 def test_the_loops_read_the_state(precision, monkeypatch):
-    from streameval.kernels import metrics as kernel_metrics
+    from streameval.metrics import binary as kernel_metrics
 
     df = pl.DataFrame({"g": [0, 1, 0, 1], "y": [1, 0, 0, 1], "p": [0.9, 0.2, 0.4, 0.6]})
     state = se.accumulate(df, label="y", score="p", by="g", precision=precision)

@@ -7,13 +7,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..cli_checks import check_output_path, output_format
+from ..cli_help import add_command
+from ..cli_output import emit, output_errors
+from ..display import FittedStream, note, print_text, terminal_width
 from ..errors import StreamevalError
+from ..progress import at_terminal, showing
+from ..spec import Spec
+from .runner import run_job
+from .tools import _manifest, inspect_text, is_store, load_states, window_metrics
 
 
 def register(sub: Any) -> None:
     """Add ``run`` and ``state`` to the ``streameval`` subcommands."""
-    from ..cli import add_command
-
     run = add_command(
         sub,
         "run",
@@ -85,9 +91,6 @@ def register(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..display import FittedStream, terminal_width
-    from .runner import run_job
-
     width = None if args.dry_run else terminal_width(sys.stderr)
     stream = None if width is None else FittedStream(sys.stderr, width)
     try:
@@ -107,9 +110,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from ..display import print_text
-    from .tools import _manifest, inspect_text, is_store
-
     if args.json and is_store(args.path):
         import json
 
@@ -120,11 +120,6 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from ..cli import check_output_path, output_errors
-    from ..display import note
-    from ..progress import at_terminal, showing
-    from .tools import load_states
-
     if Path(args.output).suffix.lower() != ".parquet":
         raise StreamevalError(
             f"expected --output to end in .parquet, got {args.output!r}; hint: a merged state "
@@ -147,9 +142,6 @@ def _merge(args: argparse.Namespace) -> int:
 
 def _store_kind(path: str) -> str | None:
     """The task of a store's states, from its manifest (None before its first run)."""
-    from ..spec import Spec
-    from .tools import _manifest
-
     spec = _manifest(path)[1].get("spec")
     return Spec.from_json(spec).kind if spec else None
 
@@ -158,9 +150,6 @@ _OPTION_TASKS = {"--alpha": ("regression",), "--threshold": ("binary",)}
 
 
 def _metrics(args: argparse.Namespace) -> int:
-    from ..cli import emit, output_format
-    from .tools import is_store, load_states, window_metrics
-
     fmt = output_format(args.output, args.format)
     if args.end and not args.by_window:
         raise StreamevalError(

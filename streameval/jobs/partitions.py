@@ -153,17 +153,3 @@ def discover_files(
             )
         )
     return sorted(partitions, key=lambda p: (p.day or date.min, p.value))
-
-
-def discover(source: Any, base: str) -> list[Partition]:
-    """The partitions of a job's source (Parquet files, a Delta or Iceberg table, or Spark)."""
-    if source.engine == "spark":
-        from .sparksource import discover_spark
-
-        return discover_spark(source)
-    if source.format == "parquet":
-        content = source.fingerprint == "content"
-        return discover_files(source.paths, source.partition_key, base=base, content=content)
-    from .tables import discover_table
-
-    return discover_table(source, base)

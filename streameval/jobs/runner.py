@@ -51,9 +51,10 @@ from typing import Any, TextIO
 from ..accumulate import accumulate
 from ..errors import StreamevalError
 from .config import JobConfig, load_job
+from .discover import discover
 from .lock import StoreLock
 from .outputs import publish
-from .partitions import Partition, discover, safe_name
+from .partitions import Partition, parse_day, safe_name
 from .progress import Progress
 from .rollup import Entry, Rollups
 from .store import DamagedStateError, Store, StoreError
@@ -149,8 +150,6 @@ def plan(parts: list[Partition], manifest: dict[str, Any] | None, store: Store) 
 
 def entries(job: JobConfig, manifest: dict[str, Any]) -> list[Entry]:
     """The stored partitions in day order."""
-    from .partitions import parse_day
-
     key = job.source.partition_key
     items = [
         Entry(v, parse_day(v, key, v) if key else None, e["digest"], e["state"])

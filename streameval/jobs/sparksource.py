@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..errors import InputError
+from ..spark import functions, spark_action
 from .partitions import Partition, parse_day
 from .tables import WHOLE
 
@@ -75,8 +76,6 @@ def _reader(df: Any, key: str, value: str) -> Callable[[], Any]:
 
 def discover_spark(source: Any) -> list[Partition]:
     """The partitions of a Spark source, with their fingerprints and row counts."""
-    from ..spark import _spark_action
-
     spark = session(source.spark)
     df = read(source, spark)
     key = source.partition_key
@@ -86,12 +85,12 @@ def discover_spark(source: Any) -> list[Partition]:
             f"expected a partition key column {key!r} in {where!r}, found columns "
             f"{df.columns}; hint: set source.partition_key to the column holding the date"
         )
-    files = sorted(_spark_action(df.inputFiles))
+    files = sorted(spark_action(df.inputFiles))
     if key is None:
-        rows = int(_spark_action(df.count))
+        rows = int(spark_action(df.count))
         fingerprint = [[f] for f in files] + [["rows", rows]]
         return [Partition(WHOLE, None, fingerprint, rows, len(files), lambda: df)]
-    counts = _spark_action(
+    counts = spark_action(
         lambda: df.groupBy(df[key].cast("string").alias("value")).count().collect()
     )
     by_value: dict[str, list[list[Any]]] = {}
@@ -125,10 +124,8 @@ def discover_spark(source: Any) -> list[Partition]:
 
 def _content_hashes(df: Any, key: str) -> dict[str, list[list[Any]]]:
     """Per key value, the sum of a 64-bit hash of every row (one aggregation)."""
-    from ..spark import _functions, _spark_action
-
-    F = _functions(df)
-    rows = _spark_action(
+    F = functions(df)
+    rows = spark_action(
         lambda: (
             df.groupBy(df[key].cast("string").alias("value"))
             .agg(F.sum(F.xxhash64(*df.columns).cast("decimal(38,0)")).alias("hash"))

@@ -43,9 +43,11 @@ from ..files import (
     is_temporary,
     remove_temporaries,
 )
-from ..io import read_state, write_state
+from ..io import write_state
 from ..spec import SCHEMA_VERSION
-from ..state import State
+from ..state import State, read_state
+from ..states import kind_module
+from ..version import __version__
 
 STORE_FORMAT = 1
 MANIFEST = "manifest.json"
@@ -109,16 +111,12 @@ def canonical(state: State) -> State:
     Equal states then give equal files, and a merge of stored states sums each group's rows
     in one fixed order.
     """
-    from ..states import kind_module
-
     order = [*state.spec.keys, *kind_module(state.spec).group_columns(state.spec)]
     return State(state.spec, state.table.sort(order, nulls_last=False, maintain_order=True))
 
 
 def new_manifest(identity: dict[str, Any], generation: int = 0) -> dict[str, Any]:
     """An empty manifest for a job whose states depend on ``identity``."""
-    from .. import __version__
-
     return {
         "store_format": STORE_FORMAT,
         "state_schema_version": SCHEMA_VERSION,

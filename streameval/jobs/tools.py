@@ -24,8 +24,7 @@ import polars as pl
 
 from .. import progress
 from ..errors import InputError, StateFileError
-from ..io import read_state
-from ..state import State, merge
+from ..state import State, merge, read_state
 from .partitions import parse_day
 from .store import MANIFEST, Store
 from .windows import parse_window

@@ -29,9 +29,12 @@ import numpy.typing as npt
 import polars as pl
 
 from ..codes import KeyCode
+from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
 from ..spec import Spec
 from ..states.multiclass import group_columns, merge_ops
-from . import buffer, chunks, give_back, small_pages
+from . import buffer, chunks, classloops, give_back, small_pages
+from .classstate import state_table
+from .collect import key_exprs, unit_groups
 from .compiled import (
     MAX_WINDOW_BITS,
     REPLICATE_BATCH,
@@ -42,7 +45,6 @@ from .compiled import (
     replicate_batches,
     replicate_salts,
 )
-from .runs import key_exprs, unit_groups
 from .staged import Staged
 
 #: Cells of one unit at most: groups × classes × predicted classes, and groups × score
@@ -129,9 +131,6 @@ class ClassRows:
         threads. A group a replicate draws no row of has no row there. None where the kernel
         does not apply (as :meth:`tables`, or rows read without keys).
         """
-        from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
-        from . import classloops
-
         prepared = self._prepared(spec) if self.keyed else None
         if prepared is None:
             return None
@@ -202,8 +201,6 @@ class ClassRows:
         self, spec: Spec, schema: pl.Schema, constants: Mapping[str, Any]
     ) -> pl.DataFrame | None:
         """The unit's state table (:func:`.classstate.state_table`; None: not this kernel's)."""
-        from .classstate import state_table
-
         if loops() is None:
             return None
         keys, codes, size, frame = self._groups()
@@ -265,37 +262,19 @@ class ClassTables(Staged):
         """The unit's state table, as the Polars query gives it (None: not this kernel's)."""
         return self.rows.state(self.spec, schema, constants)
 
-    def metrics(self, spec: Spec, options: Mapping[str, Any]) -> pl.DataFrame | None:
-        """The unit's metric table from its confusion rows and pair sums (None: not here)."""
-        from ..state import State
-        from ..stats.tables import multiclass_metrics
+    def sums(
+        self, spec: Spec, options: Mapping[str, Any]
+    ) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+        """The unit's confusion rows and pair sums (None: not here)."""
+        return self.rows.tables(spec)
 
-        got = self.rows.tables(spec)
-        if got is None:
-            return None
-        confusion, pairs = got
-        metrics, ci, level = options.get("metrics"), options.get("ci"), options.get("level", 0.95)
-        return multiclass_metrics(State(spec, confusion), metrics, ci, level, pairs)
-
-    def replicated_metrics(
+    def replicated_sums(
         self, spec: Spec, options: Mapping[str, Any], replicates: int
-    ) -> pl.DataFrame | None:
-        """The metric table of bootstrap replicates 0 … ``replicates`` (None: not here)."""
-        from ..resample import data_warnings
-        from ..state import State
-        from ..stats.tables import multiclass_metrics
-
+    ) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+        """The confusion rows and pair sums of bootstrap replicates 0 … ``replicates``."""
         if options.get("metrics"):
             return None
-        got = self.rows.replicated(spec, replicates)
-        if got is None:
-            return None
-        level = options.get("level", 0.95)
-
-        def table(confusion: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
-            return multiclass_metrics(State(spec, confusion), None, None, level, pairs)
-
-        return data_warnings(table, *got)
+        return self.rows.replicated(spec, replicates)
 
 
 def _cells(
@@ -305,8 +284,6 @@ def _cells(
     shape: tuple[int, int, int],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """The confusion cells' counts and sums (:func:`.classloops.row_cells`)."""
-    from . import classloops
-
     actual, predicted, scores, weights = rows
     with small_pages():
         matrix = _columns(scores, scores.columns)
@@ -340,8 +317,6 @@ def _column(
     out: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
 ) -> None:
     """Place one score column's rows by (group, binade) and add its pair sums to ``out``."""
-    from . import classloops
-
     codes, score, actual, weights = rows
     placed = place_values(kernel, codes, score, actual, weights, size)
     num, ties = out

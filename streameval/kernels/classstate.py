@@ -33,6 +33,7 @@ from ..spec import Spec
 from ..states.multiclass import group_columns, merge_ops
 from . import buffer, give_back, small_pages
 from .classloops import class_terms, first_max, score_checks
+from .collect import table_groups
 from .loops import _key
 
 jit = numba.njit(cache=True, nogil=True)
@@ -454,8 +455,6 @@ def state_pairs(table: pl.DataFrame, spec: Spec) -> pl.DataFrame | None:
     The frame of :func:`streameval.metrics.pairs._pairwise` (its rows in another order, its
     sums added in another order); None where the loops are off or a key has no code.
     """
-    from .runs import table_groups
-
     mass = pl.col("w") if spec.weighted else pl.col("n").cast(pl.Float64)
     rows = table.lazy().filter(pl.col("column").is_not_null())
     wanted = [pl.col("column", "actual", "bucket"), mass.alias("_w")]

@@ -16,11 +16,9 @@ limit: only filled cells are kept, whatever the groups and the precision (up to
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -29,10 +27,16 @@ import numpy.typing as npt
 import polars as pl
 
 from ..bucketing import EXACT_BITS, bucket_floor_scalar, float_to_key_scalar, key_to_float_scalar
-from ..spec import Spec
+from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
+from ..spec import ALL, Spec
+from ..split.keys import mix_int
 from . import Parts, buffer, chunks, each, give_back, small_pages, span, split_rows
+from . import loops as compiled_loops
+from .dense import SAFE, coarse_starts, cuts_inside, slot_runs
 from .groups import GroupCodes
+from .metrics import delong_variance, grouped_frame, in_order, weighted_grouped
 from .staged import Staged
+from .weightedloops import replicate_metrics, replicate_rows, weighted_metrics
 
 if TYPE_CHECKING:
     from .runs import Runs
@@ -60,48 +64,9 @@ REPLICATE_BATCH = 8
 PARALLEL_ROWS = 1 << 22
 
 
-@cache
-def _import_loops() -> ModuleType:
-    from . import loops
-
-    return loops
-
-
 def loops() -> ModuleType | None:
     """The compiled loops (None only while the tests switch them off: :data:`ENABLED`)."""
-    return _import_loops() if ENABLED else None
-
-
-def warm() -> float:
-    """Load numba and the compiled loops now (about a second, once per process); the seconds.
-
-    Their machine code comes from numba's on-disk cache (compiled there on first use ever), but
-    loading it costs about a second in each new process: call this at start-up to keep that
-    out of the first evaluation.
-
-    >>> warm() >= 0.0
-    True
-    """
-    started = time.perf_counter()
-    if loops() is not None:
-        from ..accumulate import accumulate
-        from ..evaluate import evaluate
-        from . import scatterloops
-
-        shard, none = np.zeros(1, np.uint64), np.zeros(1, np.int64)
-        scatterloops.shard_counts(shard, none.copy())
-        scatterloops.destinations(shard, none, 1, none.copy())
-        for kind, kept in ((np.int64, np.int32), (np.int64, np.int64), (np.uint8, np.uint8)):
-            scatterloops.put(np.zeros(1, kind), none, np.zeros(1, kept))
-        scatterloops.put(np.zeros(1), none, np.zeros(1))  # (Float64 columns)
-        frame = pl.DataFrame({"g": ["a", "b"], "y": [True, False], "p": [0.75, 0.25]})
-        accumulate(frame, label="y", score="p", by="g", precision=2)
-        # the bootstrap's loops (:meth:`CompiledCells.replicated`)
-        evaluate(frame, label="y", score="p", ci="bootstrap", bootstrap=1, precision=2)
-        # DeLong's sums, of placed rows and of exact runs
-        evaluate(frame, label="y", score="p", ci="wilson", precision=2)
-        evaluate(frame, label="y", score="p", ci="wilson", precision="exact")
-    return time.perf_counter() - started
+    return compiled_loops if ENABLED else None
 
 
 @dataclass
@@ -146,8 +111,6 @@ class CompiledCells(Staged):
 
     def _cuts(self) -> tuple[I64, npt.NDArray[np.bool_]]:
         """The splits inside buckets (sorted keys), and which binades have some."""
-        from .dense import cuts_inside
-
         cuts = cuts_inside(self.spec)
         cut_tops = np.zeros(2 * self.loops.OFFSET, np.bool_)
         cut_tops[(cuts >> np.int64(EXACT_BITS)) + self.loops.OFFSET] = True
@@ -206,8 +169,6 @@ class CompiledCells(Staged):
 
     def _finish(self) -> Runs | None:
         """The buckets as runs with their sums (None, for the Polars path, if a sum overflows)."""
-        from .dense import slot_runs
-
         got, group, binade, local = self._filled()
         group = self.original(group)
         with small_pages():
@@ -228,9 +189,6 @@ class CompiledCells(Staged):
         rows are let go. None (the runs' or the state's finalize) when a weighted pair sum
         could overflow.
         """
-        from ..metrics.binary import ALL
-        from .metrics import delong_variance, grouped_frame
-
         if hasattr(self, "_cells"):  # summed already (runs() came first): from the runs
             return super().grouped(spec, thresholds, variance)
         if spec.weighted and not (self.heaviest * self.bounds[-1]) ** 2 < _SAFE:
@@ -309,8 +267,6 @@ class CompiledCells(Staged):
         in score order (a row each: binade, slot); ``place`` maps a point's index (the
         thresholds, then 0 and 1) to its column among the marks.
         """
-        from .metrics import in_order
-
         cuts, cut_tops = self._cuts()
         top, slot = _slot_above(float_to_key_scalar(1.0), self.spec, cuts)
         points = [_slot_above(float_to_key_scalar(t), self.spec, cuts) for t in thresholds]
@@ -330,8 +286,6 @@ class CompiledCells(Staged):
         variance: bool,
     ) -> pl.DataFrame | None:
         """:meth:`grouped` of weighted rows (``count`` thresholds, then the marks 0 and 1)."""
-        from .weightedloops import weighted_metrics
-
         words, _ = self._placed()
         sums = self._in_halves(
             weighted_metrics, (words, weights),
@@ -355,8 +309,6 @@ class CompiledCells(Staged):
         ``extra`` is one more key column (the replicate), after the unit's keys; ``variance``
         adds DeLong's ``_var``. None when a squared error overflowed (the Polars path).
         """
-        from .metrics import weighted_grouped
-
         codes, rows, sums, scales = out
         keys = self.groups.decode(self.original(codes))
         keys = keys if extra is None else [*keys, extra]
@@ -375,9 +327,6 @@ class CompiledCells(Staged):
         replicates are read off the placed rows, on two threads; None when the kernel cannot
         (no keys, a weighted sum that could overflow).
         """
-        from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
-        from .weightedloops import replicate_metrics, replicate_rows
-
         limits = draw_limits()
         if not self.keyed or not (self.heaviest * limits.size * self.bounds[-1]) ** 2 < _SAFE:
             return None
@@ -424,8 +373,6 @@ def replicate_salts(members: list[int]) -> npt.NDArray[np.uint64]:
     >>> replicate_salts([0, 1]).tolist()
     [0, 10451216379200822465]
     """
-    from ..split.keys import mix_int
-
     return np.array([mix_int(r) if r else 0 for r in members], np.uint64)
 
 
@@ -497,8 +444,6 @@ def compiled_cells(
     CompiledCells or None
 
     """
-    from .dense import SAFE, coarse_starts, cuts_inside
-
     rows = frame.height
     p = spec.precision
     if p > MAX_WINDOW_BITS:

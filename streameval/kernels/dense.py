@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-import polars as pl
 
 from ..bucketing import EXACT_BITS, bucket_floor_scalar, float_to_key_scalar
 from ..spec import Spec
-from .compiled import CompiledCells, compiled_cells, loops
 from .groups import GroupCodes
 from .runs import I64, Runs
 from .scorekeys import pack
 
-#: Whether :meth:`.runs.Collected.runs` may count bucketed states densely (tests switch it).
+#: Whether :meth:`.collect.Collected.runs` may count bucketed states densely (tests switch it).
 ENABLED = True
 #: Rows × max(1, |score|)² × the largest weight below this: no sum can overflow.
 SAFE = 1e300
@@ -88,33 +86,6 @@ def slot_runs(
 ) -> Runs | None:
     """Runs of filled cells given their group codes, binades and slots in their binade."""
     return as_runs(group, slot_keys(binade, local, spec), sums, groups, spec)
-
-
-def dense_cells(
-    frame: pl.DataFrame, groups: GroupCodes, spec: Spec, weighted: bool
-) -> CompiledCells | None:
-    """Each row's cell, and the rows (and labels) counted per cell; None: use the sort.
-
-    Parameters
-    ----------
-    frame : DataFrame
-        The collected columns ``_y``, ``_p`` (and ``_w``) of :func:`.runs.collect_unit`.
-    groups : GroupCodes
-        The rows' group codes.
-    spec : Spec
-        The bucketed binary state's spec.
-    weighted : bool
-        Whether ``_w`` holds weights.
-
-    Returns
-    -------
-    CompiledCells or None
-
-    """
-    compiled = loops()
-    if not ENABLED or compiled is None or spec.exact or spec.precision >= EXACT_BITS:
-        return None
-    return compiled_cells(frame, groups, spec, weighted, compiled)
 
 
 def _cut_buckets(bkey: I64, binade: I64, local: I64, cuts: I64, p: int) -> None:

@@ -36,6 +36,7 @@ import numpy.typing as npt
 import polars as pl
 
 from . import Parts, buffer
+from .loops import add_codes, code_range
 
 Decode = Callable[[pl.Series], pl.Series]
 I64 = npt.NDArray[np.int64]
@@ -116,8 +117,6 @@ class GroupCodes:
         GroupCodes
 
         """
-        from .loops import add_codes, code_range
-
         parts = [[(0, [r])] if isinstance(r, np.ndarray) else r for r in raw]
         codes: I64 = np.zeros(size if not parts else 0, np.int64)
         stages = [Stage(None)]

@@ -22,6 +22,7 @@ import polars as pl
 from ..codes import KeyCode
 from ..source import TEXT_SEED, text_hash
 from . import Parts, buffer, chunks, each, give_back, span, split_rows
+from .compiled import PARALLEL_ROWS
 
 _SEEDS = (TEXT_SEED, 0x0DD5_EED5)
 
@@ -84,8 +85,6 @@ def number_hashes(
     >>> codes.tolist(), firsts.tolist(), ok
     ([1, 2, 1, 0], [0, 1], True)
     """
-    from .compiled import PARALLEL_ROWS
-
     codes = buffer(frame.height, np.int64)
     parts = chunks(frame, names)
     halves = split_rows(parts, frame.height) if frame.height >= PARALLEL_ROWS else [parts]

@@ -22,12 +22,13 @@ import numpy.typing as npt
 import polars as pl
 
 from ..bucketing import float_to_key_scalar
-from ..metrics.binary import ALL, COLUMNS, finish_rows, metric_rows
-from ..spec import Spec
+from ..spec import ALL, Spec
 from . import small_pages
 from .buckets import bucket_runs
 from .dense import SAFE
+from .loops import run_placements
 from .runs import F64, I64, Runs
+from .weightedloops import run_metrics
 
 _EPS = float(np.finfo(np.float64).eps)
 T = TypeVar("T")
@@ -293,8 +294,6 @@ def weighted_runs(
     runs by :func:`.weightedloops.run_metrics`. None where a pair sum of weights could
     overflow (the state's finalize then serves).
     """
-    from .weightedloops import run_metrics
-
     pos, neg = runs.pos.astype(np.float64), runs.neg.astype(np.float64)
     if not float(pos.sum() + neg.sum()) < math.sqrt(SAFE) or runs.n is None:
         return None
@@ -342,8 +341,6 @@ def _placement_sums(
     (V₁₀), its negatives below the positives above it and half of its own (V₀₁), as
     :func:`streameval.stats.delong.placements`; A is the group's AUC from its pair sum.
     """
-    from .loops import run_placements  # (numba loaded with the first variance asked for)
-
     neg = (1 - pos) if runs.single else runs.neg.astype(np.int64, copy=False)
     P, N = (t.astype(np.float64) for t in totals)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -482,22 +479,3 @@ def runs_grouped(
         losses = (sums[0], sums[1])
     with small_pages():
         return aggregates(runs, thresholds, ALL, losses, variance)
-
-
-def runs_metrics(runs: Runs, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
-    """The metric table of unweighted runs, as ``State(spec, table).metrics(thresholds)``.
-
-    None when :func:`runs_grouped` is None.
-    """
-    grouped = runs_grouped(runs, spec, thresholds)
-    return None if grouped is None else grouped_metrics(grouped, spec, thresholds)
-
-
-def grouped_metrics(grouped: pl.DataFrame, spec: Spec, thresholds: list[float]) -> pl.DataFrame:
-    """The metric table from grouped frames (:func:`aggregates`, :func:`grouped_frame`).
-
-    Frames of several units may come concatenated: each row's metrics read that row alone.
-    """
-    keys = list(spec.keys)
-    part = metric_rows(grouped.lazy(), keys or [ALL], spec, thresholds)
-    return finish_rows([part], keys).select(*keys, *COLUMNS)

@@ -3,7 +3,7 @@
 A unit's rows are collected once (group codes, the label, each model's score and the
 weight; :func:`collect_paired`). Its metric table (:func:`streameval.stats.compare.model_rows`)
 needs each model's own histogram only: each model's scores go through the binary kernel
-(:func:`.runs.choose`) over the same rows and group codes, with DeLong's variance, and its
+(:func:`.collect.choose`) over the same rows and group codes, with DeLong's variance, and its
 grouped frame gets the key ``model`` (the model's index in ``spec.scores``).
 
 The paired *state* (:mod:`streameval.states.paired`, which DeLong's paired test reads) is a
@@ -25,8 +25,9 @@ import polars as pl
 
 from ..codes import KeyCode
 from ..spec import Spec
+from .collect import Collect, choose, key_exprs, unit_groups
 from .groups import GroupCodes
-from .runs import Collect, Runs, choose, key_exprs, unit_groups
+from .runs import Runs
 from .staged import Staged
 
 #: The model index column of the grouped frames (Int32, as the Polars path's).
@@ -43,7 +44,7 @@ def collect_paired(
 ) -> PairedRows | None:
     """The columns the kernel needs of the rows of ``lf`` (None when a key has no code).
 
-    As :func:`.runs.collect_unit`, with ``rows`` the label as Boolean, each model's score
+    As :func:`.collect.collect_unit`, with ``rows`` the label as Boolean, each model's score
     as Float64, the weight (or None) and the bad-row flag; the scores are ``_p0``, ``_p1``, ….
     """
     label, scores, weight, bad = rows

@@ -22,8 +22,10 @@ import numpy.typing as npt
 import polars as pl
 
 from ..spec import Spec
+from ..states.paired import bucket_columns
 from . import small_pages
 from .classstate import by_segment, permute
+from .collect import table_groups
 
 jit = numba.njit(cache=True, nogil=True)
 
@@ -181,9 +183,6 @@ def paired_sums(table: pl.DataFrame, spec: Spec) -> JointSums | None:
 
     None where the compiled loops are off or a key has no code.
     """
-    from ..states.paired import bucket_columns
-    from .runs import table_groups
-
     names = bucket_columns(spec)
     count = pl.col("n") if spec.weighted else pl.col("pos") + pl.col("neg")
     wanted = [pl.col(names), pl.col("pos", "neg").cast(pl.Float64)]

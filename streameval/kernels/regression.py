@@ -24,10 +24,12 @@ import numpy.typing as npt
 import polars as pl
 
 from ..codes import KeyCode
-from ..metrics.histograms import QUANTILES
+from ..options import check_alpha
+from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
 from ..spec import Spec
-from ..states.regression import DOMAINS, LOSSES, merge_ops
-from . import small_pages
+from ..states.regression import DOMAINS, LOSSES, QUANTILES, merge_ops
+from . import regressionloops, small_pages
+from .collect import key_exprs, unit_groups
 from .compiled import (
     MAX_WINDOW_BITS,
     REPLICATE_BATCH,
@@ -38,11 +40,10 @@ from .compiled import (
     replicate_batches,
     replicate_salts,
 )
-from .runs import key_exprs, unit_groups
 from .staged import Staged
 
 _EPS = float(np.finfo(np.float64).eps)
-#: The residual quantiles' levels, in :data:`streameval.metrics.histograms.QUANTILES` order.
+#: The residual quantiles' levels, in :data:`streameval.states.regression.QUANTILES` order.
 _QUANTILES = np.array(list(QUANTILES.values()), np.float64)
 #: Replicates per read of the rows for the losses at most, and their sums' cells at most.
 TOTALS_BATCH = 32
@@ -92,17 +93,15 @@ class Histograms(Staged):
         keys, histograms, totals = parts
         return _table(keys, histograms, totals, self.spec, schema, constants)
 
-    def metrics(self, spec: Spec, options: Mapping[str, Any]) -> pl.DataFrame | None:
-        """The unit's metric table from its buckets, without a state table (None: not here).
+    def sums(self, spec: Spec, options: Mapping[str, Any]) -> pl.DataFrame | None:
+        """The unit's per-group aggregates from its buckets, without a state table.
 
         The aggregates of :func:`streameval.metrics.histograms.aggregates`, per group, from
         the label's and the error's buckets: in bucketed mode each group's buckets are
         aggregated as its placed rows are read (:func:`.regressionloops.replicate_aggregates`
         with no draws), none kept beyond the group; in exact mode from its distinct values
-        (:func:`.regressionloops.part_aggregates`).
+        (:func:`.regressionloops.part_aggregates`). None: not here.
         """
-        from ..metrics.regression import check_alpha, grouped_table
-
         if options.get("metrics") or options.get("ci"):
             return None  # (a selection, or an error for ci=: the state's finalize)
         alpha = check_alpha(options.get("alpha", 0.5))
@@ -110,15 +109,10 @@ class Histograms(Staged):
         if parts is None:
             return None
         keys, y, e, totals = parts
-        grouped = _grouped(keys, y, e, totals, spec)
-        if grouped is None:
-            return None
-        return grouped_table(grouped, list(spec.keys))
+        return _grouped(keys, y, e, totals, spec)
 
     def _exact(self, alpha: float) -> tuple[list[pl.Series], Any, Any, Any] | None:
         """Keys, the label's and the error's aggregates and the totals, from distinct values."""
-        from . import regressionloops
-
         parts = self._sums()
         if parts is None:
             return None
@@ -135,9 +129,6 @@ class Histograms(Staged):
 
     def _bucketed(self, alpha: float) -> tuple[list[pl.Series], Any, Any, Any] | None:
         """Keys, the label's and the error's aggregates and the totals, from placed rows."""
-        from ..resample_draw import draw_limits
-        from . import regressionloops
-
         once, none, limits = np.zeros(1, np.uint64), np.zeros(0, np.uint64), draw_limits()
         p = self.spec.precision
 
@@ -158,10 +149,10 @@ class Histograms(Staged):
         keys, (label, errors), totals = parts
         return keys, label, errors, totals
 
-    def replicated_metrics(
+    def replicated_sums(
         self, spec: Spec, options: Mapping[str, Any], replicates: int
     ) -> pl.DataFrame | None:
-        """The metric table of bootstrap replicates 0 … ``replicates`` (key ``replicate`` last).
+        """The aggregates of bootstrap replicates 0 … ``replicates`` (key ``replicate`` last).
 
         The rows must have been collected with their keys (``_k``). The label and the error
         are placed once; each batch of replicates reads them once
@@ -169,11 +160,6 @@ class Histograms(Staged):
         on two threads. A group a replicate draws no row of has no row there. None where
         the kernel does not apply (exact mode, ``metrics=``, a sum that overflowed).
         """
-        from ..metrics.regression import check_alpha, grouped_table
-        from ..resample import data_warnings
-        from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
-        from . import regressionloops
-
         if options.get("metrics") or spec.exact or not self.rows.keyed:
             return None
         alpha = check_alpha(options.get("alpha", 0.5))
@@ -237,8 +223,7 @@ class Histograms(Staged):
                 if grouped is None:
                     return None  # a sum of weights overflowed: the state path names it
                 frames.append(grouped.filter(pl.col("n") > 0))
-        grouped = pl.concat(frames)
-        return data_warnings(lambda g: grouped_table(g, list(spec.keys)), grouped)
+        return pl.concat(frames)
 
     def _columns(
         self,
@@ -279,8 +264,6 @@ class Histograms(Staged):
         half of the rows' losses (:func:`.regressionloops.row_totals`), are summed on two
         threads. None where the kernel does not apply.
         """
-        from . import regressionloops
-
         columns = self._columns()
         if columns is None:
             return None
@@ -351,8 +334,6 @@ def _histogram(rows: Rows, spec: Spec) -> tuple[npt.NDArray[Any], ...]:
     ``rows`` are as :meth:`Histograms._per_value` hands them. See
     :func:`.regressionloops.histogram_cells` and :func:`.regressionloops.value_runs`.
     """
-    from . import regressionloops
-
     kernel, codes, values, weights, size = rows
     p = spec.precision
     if spec.exact:

@@ -5,7 +5,7 @@ A source that is neither split into hive units nor held in memory is summed in s
 own and memory holds a shard's rows, not the source's. Filtering the source once a shard
 would read it once a shard: quadratic in its size. Instead the first shard asked for reads
 the source once, in Polars' streaming batches, with the columns the task's kernel collects
-(:func:`streameval.kernels.runs.collect_unit` and its multiclass and regression
+(:func:`streameval.kernels.collect.collect_unit` and its multiclass and regression
 counterparts), and splits every batch into the shards as it arrives:
 
 - String keys (and other hashed keys, :mod:`.hashcodes`) are numbered over the whole source
@@ -43,7 +43,8 @@ import polars as pl
 
 from ..codes import KeyCode
 from ..errors import caller_level
-from . import compiled
+from . import compiled, scatterloops
+from .loops import hash_table
 
 #: Bytes of split rows kept in memory before they are written to the spill files (with
 #: :data:`streameval.source.SHARD_ROWS`, what bounds a pass's memory over a file).
@@ -141,7 +142,6 @@ class Scatter:
             def capture(lf: pl.LazyFrame, exprs: list[pl.Expr]) -> pl.DataFrame:
                 started.append(True)
                 assert loops is not None
-                from . import scatterloops
 
                 query = lf.select(*exprs, self.shard.alias(_SHARD))
                 for batch in batches(query):
@@ -205,8 +205,6 @@ class Scatter:
             dtypes.append(np.dtype(np.int32) if hashed else batch[name].to_numpy().dtype)
         for i in range(self._keys):
             if f"_h{i}" in batch.columns:
-                from .loops import hash_table
-
                 self._hashed[i] = hash_table()
                 text = batch[f"_s{i}"]
                 self._texts[i] = [text.head(0).extend_constant(None, 1)]

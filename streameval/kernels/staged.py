@@ -6,6 +6,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .metrics import runs_grouped
+
 if TYPE_CHECKING:
     import polars as pl
 
@@ -17,8 +19,9 @@ class Staged(ABC):
     """A unit's rows on their way to runs: the work left for the summing thread.
 
     :meth:`runs` finishes them (once; later calls give the same runs). :meth:`grouped` gives
-    each group's aggregates for the metric formulas (:func:`.metrics.grouped_metrics`), from
-    the runs, or straight from the rows where the kernel can (:class:`.compiled.CompiledCells`).
+    each group's aggregates for the metric formulas
+    (:func:`streameval.metrics.binary.grouped_metrics`), from the runs, or straight from the
+    rows where the kernel can (:class:`.compiled.CompiledCells`).
     """
 
     def runs(self) -> Runs | None:
@@ -39,14 +42,13 @@ class Staged(ABC):
         ``variance`` adds each group's DeLong variance of the AUC (``_var``, NaN where it is
         undefined). None when the metrics must come from the state table (weighted, say).
         """
-        from .metrics import runs_grouped  # (it imports the runs module, which imports this)
-
         runs = self.runs()
         return None if runs is None else runs_grouped(runs, spec, thresholds, variance)
 
-    def metrics(self, spec: Spec, options: Mapping[str, Any]) -> pl.DataFrame | None:
-        """The unit's metric table straight from the rows, where the kernel computes one.
+    def sums(self, spec: Spec, options: Mapping[str, Any]) -> Any:
+        """The unit's per-group sums straight from the rows, for its task's finalize.
 
+        The task's :attr:`streameval.tasks.TaskPlan.finish` turns them into the metric table.
         ``options`` are :meth:`streameval.State.metrics`' (the kernel returns None for those
         it does not handle). None: the metrics come from :meth:`grouped` or the state.
         """
@@ -61,14 +63,13 @@ class Staged(ABC):
         """
         return None
 
-    def replicated_metrics(
-        self, spec: Spec, options: Mapping[str, Any], replicates: int
-    ) -> pl.DataFrame | None:
-        """The metric table of bootstrap replicates 0 … ``replicates`` (key ``replicate`` last).
+    def replicated_sums(self, spec: Spec, options: Mapping[str, Any], replicates: int) -> Any:
+        """:meth:`sums` of bootstrap replicates 0 … ``replicates`` (key ``replicate`` last).
 
-        For kernels whose metric table comes from :meth:`metrics` rather than a grouped
-        frame; the rows must have been read with their keys. None where the kernel does not
-        draw replicates (the Polars passes then compute them).
+        For kernels whose metric table comes from :meth:`sums` rather than a grouped frame
+        (finished by the task's :attr:`streameval.tasks.TaskPlan.finish_replicated`); the
+        rows must have been read with their keys. None where the kernel does not draw
+        replicates (the Polars passes then compute them).
         """
         return None
 

@@ -18,16 +18,20 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from .. import kernels
 from ..bucketing import float_to_key_scalar, is_bucket_edge
 from ..errors import InputError, caller_level
+from ..kernels.collect import state_runs
+from ..kernels.metrics import runs_grouped
+from ..kernels.runs import Runs
+from ..spec import ALL as ALL  # re-exported: the metric modules' group key
 from ..states.binary import column_exprs
 
 if TYPE_CHECKING:
     from ..spec import Spec
-    from ..state import State
+    from ..states.data import StateData
 
 Metric = Callable[[], pl.Expr]
-ALL = "_all"
 CHUNK_ROWS = 4_000_000
 
 tp, fp, tn, fn = (pl.col(c).cast(pl.Float64) for c in ("tp", "fp", "tn", "fn"))
@@ -251,7 +255,7 @@ def as_thresholds(threshold: object) -> list[float]:
     return sorted({float(t) for t in items})  # type: ignore[arg-type]
 
 
-def check_thresholds(state: State, thresholds: Sequence[float]) -> None:
+def check_thresholds(state: StateData, thresholds: Sequence[float]) -> None:
     """Raise when a threshold splits a bucket, so its confusion counts would not be exact."""
     spec = state.spec
     for t in thresholds:
@@ -264,7 +268,7 @@ def check_thresholds(state: State, thresholds: Sequence[float]) -> None:
             )
 
 
-def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.DataFrame:
+def metric_table(state: StateData, threshold: float | Sequence[float] = 0.5) -> pl.DataFrame:
     """Finalize a binary state into the metric table (one row per group and threshold).
 
     >>> import polars as pl, streameval as se
@@ -275,12 +279,7 @@ def metric_table(state: State, threshold: float | Sequence[float] = 0.5) -> pl.D
     """
     thresholds = as_thresholds(threshold)
     check_thresholds(state, thresholds)
-    from .. import kernels  # (the kernels import this module)
-
     if kernels.ENABLED:  # the state's rows as runs, read by the compiled loops
-        from ..kernels.metrics import runs_metrics
-        from ..kernels.runs import state_runs
-
         runs = state_runs(state.table, state.spec)
         table = None if runs is None else runs_metrics(runs, state.spec, thresholds)
         if table is not None:
@@ -406,3 +405,22 @@ def metric_rows(
         .collect(engine="in-memory")
     )
     return out.drop(ALL) if keys == [ALL] else out
+
+
+def runs_metrics(runs: Runs, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
+    """The metric table of unweighted runs, as ``State(spec, table).metrics(thresholds)``.
+
+    None when :func:`runs_grouped` is None.
+    """
+    grouped = runs_grouped(runs, spec, thresholds)
+    return None if grouped is None else grouped_metrics(grouped, spec, thresholds)
+
+
+def grouped_metrics(grouped: pl.DataFrame, spec: Spec, thresholds: list[float]) -> pl.DataFrame:
+    """The metric table from grouped frames (:func:`aggregates`, :func:`grouped_frame`).
+
+    Frames of several units may come concatenated: each row's metrics read that row alone.
+    """
+    keys = list(spec.keys)
+    part = metric_rows(grouped.lazy(), keys or [ALL], spec, thresholds)
+    return finish_rows([part], keys).select(*keys, *COLUMNS)

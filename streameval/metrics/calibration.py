@@ -22,12 +22,12 @@ from ..states.binary import column_exprs
 from .binary import ALL, with_group_key
 
 if TYPE_CHECKING:
-    from ..state import State
+    from ..states.data import StateData
 
 STRATEGIES = ("uniform", "quantile")
 
 
-def _histogram(state: State) -> tuple[pl.LazyFrame, list[str]]:
+def _histogram(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
     lf, keys = with_group_key(state.table, state.keys)
     cols = column_exprs(state.spec)
     hist = lf.select(
@@ -94,7 +94,9 @@ def _quantile_edges(hist: pl.LazyFrame, keys: list[str], n_bins: int) -> pl.Lazy
     return targets.select(*keys, "k", lerp.alias("edge"))
 
 
-def calibration_curve(state: State, n_bins: int = 10, strategy: str = "uniform") -> pl.DataFrame:
+def calibration_curve(
+    state: StateData, n_bins: int = 10, strategy: str = "uniform"
+) -> pl.DataFrame:
     """Per group and non-empty bin: bin, lo, hi, n, weight, mean_predicted, observed_rate.
 
     >>> import polars as pl, streameval as se
@@ -150,7 +152,9 @@ def calibration_curve(state: State, n_bins: int = 10, strategy: str = "uniform")
     return out.drop(ALL) if keys == [ALL] else out
 
 
-def calibration_error(state: State, n_bins: int = 10, strategy: str = "uniform") -> pl.DataFrame:
+def calibration_error(
+    state: StateData, n_bins: int = 10, strategy: str = "uniform"
+) -> pl.DataFrame:
     """Per group: ``ece`` (weight-averaged |observed − predicted|) and ``mce`` (largest)."""
     curve = calibration_curve(state, n_bins, strategy)
     gap = (pl.col("observed_rate") - pl.col("mean_predicted")).abs()

@@ -17,7 +17,7 @@ from .binary import ALL, with_group_key
 from .ranking import ranking
 
 if TYPE_CHECKING:
-    from ..state import State
+    from ..states.data import StateData
 
 Normalize = Literal["true", "pred", "all"] | None
 
@@ -26,17 +26,17 @@ def _ratio(num: pl.Expr, den: pl.Expr) -> pl.Expr:
     return pl.when(den > 0).then(num / den).otherwise(0.0)
 
 
-def class_values(state: State) -> pl.Series:
+def class_values(state: StateData) -> pl.Series:
     """The classes as a Series (the label's type: string, integer, float or boolean)."""
     return pl.Series("class", list(state.spec.classes))
 
 
-def weight_column(state: State) -> pl.Expr:
+def weight_column(state: StateData) -> pl.Expr:
     """The weight of a state row: Σw, or the row count when unweighted."""
     return pl.col("w") if state.spec.weighted else pl.col("n").cast(pl.Float64)
 
 
-def confusion_rows(state: State) -> tuple[pl.LazyFrame, list[str]]:
+def confusion_rows(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
     """Confusion rows (keys, actual, predicted, _w) and the keys (a constant key when none).
 
     Classes found in the data with a list of score columns must, over all rows, be one per
@@ -51,7 +51,7 @@ def confusion_rows(state: State) -> tuple[pl.LazyFrame, list[str]]:
     return rows, keys
 
 
-def class_counts(state: State) -> tuple[pl.LazyFrame, list[str]]:
+def class_counts(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
     """Per group and class index ``k``: t, p, c (weights), s (group total), one-vs-rest counts.
 
     Every class of the spec appears for every group, with zeros when absent; ``t_n`` and
@@ -113,7 +113,7 @@ def one_vs_rest(counts: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def ovr_histogram(state: State) -> tuple[pl.LazyFrame, list[str]]:
+def ovr_histogram(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
     """Per group, class index ``k`` and bucket of p_k: one-vs-rest ``pos`` and ``neg``."""
     lf, keys = with_group_key(state.table, state.keys)
     w = weight_column(state)
@@ -128,7 +128,7 @@ def ovr_histogram(state: State) -> tuple[pl.LazyFrame, list[str]]:
     return hist, keys
 
 
-def ovr_ranking(state: State) -> tuple[pl.LazyFrame, list[str]]:
+def ovr_ranking(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
     """Per group and class index ``k``: one-vs-rest AUC, its bound and average precision."""
     hist, keys = ovr_histogram(state)
     return ranking(hist, [*keys, "k"], exact=state.spec.exact), keys
@@ -136,46 +136,6 @@ def ovr_ranking(state: State) -> tuple[pl.LazyFrame, list[str]]:
 
 PER_CLASS = ["support", "precision", "recall", "f1", "specificity", "npv", "fpr", "fnr"]
 SCORE_COLUMNS = ["roc_auc", "roc_auc_error", "average_precision", "average_precision_error"]
-
-
-def per_class(
-    state: State, *, ci: str | None = None, level: float = 0.95, auc_method: str = "delong"
-) -> pl.DataFrame:
-    """Per group and class: support, one-vs-rest metrics, and with scores AUC and AP.
-
-    >>> import polars as pl, streameval as se
-    >>> df = pl.DataFrame({"y": ["a", "b", "c", "a"], "pred": ["a", "b", "a", "a"]})
-    >>> st = se.accumulate(df, task="multiclass", label="y", prediction="pred")
-    >>> st.per_class().select("class", "support", "precision", "recall")
-    shape: (3, 4)
-    ┌───────┬─────────┬───────────┬────────┐
-    │ class ┆ support ┆ precision ┆ recall │
-    │ ---   ┆ ---     ┆ ---       ┆ ---    │
-    │ str   ┆ i64     ┆ f64       ┆ f64    │
-    ╞═══════╪═════════╪═══════════╪════════╡
-    │ a     ┆ 2       ┆ 0.666667  ┆ 1.0    │
-    │ b     ┆ 1       ┆ 1.0       ┆ 1.0    │
-    │ c     ┆ 1       ┆ 0.0       ┆ 0.0    │
-    └───────┴─────────┴───────────┴────────┘
-    """
-    counts, keys = class_counts(state)
-    out = one_vs_rest(counts).with_columns(pl.col("t").alias("support"))
-    columns = list(PER_CLASS)
-    if state.spec.scores:
-        ranked, _ = ovr_ranking(state)
-        out = out.join(ranked, on=[*keys, "k"], how="left", nulls_equal=True)
-        columns += SCORE_COLUMNS
-    names = pl.LazyFrame({"k": range(len(state.spec.classes)), "class": class_values(state)})
-    out = out.with_columns(pl.col("k").cast(pl.Int64)).join(names, on="k")
-    out = out.sort([*keys, "k"], nulls_last=False)
-    if ci is None:
-        table = out.select(*keys, "class", *columns).collect()
-    else:
-        from ..stats.tables import per_class_table
-
-        table = per_class_table(state, out, keys, ci, level, auc_method, columns)
-    table = whole_counts(table, ["support"], weighted=state.spec.weighted)
-    return table.drop(ALL) if keys == [ALL] else table
 
 
 def whole_counts(table: pl.DataFrame, columns: list[str], *, weighted: bool) -> pl.DataFrame:
@@ -202,7 +162,7 @@ def whole_counts(table: pl.DataFrame, columns: list[str], *, weighted: bool) -> 
 
 
 def confusion_matrix(
-    state: State, normalize: Normalize = None, *, wide: bool = False
+    state: StateData, normalize: Normalize = None, *, wide: bool = False
 ) -> pl.DataFrame:
     """Confusion matrix per group: long (keys, actual, predicted, count) or wide.
 

@@ -23,13 +23,13 @@ import polars as pl
 
 from ..errors import InputError
 from .binary import ALL
-from .operating import points
+from .curves import points
 
 if TYPE_CHECKING:
-    from ..state import State
+    from ..states.data import StateData
 
 
-def gains(state: State, quantiles: int | Sequence[float] = 10) -> pl.DataFrame:
+def gains(state: StateData, quantiles: int | Sequence[float] = 10) -> pl.DataFrame:
     """Cumulative gains and lift per group at population quantiles (deciles by default).
 
     >>> import polars as pl, streameval as se
@@ -94,7 +94,7 @@ def _quantiles(quantiles: int | Sequence[float]) -> list[float]:
     return sorted({float(q) for q in values if isinstance(q, int | float)})
 
 
-def hull(state: State) -> tuple[pl.DataFrame, list[str]]:
+def hull(state: StateData) -> tuple[pl.DataFrame, list[str]]:
     """The ROC convex hull per group: keys (or the constant key), fpr, tpr, threshold."""
     lf, keys = points(state)
     P, N = pl.col("_P"), pl.col("_N")
@@ -115,7 +115,7 @@ def hull(state: State) -> tuple[pl.DataFrame, list[str]]:
         current = kept
 
 
-def cost_curve(state: State) -> pl.DataFrame:
+def cost_curve(state: StateData) -> pl.DataFrame:
     """The cost curve per group: (probability_cost, normalized_cost) points of the envelope.
 
     Each point carries the threshold of the ROC point whose line the envelope follows from
@@ -163,7 +163,7 @@ def cost_curve(state: State) -> pl.DataFrame:
     return out.drop(ALL) if keys == [ALL] else out
 
 
-def expected_cost(state: State) -> pl.DataFrame:
+def expected_cost(state: StateData) -> pl.DataFrame:
     """Per group: ``expected_cost``, the area under the cost curve."""
     curve = cost_curve(state)
     keys = state.keys

@@ -15,10 +15,10 @@ from ..bucketing import key_to_float
 from .binary import ALL, with_group_key
 
 if TYPE_CHECKING:
-    from ..state import State
+    from ..states.data import StateData
 
 
-def _cumulative(state: State, descending: bool) -> tuple[pl.LazyFrame, list[str]]:
+def _cumulative(state: StateData, descending: bool) -> tuple[pl.LazyFrame, list[str]]:
     """Occupied buckets with cumulative positive/negative weight from the top score down.
 
     The totals ``_P`` and ``_N`` are the cumulative sums' last values (as sklearn's
@@ -53,7 +53,7 @@ def _finish(lf: pl.LazyFrame, keys: list[str]) -> pl.DataFrame:
     return out.drop(ALL) if keys == [ALL] else out
 
 
-def roc_curve(state: State, *, drop_intermediate: bool = False) -> pl.DataFrame:
+def roc_curve(state: StateData, *, drop_intermediate: bool = False) -> pl.DataFrame:
     """ROC points: keys, threshold (descending, first ``inf``), fpr, tpr.
 
     ``drop_intermediate`` drops collinear points as sklearn's ``roc_curve`` does (its
@@ -90,7 +90,7 @@ def roc_curve(state: State, *, drop_intermediate: bool = False) -> pl.DataFrame:
     return _finish(ordered, keys)
 
 
-def pr_curve(state: State) -> pl.DataFrame:
+def pr_curve(state: StateData) -> pl.DataFrame:
     """Precision–recall points: keys, threshold (ascending, last ``inf``), precision, recall.
 
     The last row of each group is sklearn's closing point (precision 1, recall 0); recall is
@@ -140,7 +140,7 @@ def _drop_intermediate(lf: pl.LazyFrame, keys: list[str], columns: list[str]) ->
     return lf.filter((index == 0) | (index == last) | pl.any_horizontal(bends).fill_null(True))
 
 
-def det_curve(state: State, *, drop_intermediate: bool = False) -> pl.DataFrame:
+def det_curve(state: StateData, *, drop_intermediate: bool = False) -> pl.DataFrame:
     """Detection error tradeoff points: keys, threshold (ascending), fpr, fnr.
 
     As sklearn's ``det_curve``: from the highest threshold with no false positive to the
@@ -186,3 +186,34 @@ def det_curve(state: State, *, drop_intermediate: bool = False) -> pl.DataFrame:
         ((pl.col("_P") - tps) / pl.col("_P")).alias("fnr"),
     ).sort([*keys, "threshold"], nulls_last=False)
     return _finish(out, keys)
+
+
+def points(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
+    """Per group, every candidate threshold (descending) with tp, fp, tn, fn, P, N."""
+    lf, keys = _cumulative(state, descending=True)
+    totals = lf.group_by(keys).agg(pl.col("_P").first(), pl.col("_N").first())
+    start = totals.with_columns(
+        pl.lit(float("inf")).alias("threshold"),
+        pl.lit(0.0).alias("_tps"),
+        pl.lit(0.0).alias("_fps"),
+    )
+    both = pl.concat(
+        [start.with_columns(pl.lit(0).alias("_o")), lf.with_columns(pl.lit(1).alias("_o"))],
+        how="diagonal_relaxed",
+    )
+    ordered = both.sort(
+        [*keys, "_o", "threshold"],
+        descending=[*([False] * len(keys)), False, True],
+        nulls_last=False,
+    )
+    P, N = pl.col("_P"), pl.col("_N")
+    return ordered.select(
+        *keys,
+        "threshold",
+        pl.col("_tps").alias("tp"),
+        pl.col("_fps").alias("fp"),
+        (N - pl.col("_fps")).alias("tn"),
+        (P - pl.col("_tps")).alias("fn"),
+        P,
+        N,
+    ), keys

@@ -16,13 +16,13 @@ import polars as pl
 
 from ..bucketing import key_to_float
 from ..states.regression import DOMAINS, LOSSES
+from ..states.regression import QUANTILES as QUANTILES  # re-exported: the metric names
 from .binary import with_group_key
 
 if TYPE_CHECKING:
-    from ..state import State
+    from ..states.data import StateData
 
 _EPS = float(np.finfo(np.float64).eps)
-QUANTILES = {"residual_p50": 50, "residual_p90": 90, "residual_p99": 99}
 
 
 def _quantile(q: int) -> pl.Expr:
@@ -41,7 +41,7 @@ def _quantile(q: int) -> pl.Expr:
     )
 
 
-def aggregates(state: State, alpha: float) -> tuple[pl.LazyFrame, list[str]]:
+def aggregates(state: StateData, alpha: float) -> tuple[pl.LazyFrame, list[str]]:
     """Per group: totals, moments of y and e (Chan over buckets), quantiles, deviations."""
     spec = state.spec
     lf, keys = with_group_key(state.table, state.keys)

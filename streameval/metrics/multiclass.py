@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ..errors import caller_level
+from ..errors import InputError, caller_level
 from .binary import ALL
 from .classes import class_counts, confusion_rows, one_vs_rest
 from .pairs import score_aggregates
+from .select import select_metrics
 
 if TYPE_CHECKING:
-    from ..state import State
+    from ..states.data import StateData
 
 S = pl.col("_s")
 
@@ -129,7 +130,7 @@ SCORE_METRICS: dict[str, Callable[[], pl.Expr]] = {
 COLUMNS = ["n", *METRICS, *SCORE_METRICS]
 
 
-def _class_aggregates(state: State) -> tuple[pl.LazyFrame, list[str]]:
+def _class_aggregates(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
     """Per group: totals, averaged per-class metrics and the kappa/MCC sums."""
     counts, keys = class_counts(state)
     per_class = one_vs_rest(counts)
@@ -177,7 +178,7 @@ def _class_aggregates(state: State) -> tuple[pl.LazyFrame, list[str]]:
 
 
 def metric_table(
-    state: State, *, metrics: Sequence[str] | None = None, pairs: pl.DataFrame | None = None
+    state: StateData, *, metrics: Sequence[str] | None = None, pairs: pl.DataFrame | None = None
 ) -> pl.DataFrame:
     """Finalize a multiclass state into the metric table (one row per group).
 
@@ -190,8 +191,6 @@ def metric_table(
     >>> st.metrics().select("n", "accuracy", "f1_macro", "mcc").row(0)
     (4, 0.75, 0.6, 0.6454972243679028)
     """
-    from .select import select_metrics
-
     available = {**METRICS, **(SCORE_METRICS if state.spec.scores else {})}
     names = select_metrics(metrics, list(available))
     out, keys = _class_aggregates(state)
@@ -219,7 +218,7 @@ def metric_table(
     return table.drop(ALL) if keys == [ALL] else table
 
 
-def _warn_one_class(state: State, table: pl.DataFrame, names: list[str]) -> None:
+def _warn_one_class(state: StateData, table: pl.DataFrame, names: list[str]) -> None:
     """One warning when all the data holds one class: the metrics it leaves undefined."""
     undefined = [n for n in names if table[n].null_count() == table.height]
     if undefined:
@@ -236,8 +235,6 @@ def _warn_about_scores(table: pl.DataFrame, names: list[str], *, explicit: bool)
     if outside and {"log_loss", "brier"} & set(names):
         groups = table.filter(pl.col("_n_outside") > 0).height
         if explicit:
-            from ..errors import InputError
-
             raise InputError(
                 f"expected probabilities, but {outside} row(s) have scores outside [0, 1], so "
                 "log_loss and brier are null; hint: pass probabilities"

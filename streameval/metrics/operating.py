@@ -25,44 +25,14 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ..errors import InputError
-from .binary import ALL, with_group_key
-from .curves import _cumulative
+from .binary import ALL, metric_table, with_group_key
+from .costs import expected_cost
+from .curves import points, pr_curve
 
 if TYPE_CHECKING:
-    from ..state import State
+    from ..states.data import StateData
 
 CRITERIA = ("youden", "f1", "fbeta", "cost", "recall", "precision", "fpr")
-
-
-def points(state: State) -> tuple[pl.LazyFrame, list[str]]:
-    """Per group, every candidate threshold (descending) with tp, fp, tn, fn, P, N."""
-    lf, keys = _cumulative(state, descending=True)
-    totals = lf.group_by(keys).agg(pl.col("_P").first(), pl.col("_N").first())
-    start = totals.with_columns(
-        pl.lit(float("inf")).alias("threshold"),
-        pl.lit(0.0).alias("_tps"),
-        pl.lit(0.0).alias("_fps"),
-    )
-    both = pl.concat(
-        [start.with_columns(pl.lit(0).alias("_o")), lf.with_columns(pl.lit(1).alias("_o"))],
-        how="diagonal_relaxed",
-    )
-    ordered = both.sort(
-        [*keys, "_o", "threshold"],
-        descending=[*([False] * len(keys)), False, True],
-        nulls_last=False,
-    )
-    P, N = pl.col("_P"), pl.col("_N")
-    return ordered.select(
-        *keys,
-        "threshold",
-        pl.col("_tps").alias("tp"),
-        pl.col("_fps").alias("fp"),
-        (N - pl.col("_fps")).alias("tn"),
-        (P - pl.col("_tps")).alias("fn"),
-        P,
-        N,
-    ), keys
 
 
 def _rates() -> list[pl.Expr]:
@@ -75,7 +45,7 @@ def _rates() -> list[pl.Expr]:
 
 
 def operating_points(
-    state: State,
+    state: StateData,
     criterion: str,
     *,
     target: float | None = None,
@@ -191,7 +161,7 @@ def _criterion(
     return -threshold, fpr <= t, fpr
 
 
-def areas(state: State, max_fpr: float | None = None) -> pl.DataFrame:
+def areas(state: StateData, max_fpr: float | None = None) -> pl.DataFrame:
     """Per group: partial AUC (McClish), PR trapezoid area, break-even, KS, expected cost.
 
     >>> import polars as pl, streameval as se
@@ -200,8 +170,6 @@ def areas(state: State, max_fpr: float | None = None) -> pl.DataFrame:
     >>> st.areas(max_fpr=0.5).select("partial_auc", "pr_auc", "break_even", "ks").row(0)
     (0.8518518518518519, 0.9027777777777777, 0.6666666666666666, 0.6666666666666666)
     """
-    from .costs import expected_cost
-
     if max_fpr is not None and not 0 < max_fpr <= 1:
         raise InputError(f"expected max_fpr in (0, 1], got {max_fpr!r}; hint: max_fpr=0.1")
     lf, keys = points(state)
@@ -263,7 +231,7 @@ def areas(state: State, max_fpr: float | None = None) -> pl.DataFrame:
 
 
 def _with_ks_error(
-    ks: pl.DataFrame, points: pl.LazyFrame, keys: list[str], state: State
+    ks: pl.DataFrame, points: pl.LazyFrame, keys: list[str], state: StateData
 ) -> pl.DataFrame:
     """``ks`` with ``ks_error`` after ``ks``: how far the exact KS may lie above it.
 
@@ -324,9 +292,9 @@ def _attach(table: pl.DataFrame, extra: pl.DataFrame, keys: list[str]) -> pl.Dat
     return table.with_columns(pl.lit(None, extra.schema[c]).alias(c) for c in extra.columns)
 
 
-def _pr_areas(state: State) -> pl.LazyFrame:
+def _pr_areas(state: StateData) -> pl.LazyFrame:
     """Per group: ``pr_auc`` (trapezoid over recall) and ``break_even`` (P = R)."""
-    curve = state.pr_curve()
+    curve = pr_curve(state)
     lf, keys = with_group_key(curve, state.keys)
     p, r = pl.col("precision"), pl.col("recall")
     p0, r0 = p.shift(1).over(keys), r.shift(1).over(keys)
@@ -340,7 +308,7 @@ def _pr_areas(state: State) -> pl.LazyFrame:
 
 
 def cost_sensitive_error(
-    state: State, costs: tuple[float, float], thresholds: list[float]
+    state: StateData, costs: tuple[float, float], thresholds: list[float]
 ) -> pl.DataFrame:
     """Per group and threshold: the reference texts' cost-sensitive error rate.
 
@@ -356,7 +324,7 @@ def cost_sensitive_error(
     cost_fp, cost_fn = costs
     if min(costs) < 0:
         raise InputError(f"expected non-negative costs (cost_fp, cost_fn), got {costs!r}")
-    table = state.metrics(thresholds, metrics=["tp", "fp", "tn", "fn"])
+    table = metric_table(state, thresholds)
     fp, fn = pl.col("fp").cast(pl.Float64), pl.col("fn").cast(pl.Float64)
     total = pl.sum_horizontal(pl.col("tp", "fp", "tn", "fn").cast(pl.Float64))
     error = pl.when(total > 0).then((cost_fp * fp + cost_fn * fn) / total)

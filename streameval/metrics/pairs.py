@@ -12,10 +12,10 @@ from .binary import with_group_key
 from .classes import weight_column
 
 if TYPE_CHECKING:
-    from ..state import State
+    from ..states.data import StateData
 
 
-def _pairwise(state: State, keys: list[str]) -> pl.LazyFrame:
+def _pairwise(state: StateData, keys: list[str]) -> pl.LazyFrame:
     """Per group, score column a and other class b: the pair sums behind every AUC.
 
     On column a's histogram (sorted by score, descending), each row of class b ≠ a adds
@@ -73,7 +73,7 @@ def _averages(auc: pl.Expr, err: pl.Expr, weight: pl.Expr, name: str) -> list[pl
 
 
 def score_aggregates(
-    state: State, keys: list[str], pairs: pl.DataFrame | None = None
+    state: StateData, keys: list[str], pairs: pl.DataFrame | None = None
 ) -> pl.LazyFrame:
     """Per group: loss sums, top-k hits and one-vs-rest / one-vs-one AUC averages.
 

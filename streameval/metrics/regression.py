@@ -22,12 +22,13 @@ import numpy as np
 import polars as pl
 
 from ..errors import DomainWarning, InputError, caller_level
+from ..options import check_alpha as check_alpha  # re-exported
 from .binary import ALL, with_group_key
 from .histograms import QUANTILES, aggregates
 from .select import select_metrics
 
 if TYPE_CHECKING:
-    from ..state import State
+    from ..states.data import StateData
 
 _EPS = float(np.finfo(np.float64).eps)
 
@@ -193,7 +194,7 @@ DOMAINS = {
 
 
 def metric_table(
-    state: State, *, alpha: float = 0.5, metrics: Sequence[str] | None = None
+    state: StateData, *, alpha: float = 0.5, metrics: Sequence[str] | None = None
 ) -> pl.DataFrame:
     """Finalize a regression state into the metric table (one row per group).
 
@@ -206,13 +207,6 @@ def metric_table(
     names = select_metrics(metrics, list(METRICS))
     lf, keys = aggregates(state, check_alpha(alpha))
     return _finish(lf, keys, names, explicit=metrics is not None)
-
-
-def check_alpha(alpha: object) -> float:
-    """``alpha`` (the pinball loss's quantile) as a float in [0, 1], or an InputError."""
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 <= alpha <= 1:
-        raise InputError(f"expected alpha (the pinball quantile) in [0, 1], got {alpha!r}")
-    return float(alpha)
 
 
 def grouped_table(grouped: pl.DataFrame, keys: list[str]) -> pl.DataFrame:

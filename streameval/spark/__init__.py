@@ -35,13 +35,15 @@ from typing import Any
 
 import polars as pl
 
-from ..accumulate import _as_list, prepare, task_module
-from ..accumulate import accumulate as local_accumulate
+from ..crossval import fold_cells
 from ..errors import InputError, caller_level, close_matches
+from ..local import local_evaluate
 from ..metrics.binary import as_thresholds
+from ..pipeline import as_list, local_accumulate, prepare, task_module
 from ..source import is_spark_frame
 from ..spec import parse_precision
 from ..state import State
+from ..stats.tables import check_ci
 from ..tasks import Inputs
 from ..tasks.multiclass import MAX_CLASSES
 from .types import empty_frame
@@ -72,7 +74,7 @@ def _require_pyspark() -> None:
         ) from None
 
 
-def _spark_action(action: Any) -> Any:
+def spark_action(action: Any) -> Any:
     """Run a Spark action; a streameval error raised on an executor is raised here as itself."""
     try:
         return action()
@@ -85,7 +87,7 @@ def _spark_action(action: Any) -> Any:
 
 def _values(df: Any, column: str, limit: int) -> list[Any]:
     """Up to ``limit`` distinct non-null values of a column, read by one Spark query."""
-    rows = _spark_action(
+    rows = spark_action(
         lambda: df.select(column).where(df[column].isNotNull()).distinct().limit(limit).collect()
     )
     return [row[0] for row in rows]
@@ -212,9 +214,9 @@ def accumulate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> State
 
     """
     arguments = _bind(local_accumulate, df, options)
-    partial = _partial_states(df, block_rows, arguments, _as_list(arguments["by"]))
+    partial = _partial_states(df, block_rows, arguments, as_list(arguments["by"]))
     shuffled = partial.states.repartition(partial.parts, "part")
-    rows = _spark_action(lambda: shuffled.mapInArrow(merger(partial.target), BLOBS).collect())
+    rows = spark_action(lambda: shuffled.mapInArrow(merger(partial.target), BLOBS).collect())
     target = partial.target
     tables = [decode_table(bytes(row["ipc"])) for row in rows]
     if not tables:
@@ -256,7 +258,7 @@ def _partial_states(
         )
     if not isinstance(block_rows, int) or block_rows < 1:
         raise InputError(f"expected block_rows to be a positive integer, got {block_rows!r}")
-    keys = _as_list(arguments["by"])
+    keys = as_list(arguments["by"])
     inputs = _inputs(arguments)
     task_module(inputs.task)
     empty = empty_frame(df.schema, _time_zone(df))
@@ -268,7 +270,7 @@ def _partial_states(
     rows = df.select(*plan.wanted)
     if arguments["drop_nulls"]:
         used = [c for c in plan.wanted if c not in keys]
-        nulls = _spark_action(lambda: rows.where(_any_null(rows, used)).count())
+        nulls = spark_action(lambda: rows.where(_any_null(rows, used)).count())
         if nulls:
             warnings.warn(
                 f"dropped {nulls} rows with a null in {', '.join(used)}", stacklevel=caller_level()
@@ -287,7 +289,7 @@ def _time_zone(df: Any) -> str:
         return "UTC"
 
 
-def _functions(df: Any) -> Any:
+def functions(df: Any) -> Any:
     """``pyspark.sql.functions`` of the DataFrame's flavour (classic or Connect)."""
     if type(df).__module__.startswith("pyspark.sql.connect"):
         from pyspark.sql.connect import functions as connect_functions
@@ -337,15 +339,11 @@ def evaluate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> pl.Data
     >>> ses.evaluate(spark_df, label="y", score="p", by=["segment", "day"])  # doctest: +SKIP
 
     """
-    from ..crossval import fold_cells
-    from ..evaluate import evaluate as local_evaluate
-    from ..stats.tables import check_ci
-
     a = _bind(local_evaluate, df, options)
     ci, folds, repeats, binary = a["ci"], a["folds"], a["repeats"], a["task"] == "binary"
     if ci is not None and ci not in ("bootstrap", "jackknife"):
         check_ci(ci, a["level"], a["auc_method"])
-    keys = _as_list(a["by"])
+    keys = as_list(a["by"])
     fields = {f.name for f in dataclasses.fields(Inputs)} | {"drop_nulls"}
     passed = {k: v for k, v in a.items() if k in fields}
     passed["bootstrap"] = a["bootstrap"] if ci == "bootstrap" else None
@@ -364,7 +362,7 @@ def evaluate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> pl.Data
     empty = finish(partial.target)  # option errors raise here, before any Spark job
     shuffled = partial.states.repartition(partial.parts, "part")
     finalize = finalizer(partial.target, finish)
-    rows = _spark_action(lambda: shuffled.mapInArrow(finalize, FINALIZED).collect())
+    rows = spark_action(lambda: shuffled.mapInArrow(finalize, FINALIZED).collect())
     tables = [decode_table(bytes(row["ipc"])) for row in rows]
     reissue([w for row in rows for w in json.loads(row["warnings"])])
     if not tables:

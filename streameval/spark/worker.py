@@ -32,7 +32,9 @@ import polars as pl
 import pyarrow as pa
 
 from .. import errors
-from ..accumulate import accumulate
+from ..crossval import fold_metrics
+from ..local import warn_once
+from ..pipeline import local_accumulate
 from ..state import State, merge
 
 FINALIZED = "ipc binary, warnings string"
@@ -89,7 +91,7 @@ class Task:
         """The state of one block of input rows."""
         frame = pl.from_arrow(table)
         assert isinstance(frame, pl.DataFrame)
-        return accumulate(frame, engine="in-memory", **self.options)
+        return local_accumulate(frame, engine="in-memory", **self.options)
 
 
 def blocks(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
@@ -257,8 +259,6 @@ class Finish:
         """The metric table of ``state``."""
         inference = {"ci": self.ci, "level": self.level, "auc_method": self.auc_method}
         if self.folds is not None:
-            from ..crossval import fold_metrics
-
             return fold_metrics(
                 state, self.folds, self.repeats, threshold=self.threshold, alpha=self.alpha,
                 metrics=self.metrics, **inference,  # type: ignore[arg-type]
@@ -289,8 +289,6 @@ def reissue(records: Sequence[Mapping[str, Any]]) -> None:
     >>> [str(w.message) for w in caught]
     ['careful']
     """
-    from ..evaluate import _warn_once
-
     messages = []
     for r in records:
         if "domain" in r:
@@ -300,7 +298,7 @@ def reissue(records: Sequence[Mapping[str, Any]]) -> None:
             kind = kind if isinstance(kind, type) and issubclass(kind, Warning) else UserWarning
             message = kind(r["message"])
         messages.append(warnings.WarningMessage(message, type(message), __file__, 0))
-    _warn_once(messages)
+    warn_once(messages)
 
 
 def finalizer(

@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
+from . import binary, multiclass, paired, regression
 
 if TYPE_CHECKING:
     from ..spec import Spec
@@ -18,8 +19,6 @@ if TYPE_CHECKING:
 
 def kind_module(spec: Spec) -> ModuleType:
     """The module of a state kind (``binary``, ``multiclass``, ``regression``)."""
-    from . import binary, multiclass, paired, regression
-
     kinds = {"binary": binary, "multiclass": multiclass, "regression": regression, "paired": paired}
     if spec.kind not in kinds:
         raise InputError(

@@ -33,6 +33,10 @@ DOMAINS = ("bad_sle", "bad_ape", "bad_poisson", "bad_gamma", "bad_tweedie")
 ALL_COLUMNS = ("part", "bucket", "n", "w", "d1", "d2", *LOSSES, *DOMAINS, "amax")
 _EPS = float(np.finfo(np.float64).eps)
 
+#: The residual quantiles reported (name → percent of the absolute error), read off the
+#: error's histogram.
+QUANTILES = {"residual_p50": 50, "residual_p90": 90, "residual_p99": 99}
+
 
 def merge_ops(spec: Spec) -> dict[str, str]:
     """Stored value columns and how each merges."""

@@ -25,14 +25,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
+from .. import kernels
 from ..errors import InputError
+from ..kernels.pairedstate import paired_sums
+from ..metrics.binary import ALL, ranking_columns, with_group_key
+from ..metrics.ranking import ranking
+from ..states.paired import bucket_columns
 from .delong import delong, placements, z_quantile
+from .tables import auc_interval
 
 if TYPE_CHECKING:
     from ..spec import Spec
-    from ..state import State
+    from ..states.data import StateData
 
 ALTERNATIVES = ("two-sided", "greater", "less")
 
@@ -48,6 +53,8 @@ def check_alternative(alternative: str) -> str:
 
 
 def _pvalue(z: np.ndarray, alternative: str, df: np.ndarray | None = None) -> np.ndarray:
+    from scipy import stats  # (0.7 s to import: loaded when an interval needs it)
+
     dist: Any = stats.norm if df is None else stats.t(df)
     if alternative == "greater":
         return np.asarray(dist.sf(z), dtype=np.float64)
@@ -56,16 +63,12 @@ def _pvalue(z: np.ndarray, alternative: str, df: np.ndarray | None = None) -> np
     return np.asarray(2 * dist.sf(np.abs(z)), dtype=np.float64)
 
 
-def _groups(state: State) -> tuple[pl.LazyFrame, list[str]]:
-    from ..metrics.binary import with_group_key
-
+def _groups(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
     return with_group_key(state.table, state.keys)
 
 
-def model_histograms(state: State) -> tuple[pl.LazyFrame, list[str]]:
+def model_histograms(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
     """Per group, model (index ``model``) and bucket: ``pos`` and ``neg`` (Float64)."""
-    from ..states.paired import bucket_columns
-
     lf, keys = _groups(state)
     weights = [pl.col(c).cast(pl.Float64) for c in ("pos", "neg")]
     parts = [
@@ -77,13 +80,8 @@ def model_histograms(state: State) -> tuple[pl.LazyFrame, list[str]]:
     return pl.concat(parts), keys
 
 
-def model_table(state: State, level: float) -> pl.DataFrame:
+def model_table(state: StateData, level: float) -> pl.DataFrame:
     """Per group and model: n, positives, negatives, roc_auc with its DeLong interval."""
-    from .. import kernels
-    from ..kernels.pairedstate import paired_sums
-    from ..metrics.binary import with_group_key
-    from ..metrics.ranking import ranking
-
     summed = paired_sums(state.table, state.spec) if kernels.ENABLED else None
     if summed is not None:
         (counts, keys), (spread, _) = (with_group_key(f, state.keys) for f in summed.model_rows())
@@ -109,8 +107,6 @@ def grouped_model_table(grouped: pl.DataFrame, spec: Spec, level: float) -> pl.D
     :func:`streameval.kernels.metrics.grouped_frame` and DeLong's ``_var``
     (:class:`streameval.kernels.paired.PairedStaged`).
     """
-    from ..metrics.binary import ALL, ranking_columns
-
     keys = list(spec.keys) or [ALL]
     groups = [*keys, "model"]
     lf = ranking_columns(grouped.lazy(), spec.exact)
@@ -131,9 +127,6 @@ def model_rows(
     index in ``spec.scores``), ``n``, ``positives``, ``negatives``, ``roc_auc``,
     ``roc_auc_error`` and ``average_precision``; ``variance`` the keys, ``model`` and ``_var``.
     """
-    from ..metrics.binary import ALL
-    from .tables import auc_interval
-
     groups = [*keys, "model"]
     auc = rows.select(*groups, "roc_auc", "roc_auc_error", "positives", "negatives")
     intervals = auc_interval(auc, groups, variance, level)
@@ -164,21 +157,18 @@ def model_rows(
     return out.drop(ALL) if keys == [ALL] else out
 
 
-def _row_counts(state: State, keys: list[str]) -> pl.LazyFrame:
+def _row_counts(state: StateData, keys: list[str]) -> pl.LazyFrame:
     lf, _ = _groups(state)
     n = pl.col("n") if state.spec.weighted else pl.col("pos") + pl.col("neg")
     return lf.group_by(keys).agg(n.sum().cast(pl.Int64).alias("n"))
 
 
-def _joint_sums(state: State, keys: list[str]) -> pl.LazyFrame:
+def _joint_sums(state: StateData, keys: list[str]) -> pl.LazyFrame:
     """Per group: ``auc{i}``, ``cov{i}_{j}`` (i ≤ j) and ``_e{i}`` (AUC bound) of the models.
 
     The Polars reference of :func:`streameval.kernels.pairedstate.paired_sums`: each model's
     placements joined onto the joint histogram's rows, then summed per group.
     """
-    from ..metrics.ranking import ranking
-    from ..states.paired import bucket_columns
-
     lf, _ = _groups(state)
     hist, _ = model_histograms(state)
     placed = placements(hist, [*keys, "model"])
@@ -213,12 +203,8 @@ def _joint_sums(state: State, keys: list[str]) -> pl.LazyFrame:
     return per_group
 
 
-def paired_test(state: State, level: float, alternative: str) -> pl.DataFrame:
+def paired_test(state: StateData, level: float, alternative: str) -> pl.DataFrame:
     """Per group and pair of models (in ``spec.scores`` order): the paired DeLong test."""
-    from .. import kernels
-    from ..kernels.pairedstate import paired_sums
-    from ..metrics.binary import ALL, with_group_key
-
     check_alternative(alternative)
     _, keys = _groups(state)
     summed = paired_sums(state.table, state.spec) if kernels.ENABLED else None
@@ -262,7 +248,7 @@ def paired_test(state: State, level: float, alternative: str) -> pl.DataFrame:
     return out.drop(ALL) if keys == [ALL] else out
 
 
-def unpaired_test(state: State, column: str, baseline: Any, alternative: str) -> pl.DataFrame:
+def unpaired_test(state: StateData, column: str, baseline: Any, alternative: str) -> pl.DataFrame:
     """Each value of ``column`` against ``baseline`` within the other keys (binary state).
 
     ``baseline="previous"`` compares each value with the one before it (in the key's order)
@@ -326,7 +312,7 @@ def unpaired_test(state: State, column: str, baseline: Any, alternative: str) ->
     return out.sort([*rest, column], nulls_last=False)
 
 
-def _previous(state: State, column: str, baseline: Any) -> bool:
+def _previous(state: StateData, column: str, baseline: Any) -> bool:
     """Whether ``baseline`` asks for each value's predecessor (refused where it is a value)."""
     if not (isinstance(baseline, str) and baseline == "previous"):
         return False
@@ -338,12 +324,12 @@ def _previous(state: State, column: str, baseline: Any) -> bool:
     return True
 
 
-def _values(state: State, column: str) -> list[str]:
+def _values(state: StateData, column: str) -> list[str]:
     """The first ten values of a key, as text."""
     return [str(v) for v in state.table[column].unique().sort().head(10).to_list()]
 
 
-def _baseline(state: State, column: str, baseline: Any) -> Any:
+def _baseline(state: StateData, column: str, baseline: Any) -> Any:
     """``baseline`` as a value of the key ``column`` (a day string for a Date key, say)."""
     dtype = state.table.schema[column]
     series = pl.Series([baseline])

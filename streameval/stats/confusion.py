@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
-from scipy import special, stats
+
+from ..metrics.binary import ALL
+from ..metrics.classes import confusion_rows
 
 if TYPE_CHECKING:
-    from ..state import State
+    from ..states.data import StateData
 
 STATISTICS = ["no_information_rate", "accuracy_pvalue", "mcnemar_pvalue", "cohen_kappa_se"]
 
@@ -35,6 +37,8 @@ def binomial_greater(x: np.ndarray, n: np.ndarray, p: np.ndarray) -> np.ndarray:
     >>> float(binomial_greater(np.array([8.0]), np.array([10.0]), np.array([0.5]))[0])
     0.0546875
     """
+    from scipy import special  # (0.7 s to import: loaded when an interval needs it)
+
     x, n, p = (np.asarray(a, dtype=np.float64) for a in (x, n, p))
     with np.errstate(invalid="ignore", divide="ignore"):
         tail = special.betainc(np.maximum(x, 1e-300), np.maximum(n - x + 1, 1e-300), p)
@@ -44,6 +48,8 @@ def binomial_greater(x: np.ndarray, n: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 def chi2_pvalue(statistic: np.ndarray, df: np.ndarray | float) -> np.ndarray:
     """Upper tail of the chi-square distribution (NaN stays NaN)."""
+    from scipy import stats  # (0.7 s to import: loaded when an interval needs it)
+
     return np.asarray(stats.chi2.sf(statistic, df), dtype=np.float64)
 
 
@@ -107,14 +113,11 @@ def binary_statistics(table: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def multiclass_statistics(state: State, *, with_counts: bool = False) -> pl.DataFrame:
+def multiclass_statistics(state: StateData, *, with_counts: bool = False) -> pl.DataFrame:
     """Per group of a multiclass state: the statistics (keys, then :data:`STATISTICS`).
 
     ``with_counts`` keeps ``_x`` (correct weight) and ``_n`` (total weight).
     """
-    from ..metrics.binary import ALL
-    from ..metrics.classes import confusion_rows
-
     rows, keys = confusion_rows(state)
     r = len(state.spec.classes)
     w, a, b, s = pl.col("w"), pl.col("a"), pl.col("b"), pl.col("s")

@@ -20,7 +20,6 @@ Hanley and McNeil's (1982) variance uses only A, P and N:
 from __future__ import annotations
 
 import polars as pl
-from scipy import stats
 
 from ..errors import InputError
 
@@ -119,4 +118,6 @@ def z_quantile(level: float) -> float:
     >>> round(z_quantile(0.95), 6)
     1.959964
     """
+    from scipy import stats  # (0.7 s to import: loaded when an interval needs it)
+
     return float(stats.norm.ppf(0.5 + level / 2))

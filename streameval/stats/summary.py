@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 if TYPE_CHECKING:
-    from ..state import State
+    from ..states.data import StateData
 
 DIGITS = 4
 _EPS = 2.220446049250313e-16
@@ -165,9 +165,12 @@ def _title(keys: Sequence[str], row: dict[str, Any]) -> list[str]:
     return [", ".join(f"{k} = {row[k]}" for k in keys), ""]
 
 
-def binary_summary(state: State, threshold: float, level: float) -> str:
-    """Caret's two-class printout per group, the classes named and ordered as its levels."""
-    table = state.metrics(threshold, ci="clopper-pearson", level=level)
+def binary_summary(state: StateData, table: pl.DataFrame, level: float) -> str:
+    """Caret's two-class printout per group, the classes named and ordered as its levels.
+
+    ``table`` is the state's metric table at one threshold with Clopper–Pearson intervals
+    at ``level``.
+    """
     positive = state.spec.positive
     labels, positive_first = class_labels(state.spec.positive, state.spec.negative)
     blocks = []
@@ -238,12 +241,18 @@ def class_labels(positive: Any, negative: Any) -> tuple[list[str], bool]:
     return (pair[::-1] if positive_first else pair), positive_first
 
 
-def multiclass_summary(state: State, level: float) -> str:
-    """Caret's multiclass printout per group: overall statistics, statistics by class."""
+def multiclass_summary(
+    state: StateData,
+    tables: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame],
+    level: float,
+) -> str:
+    """Caret's multiclass printout per group: overall statistics, statistics by class.
+
+    ``tables`` are the state's accuracy and kappa (Clopper–Pearson intervals at ``level``),
+    its per-class table and its confusion matrix.
+    """
     keys = state.keys
-    overall = state.metrics(ci="clopper-pearson", level=level, metrics=["accuracy", "cohen_kappa"])
-    per_class = state.per_class()
-    matrix = state.confusion_matrix()
+    overall, per_class, matrix = tables
     classes = list(state.spec.classes)
     labels = [str(c) for c in classes]
     predicted = matrix.group_by(*keys, pl.col("predicted").alias("class")).agg(

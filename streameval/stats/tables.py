@@ -14,12 +14,24 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ..errors import InputError
+from ..metrics.binary import ALL, with_group_key
+from ..metrics.classes import (
+    PER_CLASS,
+    SCORE_COLUMNS,
+    class_counts,
+    class_values,
+    one_vs_rest,
+    ovr_histogram,
+    ovr_ranking,
+    whole_counts,
+)
+from ..metrics.multiclass import metric_table
 from .confusion import STATISTICS, binary_statistics, multiclass_statistics
 from .delong import check_method, delong, hanley_mcneil, normal_interval
 from .proportions import METHODS, add_intervals, check_level
 
 if TYPE_CHECKING:
-    from ..state import State
+    from ..states.data import StateData
 
 tp, fp, tn, fn = (pl.col(c) for c in ("tp", "fp", "tn", "fn"))
 PROPORTIONS = {
@@ -79,7 +91,7 @@ def auc_interval(
 
 
 def binary_table(
-    state: State,
+    state: StateData,
     table: pl.DataFrame,
     names: Sequence[str],
     ci: str,
@@ -87,8 +99,6 @@ def binary_table(
     auc_method: str,
 ) -> pl.DataFrame:
     """A binary metric table with intervals and caret's statistics (metrics ``names``)."""
-    from ..metrics.binary import with_group_key
-
     variance = None
     if auc_method == "delong":
         lf, keys = with_group_key(state.table, state.keys)
@@ -112,8 +122,6 @@ def binary_intervals(
     constant key column of :func:`streameval.metrics.binary.with_group_key` when there are
     none) and ``_var``, null where undefined; None takes Hanley and McNeil's variance instead.
     """
-    from ..metrics.binary import ALL
-
     out = binary_statistics(add_intervals(table, PROPORTIONS, ci, level))
     groups = keys or [ALL]
     base = out.lazy() if keys else out.lazy().with_columns(pl.lit(0, pl.Int8).alias(ALL))
@@ -127,7 +135,7 @@ def binary_intervals(
 
 
 def multiclass_metrics(
-    state: State,
+    state: StateData,
     metrics: Sequence[str] | None,
     ci: str | None,
     level: float,
@@ -138,8 +146,6 @@ def multiclass_metrics(
     ``pairs``: the AUCs' pair sums from the rows (:mod:`streameval.kernels.classes`), for a
     state of confusion rows only.
     """
-    from ..metrics.multiclass import metric_table
-
     table = metric_table(state, metrics=metrics, pairs=pairs)
     if ci is None:
         return table
@@ -148,7 +154,7 @@ def multiclass_metrics(
     return ordered(table, [*state.keys, "n"], names)
 
 
-def multiclass_table(state: State, table: pl.DataFrame, ci: str, level: float) -> pl.DataFrame:
+def multiclass_table(state: StateData, table: pl.DataFrame, ci: str, level: float) -> pl.DataFrame:
     """A multiclass metric table with accuracy intervals and caret's statistics."""
     stats = multiclass_statistics(state, with_counts=True)
     keys = state.keys
@@ -183,7 +189,7 @@ def ordered(
 
 
 def per_class_table(
-    state: State,
+    state: StateData,
     out: pl.LazyFrame,
     keys: list[str],
     ci: str,
@@ -196,8 +202,6 @@ def per_class_table(
     ``out`` has, per group and class index ``k``, the one-vs-rest counts tp, fp, fn, tn and
     the ranking's ``_P``/``_N``.
     """
-    from ..metrics.classes import ovr_histogram
-
     counts = {
         "prevalence": (tp + fn, tp + fp + tn + fn),
         **{m: PROPORTIONS[m] for m in ("precision", "recall", "specificity", "npv", "fpr", "fnr")},
@@ -223,3 +227,41 @@ def per_class_table(
     names = [c for c in columns if c != "roc_auc_error"]
     extra = [c for c in columns if c == "roc_auc_error"]
     return ordered(table, [*keys, "class"], names, extra)
+
+
+def per_class(
+    state: StateData, *, ci: str | None = None, level: float = 0.95, auc_method: str = "delong"
+) -> pl.DataFrame:
+    """Per group and class: support, one-vs-rest metrics, and with scores AUC and AP.
+
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": ["a", "b", "c", "a"], "pred": ["a", "b", "a", "a"]})
+    >>> st = se.accumulate(df, task="multiclass", label="y", prediction="pred")
+    >>> st.per_class().select("class", "support", "precision", "recall")
+    shape: (3, 4)
+    ┌───────┬─────────┬───────────┬────────┐
+    │ class ┆ support ┆ precision ┆ recall │
+    │ ---   ┆ ---     ┆ ---       ┆ ---    │
+    │ str   ┆ i64     ┆ f64       ┆ f64    │
+    ╞═══════╪═════════╪═══════════╪════════╡
+    │ a     ┆ 2       ┆ 0.666667  ┆ 1.0    │
+    │ b     ┆ 1       ┆ 1.0       ┆ 1.0    │
+    │ c     ┆ 1       ┆ 0.0       ┆ 0.0    │
+    └───────┴─────────┴───────────┴────────┘
+    """
+    counts, keys = class_counts(state)
+    out = one_vs_rest(counts).with_columns(pl.col("t").alias("support"))
+    columns = list(PER_CLASS)
+    if state.spec.scores:
+        ranked, _ = ovr_ranking(state)
+        out = out.join(ranked, on=[*keys, "k"], how="left", nulls_equal=True)
+        columns += SCORE_COLUMNS
+    names = pl.LazyFrame({"k": range(len(state.spec.classes)), "class": class_values(state)})
+    out = out.with_columns(pl.col("k").cast(pl.Int64)).join(names, on="k")
+    out = out.sort([*keys, "k"], nulls_last=False)
+    if ci is None:
+        table = out.select(*keys, "class", *columns).collect()
+    else:
+        table = per_class_table(state, out, keys, ci, level, auc_method, columns)
+    table = whole_counts(table, ["support"], weighted=state.spec.weighted)
+    return table.drop(ALL) if keys == [ALL] else table

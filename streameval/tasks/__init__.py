@@ -23,6 +23,8 @@ from ..source import Engine, collect, collect_batches
 
 Finish = Callable[[pl.DataFrame], pl.DataFrame]
 Build = Callable[[pl.LazyFrame, Mapping[str, Any]], tuple[pl.LazyFrame, Finish]]
+#: A unit's sums from the kernel, its spec and the metric options → its metric table.
+FinishSums = Callable[[Any, Any, Mapping[str, Any]], pl.DataFrame]
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,10 @@ class TaskPlan:
     :class:`~streameval.kernels.scatter.Shard`) come from the source read once for all shards.
     ``states``: whether the kernel also builds states; False where it serves metric tables
     only (the paired task: the state query builds its joint histogram faster).
+    ``finish(sums, spec, options)`` makes the metric table of a unit's sums from the kernel
+    (:meth:`~streameval.kernels.staged.Staged.sums`), and ``finish_replicated`` that of its
+    replicates' (:meth:`~streameval.kernels.staged.Staged.replicated_sums`), for the tasks
+    whose kernel gives sums rather than a grouped frame.
     """
 
     spec: Any
@@ -79,6 +85,8 @@ class TaskPlan:
     diagnose: Callable[[], Exception]
     runs: Callable[..., Any] | None = None
     states: bool = True
+    finish: FinishSums | None = None
+    finish_replicated: FinishSums | None = None
 
 
 @dataclass(frozen=True)
@@ -154,7 +162,7 @@ def unit_reader(
     """A task's ``runs`` hook: a unit's rows collected by ``read`` for its compiled kernel.
 
     ``read(lf, keys, codes, rows, collect, invalid)`` is the kernel's collector
-    (:func:`streameval.kernels.runs.collect_unit` and its multiclass and regression
+    (:func:`streameval.kernels.collect.collect_unit` and its multiclass and regression
     counterparts); ``columns`` are the source columns read (for read errors), ``rows`` the
     task's row expressions and ``diagnose`` the error of the first bad row.
     """

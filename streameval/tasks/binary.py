@@ -9,7 +9,7 @@ import polars as pl
 
 from ..bucketing import ABOVE_ONE, EXACT_BITS, is_bucket_edge
 from ..errors import InputError
-from ..kernels.runs import collect_unit
+from ..kernels.collect import collect_unit
 from ..metrics.binary import COLUMNS
 from ..resample_draw import ROW_KEY
 from ..spec import Spec

@@ -12,12 +12,15 @@ from ..errors import InputError
 from ..kernels.classes import collect_classes
 from ..metrics.classes import PER_CLASS, SCORE_COLUMNS
 from ..metrics.multiclass import COLUMNS
+from ..resample import data_warnings
 from ..resample_draw import ROW_KEY
 from ..source import collect
 from ..spec import Spec
 from ..states import multiclass
+from ..states.data import StateData
 from ..states.multiclass import MAX_CLASSES as MAX_CLASSES  # re-exported (spark)
 from ..states.multiclass import check_count
+from ..stats.tables import multiclass_metrics
 from ..validate import _coerce_positive
 from . import (
     Check,
@@ -287,4 +290,27 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
     key = pl.col(ROW_KEY) if inputs.bootstrap else None  # (added by the replicates' reader)
     rows = (actual, given, ps, w, bad, key)
     runs = unit_reader(opened, columns, collect_classes, rows, diagnose)
-    return TaskPlan(spec, build, invalid, diagnose, runs)
+    return TaskPlan(
+        spec, build, invalid, diagnose, runs, finish=finish, finish_replicated=replicated
+    )
+
+
+def finish(
+    sums: tuple[pl.DataFrame, pl.DataFrame], spec: Spec, options: Mapping[str, Any]
+) -> pl.DataFrame:
+    """The metric table of a unit's confusion rows and pair sums (from the kernel)."""
+    confusion, pairs = sums
+    metrics, ci, level = options.get("metrics"), options.get("ci"), options.get("level", 0.95)
+    return multiclass_metrics(StateData(spec, confusion), metrics, ci, level, pairs)
+
+
+def replicated(
+    sums: tuple[pl.DataFrame, pl.DataFrame], spec: Spec, options: Mapping[str, Any]
+) -> pl.DataFrame:
+    """The metric table of replicates' confusion rows and pair sums; the data's warnings only."""
+    level = options.get("level", 0.95)
+
+    def table(confusion: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
+        return multiclass_metrics(StateData(spec, confusion), None, None, level, pairs)
+
+    return data_warnings(table, *sums)

@@ -9,7 +9,8 @@ import polars as pl
 
 from ..errors import InputError
 from ..kernels.regression import collect_regression
-from ..metrics.regression import COLUMNS
+from ..metrics.regression import COLUMNS, grouped_table
+from ..resample import data_warnings
 from ..resample_draw import ROW_KEY
 from ..spec import Spec
 from ..states import regression
@@ -84,5 +85,16 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
     columns = [label, prediction, *opened.keys, *([inputs.weight] if inputs.weight else [])]
     key = pl.col(ROW_KEY) if inputs.bootstrap else None  # (added by the replicates' reader)
     runs = unit_reader(opened, columns, collect_regression, (y, f, w, bad, key), diagnose)
+    return TaskPlan(
+        spec, build, invalid, diagnose, runs, finish=finish, finish_replicated=replicated
+    )
 
-    return TaskPlan(spec, build, invalid, diagnose, runs)
+
+def finish(grouped: pl.DataFrame, spec: Spec, options: Mapping[str, Any]) -> pl.DataFrame:
+    """The metric table of a unit's per-group aggregates (from the kernel)."""
+    return grouped_table(grouped, list(spec.keys))
+
+
+def replicated(grouped: pl.DataFrame, spec: Spec, options: Mapping[str, Any]) -> pl.DataFrame:
+    """The metric table of replicates' aggregates; the data's warnings only."""
+    return data_warnings(lambda g: grouped_table(g, list(spec.keys)), grouped)

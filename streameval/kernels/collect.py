@@ -1,0 +1,332 @@
+"""A unit's rows collected for the binary kernels: coded by group, then counted or sorted.
+
+:func:`collect_unit` reads a unit's key codes, label, score and weight; :class:`Collected`
+codes its groups and :func:`choose` picks the kernel: rows counted into dense cells
+(:func:`dense_cells`, the compiled loops) in bucketed mode, or else sorted into runs
+(:class:`Sorting`, :mod:`.runs`). :func:`state_runs` reads a state table back as runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from ..bucketing import EXACT_BITS
+from ..codes import KeyCode, hashed_key, key_code
+from ..spec import Spec
+from ..states.binary import merge_ops
+from . import chunks, compiled, dense, small_pages
+from .compiled import CompiledCells, compiled_cells, loops
+from .groups import GroupCodes
+from .hashcodes import hashed_codes, hashed_exprs
+from .runs import Runs, sorted_runs
+from .scorekeys import pack
+from .staged import Staged
+
+Collect = Callable[[pl.LazyFrame, list[pl.Expr]], pl.DataFrame]
+
+
+def collect_unit(
+    lf: pl.LazyFrame,
+    keys: list[str],
+    codes: Mapping[str, KeyCode | None],
+    rows: tuple[pl.Expr, pl.Expr, pl.Expr | None, pl.Expr, pl.Expr | None],
+    collect: Collect,
+    invalid: Callable[[], Exception],
+) -> Collected | None:
+    """The columns the sort needs of the rows of ``lf`` (None when a key has no code).
+
+    Parameters
+    ----------
+    lf : LazyFrame
+        The unit's rows.
+    keys : list of str
+        Group keys that vary over ``lf``.
+    codes : mapping of str to KeyCode or None
+        Integer code of each key column (None: not codable, so no sort path).
+    rows : tuple of Expr
+        The label as Boolean, the score as Float64, the weight (or None), the bad-row flag
+        and the row key of bootstrap draws (or None; collected as ``_k``).
+    collect : callable
+        ``collect(lf, exprs)`` collects the columns ``exprs`` of ``lf`` (with the source's
+        error handling; the shards of a source read once hand their rows over instead).
+    invalid : callable
+        The error to raise when some rows are bad.
+
+    Returns
+    -------
+    Collected or None
+
+    """
+    label, score, weight, bad, row_key = rows
+    coded = key_exprs(keys, codes)
+    if coded is None:
+        return None
+    key_codes, exprs = coded
+    exprs += [
+        label.fill_null(False).cast(pl.UInt8).alias("_y"),  # 0/1 bytes: read as bool
+        pl.when(~bad).then(score).alias("_p"),
+    ]
+    if weight is not None:
+        exprs.append(weight.alias("_w"))
+    if row_key is not None:
+        exprs.append(row_key.alias("_k"))
+    frame = collect(lf, exprs)
+    if frame["_p"].null_count():
+        raise invalid()
+    return Collected(frame, key_codes, weight is not None)
+
+
+def key_exprs(
+    keys: list[str], codes: Mapping[str, KeyCode | None]
+) -> tuple[list[KeyCode], list[pl.Expr]] | None:
+    """The key columns' codes and the columns a unit collects for them (``_g0``, …).
+
+    String keys (and keys without a small integer code) are collected as two hashes and the
+    values (:func:`.hashcodes.hashed_exprs`); None when a key has no code, or needs the
+    hashes while the compiled loops are switched off (by the tests: the Polars path).
+    """
+    key_codes = [codes.get(k) for k in keys]
+    if any(c is None for c in key_codes):
+        return None
+    hashing = compiled.loops() is not None
+    if not hashing and any(c is not None and c.decode is None for c in key_codes):
+        return None
+    exprs: list[pl.Expr] = []
+    out: list[KeyCode] = []
+    for i, c in enumerate(key_codes):
+        assert c is not None
+        out.append(c)
+        exprs += (
+            hashed_exprs(c, i) if hashing and c.text is not None else [c.encode.alias(f"_g{i}")]
+        )
+    return out, exprs
+
+
+def unit_groups(frame: pl.DataFrame, key_codes: list[KeyCode]) -> tuple[GroupCodes, pl.DataFrame]:
+    """The unit's group codes (:func:`key_exprs` columns), and the frame without those columns."""
+    raw: list[Any] = []
+    decoders, names = [], []
+    ranges: list[tuple[int, int] | None] = []
+    for i, code in enumerate(key_codes):
+        names.append(f"_g{i}")
+        if f"_h{i}" in frame.columns:  # String key collected as hashes
+            loops = compiled.loops()
+            assert loops is not None
+            codes, decode, span = hashed_codes(frame, code, i, loops)
+            raw.append(codes)
+            decoders.append(decode)
+            ranges.append(span)
+            names += [f"_h{i}", f"_s{i}"]
+        else:
+            assert code.decode is not None  # (hashed-only keys are hashed above)
+            raw.append(chunks(frame, [f"_g{i}"]))
+            decoders.append(code.decode)
+            ranges.append(None)
+    with small_pages():
+        groups = GroupCodes.build(decoders, raw, frame.height, ranges)
+        del raw
+        # the codes hold them now (indexing keeps the columns' chunks: drop would align them)
+        return groups, frame[[c for c in frame.columns if c not in names]]
+
+
+def table_codes(
+    lf: pl.LazyFrame, keys: list[str], columns: list[pl.Expr]
+) -> tuple[GroupCodes, pl.DataFrame] | None:
+    """A table's rows' group codes, and ``columns`` collected with the key columns' codes.
+
+    None where a key has no code or the compiled loops are off.
+    """
+    if compiled.loops() is None:
+        return None
+    schema = lf.collect_schema()
+    coded = key_exprs(keys, {k: key_code(k, schema[k]) or hashed_key(k, schema[k]) for k in keys})
+    if coded is None:
+        return None
+    key_codes, exprs = coded
+    return unit_groups(lf.select(*exprs, *columns).collect(), key_codes)
+
+
+def table_groups(
+    lf: pl.LazyFrame, keys: list[str], columns: list[pl.Expr]
+) -> tuple[list[pl.Series], npt.NDArray[np.int64], int, pl.DataFrame] | None:
+    """A table's rows coded by group: the keys (a row a group), the codes, the groups, ``columns``.
+
+    The codes are 0 … groups − 1 (every row 0 without keys): :func:`table_codes` renumbered.
+    """
+    coded = table_codes(lf, keys, columns)
+    if coded is None:
+        return None
+    groups, frame = coded
+    codes, back = compiled.compact(groups.codes.view(np.int64), 1 << groups.bits)
+    return groups.decode(back.view(np.uint64)), codes, back.size, frame
+
+
+def state_runs(table: pl.DataFrame, spec: Spec) -> Runs | None:
+    """A binary state table read back as runs (sorted by group, then bucket), for its metrics.
+
+    The inverse of :func:`runs_state` (bucketed: of :func:`.dense.as_runs`' buckets): the
+    table's rows are coded by group, packed with their bucket key and sorted; rows of one
+    (group, bucket), which a table concatenated without merging may hold, are summed. None
+    for an empty table, one without a stored column, keys without a code, keys and buckets
+    too wide to pack, or unweighted counts whose pairs could pass an Int64 (states merged
+    over billions of rows: the Polars finalize scales them as floats).
+    """
+    stored = list(merge_ops(spec))
+    if not table.height or any(c not in table.columns for c in stored):
+        return None  # (a table written before a column was stored: the Polars finalize)
+    if not spec.weighted:  # the runs' pair sums are Int64: P·N of a merged state may pass it
+        positives, negatives = (int(table[c].sum()) for c in ("pos", "neg"))
+        if 2 * positives * negatives >= 1 << 62:
+            return None
+    coded = table_codes(table.lazy(), list(spec.keys), [pl.col("bucket", *stored)])
+    if coded is None:
+        return None
+    groups, frame = coded
+    packed = pack(groups.codes, frame["bucket"].to_numpy(), groups.bits)
+    if packed is None:
+        return None
+    field, value, low, high = packed
+    order = np.argsort(value, kind="stable")
+    value = value[order]
+    columns = {c: frame[c].to_numpy()[order] for c in stored}
+    starts = np.flatnonzero(np.append(True, value[1:] != value[:-1]))
+    if starts.size < value.size:
+        value = value[starts]
+        columns = {c: np.add.reduceat(v, starts) for c, v in columns.items()}
+    pos, neg, n = columns.pop("pos"), columns.pop("neg"), columns.pop("n", None)
+    bucketed = None if spec.exact else (spec.precision, spec.splits)
+    sums = columns or None
+    return Runs(value, pos, neg, n, field, low, high, groups, sums=sums, bucketed=bucketed)
+
+
+@dataclass
+class Collected:
+    """A unit's collected columns (``_g0``…, ``_y``, ``_p``, ``_w``), not yet sorted.
+
+    Collecting (Polars) and sorting (NumPy) are separate steps so that the next unit can be
+    read while this one is sorted.
+    """
+
+    frame: pl.DataFrame
+    key_codes: list[KeyCode]
+    weighted: bool
+
+    def runs(self, spec: Spec | None = None) -> Runs | None:
+        """Sort and reduce the rows (None when the codes do not fit in 64 bits).
+
+        Given a bucketed ``spec``, the rows are counted straight into their buckets when
+        there are few enough (:mod:`.dense`): the runs are then the buckets. Call it (or
+        :meth:`staged`) once: the group code columns are dropped once read.
+        """
+        return self.staged(spec).runs()
+
+    def staged(self, spec: Spec | None = None) -> Staged:
+        """Start :meth:`runs` here; the :class:`Staged` returned finishes it (in another thread).
+
+        Counting into dense buckets starts here (group codes, each row's cell, the counts);
+        the float sums, or the sort, are left to the function.
+        """
+        if self.frame.height == 0:
+            return Sorting(None, None, False)
+        groups, frame = unit_groups(self.frame, self.key_codes)
+        self.frame = frame
+        weighted = self.weighted
+
+        def kernel() -> Staged:
+            return choose(frame, groups, spec, weighted)
+
+        # The compiled loops leave the summing thread less to do: it places the rows too.
+        return Deferred(kernel) if compiled.loops() is not None else kernel()
+
+
+def choose(frame: pl.DataFrame, groups: GroupCodes, spec: Spec | None, weighted: bool) -> Staged:
+    """The kernel of a unit's coded rows (``_y``, ``_p``, ``_w``): cells, or else the sort.
+
+    Bucketed rows are counted into their cells (:func:`.dense.dense_cells`) where they can
+    be; exact ones, and the rest, are sorted into runs (:class:`Sorting`).
+    """
+    cells = None
+    if spec is not None and not spec.exact:
+        with small_pages():
+            cells = dense_cells(frame, groups, spec, weighted)
+    return cells if cells is not None else Sorting(frame, groups, weighted)
+
+
+@dataclass
+class Deferred(Staged):
+    """Rows whose kernel is chosen (and started) by the summing thread."""
+
+    kernel: Callable[[], Staged]
+
+    def _staged(self) -> Staged:
+        if not hasattr(self, "_chosen"):
+            self._chosen = self.kernel()
+            del self.kernel  # (it holds the unit's frame and codes)
+        chosen: Staged = self._chosen
+        return chosen
+
+    def _finish(self) -> Runs | None:
+        """The chosen kernel's runs."""
+        return self._staged().runs()
+
+    def grouped(
+        self, spec: Spec, thresholds: list[float], variance: bool = False
+    ) -> pl.DataFrame | None:
+        """The chosen kernel's grouped frame."""
+        return self._staged().grouped(spec, thresholds, variance)
+
+    def replicated(
+        self, spec: Spec, thresholds: list[float], replicates: int
+    ) -> pl.DataFrame | None:
+        """The chosen kernel's replicates."""
+        return self._staged().replicated(spec, thresholds, replicates)
+
+
+@dataclass
+class Sorting(Staged):
+    """Rows to sort into exact runs (no rows: no runs)."""
+
+    frame: pl.DataFrame | None
+    groups: GroupCodes | None
+    weighted: bool
+
+    def _finish(self) -> Runs | None:
+        frame, groups = self.frame, self.groups
+        if frame is None or groups is None:
+            return None
+        self.frame = self.groups = None
+        with small_pages():
+            return sorted_runs(frame, groups, self.weighted)
+
+
+def dense_cells(
+    frame: pl.DataFrame, groups: GroupCodes, spec: Spec, weighted: bool
+) -> CompiledCells | None:
+    """Each row's cell, and the rows (and labels) counted per cell; None: use the sort.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The collected columns ``_y``, ``_p`` (and ``_w``) of :func:`collect_unit`.
+    groups : GroupCodes
+        The rows' group codes.
+    spec : Spec
+        The bucketed binary state's spec.
+    weighted : bool
+        Whether ``_w`` holds weights.
+
+    Returns
+    -------
+    CompiledCells or None
+
+    """
+    compiled = loops()
+    if not dense.ENABLED or compiled is None or spec.exact or spec.precision >= EXACT_BITS:
+        return None
+    return compiled_cells(frame, groups, spec, weighted, compiled)

@@ -1,0 +1,373 @@
+"""The local pipeline: inputs checked and planned, units read and summed into a state table."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from types import ModuleType
+from typing import Any
+
+import polars as pl
+
+from . import kernels, resample_draw, resample_plan
+from . import progress as bar
+from .errors import InputError, caller_level, close_matches
+from .kernels.buckets import bucketed_state
+from .kernels.collect import Collected
+from .kernels.runs import Runs, runs_state
+from .kernels.scatter import Scatter, Shard
+from .kernels.staged import Staged
+from .metrics.binary import as_thresholds
+from .source import (
+    Engine,
+    Source,
+    Unit,
+    collect,
+    diagnose_files,
+    hive_units,
+    require_columns,
+    schema_of,
+    shard_units,
+    source_files,
+    split_large,
+    to_lazyframe,
+)
+from .spec import Spec, parse_precision
+from .state import State
+from .tasks import Inputs, Opened, TaskPlan, binary, multiclass, paired, regression
+
+TASKS = ("binary", "multiclass", "regression", "paired")
+
+
+def as_list(by: str | Sequence[str] | None) -> list[str]:
+    """The group keys ``by=`` names, as a list of distinct column names, or raise."""
+    keys = [] if by is None else [by] if isinstance(by, str) else by
+    if not isinstance(keys, Sequence) or not all(isinstance(k, str) for k in keys):
+        raise InputError(
+            f"expected by= to be a column name or a list of column names, got {by!r}; "
+            "hint: by=['segment', 'day']"
+        )
+    if len(set(keys)) < len(keys):
+        raise InputError(f"expected distinct group keys, got {list(keys)!r}")
+    return list(keys)
+
+
+def task_module(task: str) -> ModuleType:
+    """The planning module of a task."""
+    modules = {
+        "binary": binary,
+        "multiclass": multiclass,
+        "regression": regression,
+        "paired": paired,
+    }
+    if task not in modules:
+        raise InputError(
+            f"expected task to be one of {', '.join(TASKS)}, got {task!r}; hint: "
+            + close_matches(str(task), TASKS)
+        )
+    return modules[task]
+
+
+@dataclass
+class Plan:
+    """A validated accumulation: the source, the task's plan and the units to compute."""
+
+    lf: pl.LazyFrame
+    schema: pl.Schema
+    files: list[str] | None
+    engine: Engine
+    wanted: list[str]
+    task: TaskPlan
+    units: list[Unit] | None
+    in_memory: bool = False
+    replication: resample_draw.Replication | None = None
+    #: The shards' rows, read once for all of them (:mod:`streameval.kernels.scatter`).
+    scatter: Scatter | None = None
+
+    @property
+    def spec(self) -> Spec:
+        """The spec of the states this plan computes."""
+        spec: Spec = self.task.spec
+        return spec
+
+
+def prepare(
+    source: Source,
+    inputs: Inputs,
+    *,
+    by: str | Sequence[str] | None = None,
+    drop_nulls: bool = False,
+    engine: Engine = "streaming",
+    drawn: bool = False,
+    tables: bool = False,
+) -> Plan:
+    """Validate the inputs (schema, types, label values) and plan the pass.
+
+    Reads no rows, except label values when classes must be found or checked, and the values
+    of a hive partition key (from the file list). ``drawn``: with ``bootstrap=``, plan for the
+    kernel's replicates (:meth:`Staged.replicated`, units read once each) rather than for the
+    state (whose replicates are Polars passes), where the task's kernel draws them.
+    ``tables``: plan for a metric table, where a kernel that builds no states
+    (:attr:`streameval.tasks.TaskPlan.states`) serves too.
+    """
+    module = task_module(inputs.task)
+    boot = resample_plan.bootstrap_options(inputs)
+    keys = as_list(by)
+    files = source_files(source) if not isinstance(source, pl.LazyFrame | pl.DataFrame) else None
+    lf = to_lazyframe(source, files)
+    schema = schema_of(lf, files)
+    roles = module.roles(inputs)
+    if inputs.weight is not None:
+        roles.append((inputs.weight, "weight"))
+    used = [column for column, _ in roles]
+    # A regression may compare a column with itself; the other tasks read each column once.
+    twice = sorted({c for c in used if used.count(c) > 1})
+    if twice and inputs.task != "regression":
+        named = ", ".join(
+            f"{c!r} as {' and '.join(r for col, r in roles if col == c)}" for c in twice
+        )
+        raise InputError(
+            f"expected each column in one role, got {named}; hint: a model's predictions and "
+            "the labels are different columns (copy one in a LazyFrame to compare a column "
+            "with itself)"
+        )
+    ids = list(boot.row_id) if boot else []
+    wanted = [*used, *keys, *ids]
+    if files and len(files) > 1 and any(c not in schema for c in wanted):
+        hint = diagnose_files(files, wanted)
+        if hint:
+            raise InputError(hint)
+    for column, role in roles:
+        require_columns(schema, [column], role=role)
+    require_columns(schema, keys, role="group key")
+    require_columns(schema, ids, role="row id")
+    reserved = {resample_draw.REPLICATE} if boot else set()
+    for name in keys:
+        if name in module.RESERVED | reserved or name.startswith("_") or name in used:
+            raise InputError(
+                f"expected group keys other than the columns read ({', '.join(used)}), names "
+                f"starting with '_', and the state's and metric table's own columns, got "
+                f"{name!r}; hint: rename it in a LazyFrame"
+            )
+    _check_key_types(schema, keys)
+    numeric = module.numeric(inputs) + ([(inputs.weight, "weight")] if inputs.weight else [])
+    for column, role in numeric:
+        if not schema[column].is_numeric():
+            raise InputError(
+                f"expected the {role} column {column!r} to be numeric, got {schema[column]}; "
+                "hint: cast it to Float64"
+            )
+    if drop_nulls:
+        valid = pl.all_horizontal([pl.col(c).is_not_null() for c in used])
+        dropped = collect(lf.select((~valid).sum()), engine, files).item()
+        if dropped:
+            warnings.warn(
+                f"dropped {dropped} rows with a null in {', '.join(used)}",
+                stacklevel=caller_level(),
+            )
+        lf = lf.filter(valid)
+    opened = Opened(lf, schema, files, engine, keys)
+    replication = None
+    if boot is None:
+        task = module.plan(opened, inputs)
+    else:
+        task, replication = resample_plan.plan_replicated(module, opened, inputs, boot, used)
+        if drawn and replication.runs is not None:
+            task = replace(task, runs=replication.runs)
+    if not (tables or task.states):
+        task = replace(task, runs=None)
+    units = hive_units(lf, source, files, keys) if files else None
+    # (a replicated state's Polars passes have no reader: its partitions stay whole)
+    if units is not None and engine == "streaming" and task.runs is not None:
+        units = split_large(units, keys, schema, len(wanted), Scatter)
+    in_memory = isinstance(source, pl.DataFrame) or (
+        type(source).__module__.startswith("pyarrow")
+        and type(source).__name__ in ("Table", "RecordBatch")
+    )
+    if units is None and not in_memory and engine == "streaming" and task.runs is not None:
+        rows = collect(lf.select(pl.len()), engine, files).item()
+        # a shard's budget is in rows of four columns: wider rows (class scores) make more
+        units = shard_units(lf, keys, schema, rows * max(4, len(wanted)) // 4)
+    scatter = None
+    if units and units[0].shard is not None and not units[0].constants:
+        scatter = Scatter(lf, len(units), units[0].shard[0])
+    return Plan(lf, schema, files, engine, wanted, task, units, in_memory, replication, scatter)
+
+
+def _check_key_types(schema: pl.Schema, keys: Sequence[str]) -> None:
+    """Refuse group keys whose type Polars cannot group or sort (Python objects)."""
+    for name in keys:
+        if schema[name] == pl.Object:
+            raise InputError(
+                f"expected the group key {name!r} to be a column Polars can group by, got "
+                f"{schema[name]} (Python objects); hint: convert it to strings or numbers"
+            )
+
+
+def unit_rows(plan: Plan, unit: Unit | None = None) -> Collected | None:
+    """The rows of a unit (or of an in-memory source) collected for the sort kernel, if it applies.
+
+    The kernel collects the unit's rows, so it runs on hive units (bounded by the largest
+    partition) and on sources already in memory, never on a whole scanned source.
+    """
+    if plan.task.runs is None or not kernels.ENABLED:
+        return None
+    if unit is None:
+        if not plan.in_memory:
+            return None
+        rows: Collected | None = plan.task.runs(plan.lf, {})
+        return rows
+    shard = None
+    scatter = plan.scatter if unit.scatter is None else unit.scatter
+    if scatter is not None and unit.shard is not None:
+        shard = Shard(scatter, unit.shard[1])
+    rows = plan.task.runs(unit.lf, unit.constants, shard=shard)
+    return rows
+
+
+def unit_staged(plan: Plan, unit: Unit | None = None) -> Staged | None:
+    """The staged rows of a unit (or of an in-memory source), when the sort kernel applies."""
+    rows = unit_rows(plan, unit)
+    return None if rows is None else rows.staged(plan.spec)
+
+
+def unit_runs(plan: Plan, unit: Unit | None = None) -> Runs | None:
+    """The sorted runs of a unit (or of an in-memory source), when the sort kernel applies."""
+    staged = unit_staged(plan, unit)
+    return None if staged is None else staged.runs()
+
+
+def compute(plan: Plan, unit: Unit | None = None) -> pl.DataFrame:
+    """The state table of one unit (a hive partition whose key is constant), or of everything."""
+    return staged_table(plan, unit, unit_staged(plan, unit))
+
+
+def staged_table(plan: Plan, unit: Unit | None, staged: Staged | None) -> pl.DataFrame:
+    """The state table of a unit from its staged rows: the kernel's table, or from its runs.
+
+    A replicated state's comes from the Polars passes (the staged rows are not replicated).
+    """
+    if plan.replication is not None:
+        return state_table(plan, unit, None)
+    if staged is not None:
+        table = staged.table(plan.schema, {} if unit is None else unit.constants)
+        if table is not None:
+            return table
+    return state_table(plan, unit, None if staged is None else staged.runs())
+
+
+def state_table(plan: Plan, unit: Unit | None, runs: Runs | None) -> pl.DataFrame:
+    """The state table of a unit from its sorted runs, or by the Polars query without them."""
+    lf, constants = (plan.lf, {}) if unit is None else (unit.lf, unit.constants)
+    if runs is not None:
+        if plan.spec.exact:
+            return runs_state(runs, plan.spec, plan.schema, constants)
+        table = bucketed_state(runs, plan.spec, plan.schema, constants)
+        if table is not None:
+            return table
+    if plan.replication is None:
+        return _query_table(plan, lf, constants)
+    return plan.replication.state_table(lf, constants, lambda q, c: _query_table(plan, q, c))
+
+
+def _query_table(plan: Plan, lf: pl.LazyFrame, constants: Mapping[str, Any]) -> pl.DataFrame:
+    """The state table of ``lf`` by the task's Polars query; bad rows raise their error."""
+    query, finish = plan.task.build(lf, constants)
+    table = finish(collect(query, plan.engine, plan.files, plan.wanted))
+    if plan.task.invalid(table):
+        raise plan.task.diagnose()
+    return table
+
+
+def units_staged(plan: Plan) -> Iterator[tuple[Unit, Staged | None]]:
+    """Each hive unit with its staged rows (or None); the next units are read meanwhile.
+
+    The reading thread also starts the runs (:meth:`Collected.staged`: group codes, and with
+    NumPy alone in bucketed mode each row's cell and the counts); the rest, and the caller's
+    finalize, run here, so both cores stay busy, with three units in memory at most
+    (:data:`streameval.kernels.AHEAD`).
+    """
+
+    def start(unit: Unit) -> tuple[Staged | None, int | None]:
+        rows = unit_rows(plan, unit)
+        if rows is None:
+            return None, None
+        return rows.staged(plan.spec), rows.frame.height
+
+    units = plan.units or []
+    bar.expect(len(units), "partitions" if _hive(units) else "shards")
+    with kernels.reusing():  # the units' row buffers, reused rather than faulted in anew
+        for unit, (staged, height) in kernels.prefetch(units, start):
+            yield unit, staged
+            bar.step(rows=height, name=_unit_name(unit))
+
+
+def _hive(units: Sequence[Unit]) -> bool:
+    """Whether the units are hive partitions (each with its key's value) rather than shards."""
+    return bool(units) and bool(units[0].constants)
+
+
+def _unit_name(unit: Unit) -> str:
+    """``day=2026-10-01`` for a hive unit, empty for a shard."""
+    return " ".join(f"{k}={v}" for k, v in unit.constants.items())
+
+
+def unit_states(plan: Plan) -> Iterator[State]:
+    """One state per unit, computed when asked for (or one state for everything)."""
+    if plan.units is None:
+        yield State(plan.spec, compute(plan))
+        return
+    for unit, staged in units_staged(plan):
+        yield State(plan.spec, staged_table(plan, unit, staged))
+
+
+def combine(plan: Plan) -> State:
+    """The whole state: unit tables concatenated (units hold disjoint groups)."""
+    tables = [state.table for state in unit_states(plan)]
+    if len(tables) == 1:
+        return State(plan.spec, tables[0])
+    return State(plan.spec, pl.concat(tables, how="vertical_relaxed"))
+
+
+def local_accumulate(
+    source: Source,
+    *,
+    label: str,
+    score: str | None = None,
+    by: str | Sequence[str] | None = None,
+    weight: str | None = None,
+    task: str = "binary",
+    prediction: str | None = None,
+    scores: Sequence[str] | Mapping[Any, str] | None = None,
+    classes: Sequence[Any] | None = None,
+    positive: Any = None,
+    precision: int | str | None = None,
+    thresholds: float | Sequence[float] = (0.5,),
+    top_k: int = 2,
+    power: float = 1.5,
+    drop_nulls: bool = False,
+    engine: Engine = "streaming",
+    bootstrap: int | None = None,
+    row_id: str | Sequence[str] | None = None,
+    seed: int = 0,
+) -> State:
+    """:func:`streameval.accumulate` on this machine: its keywords, no Spark, no progress bar."""
+    inputs = Inputs(
+        label=label,
+        score=score,
+        task=task,
+        prediction=prediction,
+        scores=scores,
+        classes=classes,
+        weight=weight,
+        positive=positive,
+        precision=parse_precision(precision),
+        thresholds=tuple(as_thresholds(thresholds)),
+        top_k=top_k,
+        power=power,
+        bootstrap=bootstrap,
+        row_id=row_id,
+        seed=seed,
+    )
+    return combine(prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine))
