@@ -20,8 +20,8 @@ from test_sort_kernel_bucketed import PRECISIONS, THRESHOLDS, assert_same_state,
 import streameval as se
 from streameval.codes import key_code
 from streameval.kernels import buffer, give_back, reusing
+from streameval.kernels import collect as collect_module
 from streameval.kernels import compiled as compiled_module
-from streameval.kernels import dense as dense_module
 from streameval.kernels.collect import Deferred
 from streameval.kernels.hashcodes import hashed_codes, hashed_exprs, number_hashes
 from streameval.pipeline import prepare, unit_staged
@@ -234,7 +234,7 @@ def test_few_and_many_groups_give_the_same_tables(groups, monkeypatch):
     calls = []
     counted = compiled_module.compiled_cells
     monkeypatch.setattr(
-        dense_module, "compiled_cells", lambda *a: calls.append(counted(*a)) or calls[-1]
+        collect_module, "compiled_cells", lambda *a: calls.append(counted(*a)) or calls[-1]
     )
     fast, slow = compiled_and_sorted(lambda: se.accumulate(df, **kw))
     assert calls and calls[0] is not None  # the compiled loops counted the rows

@@ -169,7 +169,6 @@ def test_evaluate_paired_gives_procs_delong_intervals(case: str) -> None:
 )
 def test_the_paired_states_finalize_matches_the_polars_query(data, precision, keyed, alternative):
     from streameval import kernels
-    from streameval.kernels import pairedstate
 
     df, _, weighted = data
     df = df.with_columns(c=(pl.col("p") + pl.col("b")) / 2)  # a third model: three pairs
@@ -177,7 +176,7 @@ def test_the_paired_states_finalize_matches_the_polars_query(data, precision, ke
     kw |= dict(by="g" if keyed else None, weight="w" if weighted else None)
     state = se.accumulate(df, task="paired", **kw)
     taken = []
-    original = pairedstate.paired_sums
+    original = compare.paired_sums
 
     def spied(*args: Any) -> Any:
         out = original(*args)
@@ -185,7 +184,7 @@ def test_the_paired_states_finalize_matches_the_polars_query(data, precision, ke
         return out
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pairedstate, "paired_sums", spied)
+        patch.setattr(compare, "paired_sums", spied)
         ours, table = state.roc_test(alternative=alternative), state.metrics()
     assert taken == [True, True]
     kernels.ENABLED = False
