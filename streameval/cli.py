@@ -32,6 +32,7 @@ from .demo import generate_predictions
 from .errors import StreamevalError
 from .evaluate import evaluate
 from .jobs.commands import register
+from .metrics.registry import summary_columns
 from .progress import at_terminal, showing
 from .report import write_report
 from .spec import parse_precision
@@ -309,7 +310,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     keys = [*by, *cells, *(["model"] if args.task == "paired" else [])]
     keys += ["threshold"] if len(thresholds) > 1 else []
     names = (
-        display.SUMMARY[args.task]
+        summary_columns(args.task)
         if not args.metric
         else [c for c in table.columns if c not in keys]
     )
@@ -329,7 +330,7 @@ def _demo(args: argparse.Namespace) -> int:
         table = evaluate(
             folder, label="label", score="score", by=["segment", "day"], progress=at_terminal()
         )
-        emit(table, ["segment", "day"], display.SUMMARY["binary"], args, fmt)
+        emit(table, ["segment", "day"], summary_columns("binary"), args, fmt)
     finally:
         if not args.dir:
             shutil.rmtree(folder, ignore_errors=True)

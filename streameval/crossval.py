@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from .errors import InputError
+from .metrics.registry import is_bound
 from .state import State
 from .states import kind_module
 
@@ -58,9 +59,7 @@ def drop_keys(state: State, keys: Sequence[str]) -> State:
 
 def _bound(column: str) -> bool:
     """Whether a metric column is an error bound (no bound is known for a standard deviation)."""
-    return (column.startswith("roc_auc") and column.endswith("_error")) or column == (
-        "residual_quantile_error"
-    )
+    return is_bound(column)
 
 
 def _inference(column: str) -> bool:

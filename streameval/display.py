@@ -31,20 +31,6 @@ MAX_ROWS = 200
 GAP = "  "
 MORE_HINT = "--all prints them, --metric NAME picks some, --output FILE saves them"
 
-#: The metrics a summary shows first, per task (the rest on request).
-SUMMARY = {
-    "binary": [
-        "n", "positives", "prevalence", "roc_auc", "roc_auc_error", "average_precision",
-        "log_loss", "precision", "recall", "f1", "accuracy", "threshold",
-    ],
-    "multiclass": [
-        "n", "accuracy", "balanced_accuracy", "f1_macro", "f1_weighted", "cohen_kappa", "mcc",
-        "log_loss", "top_k_accuracy", "roc_auc_ovr_macro", "roc_auc_ovr_macro_error",
-    ],
-    "regression": ["n", "mean_error", "rmse", "mae", "median_ae", "mape", "smape", "r2"],
-    "paired": ["model", "n", "positives", "roc_auc", "roc_auc_error", "average_precision"],
-}  # fmt: skip
-
 
 def number(value: object, digits: int = DIGITS) -> str:
     """A number as text with ``digits`` significant digits (integers in full).

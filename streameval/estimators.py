@@ -23,6 +23,8 @@ import polars as pl
 from .accumulate import accumulate
 from .crossval import fold_metrics
 from .errors import InputError
+from .metrics.declare import Metric
+from .metrics.registry import TABLES
 from .noinfo import gamma_table
 from .source import Engine, Source, require_columns, to_lazyframe
 
@@ -30,12 +32,7 @@ ESTIMATES = pl.Enum(
     ["resubstitution", "oob", ".632", ".632+", "no_information", "overfitting_rate"]
 )
 OOB = ("loo", "mean", "pooled")
-COUNTS = ("n", "positives", "negatives", "prevalence", "tp", "fp", "tn", "fn")
 WEIGHT = "_se_oob_weight"
-
-
-def _higher_is_better(column: str) -> bool:
-    return column in ("accuracy", "balanced_accuracy") or column.startswith("roc_auc")
 
 
 def bootstrap_estimate(
@@ -179,7 +176,8 @@ def bootstrap_estimate(
     table = resub.metrics(thresholds, **options)
     oob_table = _oob_table(oob, keys, common, options, thresholds, replicate, row_id, oob_estimate)
     gammas = gamma_table(resub, table, resub_lf, engine)
-    return _combine(table, oob_table, gammas, [*keys, *(["threshold"] if binary else [])])
+    ids = [*keys, *(["threshold"] if binary else [])]
+    return _combine(table, oob_table, gammas, ids, TABLES[task])
 
 
 def _oob_table(
@@ -218,8 +216,14 @@ def _oob_table(
 
 
 def _combine(
-    resub: pl.DataFrame, oob: pl.DataFrame, gammas: pl.DataFrame, keys: list[str]
+    resub: pl.DataFrame,
+    oob: pl.DataFrame,
+    gammas: pl.DataFrame,
+    keys: list[str],
+    declared: tuple[Metric, ...],
 ) -> pl.DataFrame:
+    """The estimates' rows; ``declared``: the table's columns (counts get no estimate)."""
+    facts = {m.name: m for m in declared}
     values = [c for c in resub.columns if c not in keys]
     resub = resub.with_columns(pl.col(values).cast(pl.Float64))
     oob = oob.select(*keys, *[pl.col(c).cast(pl.Float64).alias(f"_o_{c}") for c in values])
@@ -234,7 +238,7 @@ def _combine(
     )
     rows: dict[str, list[pl.Expr]] = {e: [] for e in ESTIMATES.categories}
     for c in values:
-        count = c in COUNTS
+        count = c in facts and facts[c].role == "count"
         r, o = pl.col(c), pl.col(f"_o_{c}")
         none = pl.lit(None, pl.Float64)
         rows["resubstitution"].append(r.alias(c))
@@ -244,7 +248,7 @@ def _combine(
             for e in (".632+", "no_information", "overfitting_rate"):
                 rows[e].append(none.alias(c))
             continue
-        flip = _higher_is_better(c)
+        flip = facts[c].direction == "higher"  # (on the loss scale: 1 − the metric)
         gamma = pl.col(f"_g_{c}")
         err, err1, gam = ((1 - x) if flip else x for x in (r, o, gamma))
         capped = pl.min_horizontal(err1, gam)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from .metrics.registry import TABLES
 from .source import Engine
 from .state import State
 
@@ -56,7 +57,8 @@ def gamma_table(
     spec, keys = state.spec, state.keys
     extra = ["threshold"] if "threshold" in table.columns else []
     w = pl.col(spec.weight).cast(pl.Float64) if spec.weight else None
-    auc = [c for c in table.columns if c.startswith("roc_auc") and not c.endswith("_error")]
+    declared = {m.name: m.noinfo for m in TABLES[spec.kind]}
+    auc = [c for c in table.columns if declared.get(c) == "half"]
     # a row index keeps a table without keys one row per metric row (a frame of no columns
     # has no rows)
     out = table.with_row_index("_row").select(

@@ -28,16 +28,16 @@ import polars as pl
 from . import charts
 from . import progress as bar
 from .bucketing import key_to_float
-from .display import SUMMARY
 from .errors import InputError
+from .metrics.registry import direction, summary_columns
 from .plot import AXES, MAX_PANELS, confusion_matrix, curve_table, line_look, natural_key
 from .stats.summary import negative_name, r_level
 
 if TYPE_CHECKING:
     from .state import State
 
-RANKING = {"binary": ("roc_auc", False), "multiclass": ("accuracy", False),
-           "regression": ("rmse", True)}  # fmt: skip
+#: The metric whose worst groups the report lists first, per task (worst: by its direction).
+RANKING = {"binary": "roc_auc", "multiclass": "accuracy", "regression": "rmse"}
 #: The metrics drawn over days, per task (those the table has).
 TRENDS = {
     "binary": ["roc_auc", "average_precision", "precision", "recall", "accuracy", "prevalence"],
@@ -246,7 +246,7 @@ def _build(
         table = table.join(marks, on=keys, how="left", nulls_equal=True, maintain_order="left")
         flagged, table = table["_flag"], table.drop("_flag")
     bar.step(name="metrics")
-    summary = [c for c in SUMMARY[kind] if c in table.columns]
+    summary = [c for c in summary_columns(kind) if c in table.columns]
     compact = table.select(
         *keys, *(c for n in summary for c in (n, f"{n}_lo", f"{n}_hi") if c in table.columns)
     )
@@ -260,7 +260,8 @@ def _build(
     if day is not None:
         sections += _trends(state, table, day, changes, level)
     bar.step(name="trends")
-    metric, descending = RANKING[kind]
+    metric = RANKING[kind]
+    descending = direction(kind, metric) == "lower"  # (the worst first)
     if keys and metric in table.columns:
         ranked = table.sort(metric, descending=descending, nulls_last=True).select(
             *keys, "n", metric, *[c for c in (f"{metric}_lo", f"{metric}_hi") if c in table.columns]

@@ -7,11 +7,11 @@ columns given as ``identifiers=``. They must take the same values in every repli
 left-out state (a threshold that an operating point picks does not: pass ``identifiers=``).
 
 An interval is given to every float column except the identifiers, the precision bounds
-(``<metric>_error`` next to a column ``<metric>``, such as ``roc_auc_error``, and
-``residual_quantile_error``), interval parts (``*_lo``, ``*_hi``, ``*_se``) and test
-statistics (``z``, ``statistic``, ``df``, ``p_value``, ``*_pvalue``); integer columns (``n``,
-unweighted counts) get none. ``columns=`` names them instead. An analytic interval the table
-already has for such a metric (``ci="wilson"``) is replaced.
+(the columns declared as bounds, :data:`streameval.metrics.registry.BOUNDS`: such as
+``roc_auc_error`` and ``residual_quantile_error``), interval parts (``*_lo``, ``*_hi``,
+``*_se``) and test statistics (``z``, ``statistic``, ``df``, ``p_value``, ``*_pvalue``);
+integer columns (``n``, unweighted counts) get none. ``columns=`` names them instead. An
+analytic interval the table already has for such a metric (``ci="wilson"``) is replaced.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from collections.abc import Sequence
 import polars as pl
 
 from .errors import InputError
+from .metrics.registry import BOUNDS
 
 IDENTIFIERS = ("threshold", "class", "actual", "predicted", "quantile", "bin")
-BOUNDS = ("residual_quantile_error",)
 STATISTICS = ("z", "statistic", "df", "p_value")
 PARTS = ("_lo", "_hi", "_se", "_pvalue")
 
@@ -36,15 +36,11 @@ def interval_columns(table: pl.DataFrame, ids: Sequence[str]) -> list[str]:
     >>> interval_columns(t, ["g", "threshold"])
     ['roc_auc', 'max_error']
     """
-    names = set(table.columns)
     skip = {*ids, *BOUNDS, *STATISTICS}
     return [
         c
         for c, dtype in table.schema.items()
-        if dtype.is_float()
-        and c not in skip
-        and not c.endswith(PARTS)
-        and not (c.endswith("_error") and c[:-6] in names)
+        if dtype.is_float() and c not in skip and not c.endswith(PARTS)
     ]
 
 

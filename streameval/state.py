@@ -19,6 +19,7 @@ from .metrics.classes import confusion_matrix
 from .metrics.costs import cost_curve, gains
 from .metrics.curves import det_curve, pr_curve, roc_curve
 from .metrics.operating import areas, cost_sensitive_error, operating_points
+from .metrics.registry import names as names_of
 from .metrics.regression import metric_table as regression_table
 from .metrics.select import select_metrics
 from .resample import bootstrap_intervals, jackknife_intervals
@@ -210,7 +211,7 @@ class State(StateData):
         fixed = ["n", "threshold"]
         names = select_metrics(metrics, [c for c in COLUMNS if c not in fixed])
         t = 0.5 if threshold is None else threshold
-        if metrics is None or not {"log_loss", "brier"} & set(names):
+        if metrics is None or not set(names_of("binary", need="probabilities")) & set(names):
             table = metric_table(self, t)
         else:
             with warnings.catch_warnings():

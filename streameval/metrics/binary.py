@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -26,13 +26,27 @@ from ..kernels.metrics import runs_grouped
 from ..kernels.runs import Runs
 from ..spec import ALL as ALL  # re-exported: the metric modules' group key
 from ..states.binary import column_exprs
+from .declare import Metric, bound, count, formulas
 
 if TYPE_CHECKING:
     from ..spec import Spec
     from ..states.data import StateData
 
-Metric = Callable[[], pl.Expr]
 CHUNK_ROWS = 4_000_000
+
+_TP, _FP, _TN, _FN = (pl.col(c) for c in ("tp", "fp", "tn", "fn"))
+#: Each proportion's successes and trials (its score interval's), from the counts.
+COUNTS = {
+    "prevalence": lambda: (pl.col("positives"), pl.col("positives") + pl.col("negatives")),
+    "accuracy": lambda: (_TP + _TN, _TP + _FP + _TN + _FN),
+    "error_rate": lambda: (_FP + _FN, _TP + _FP + _TN + _FN),
+    "precision": lambda: (_TP, _TP + _FP),
+    "recall": lambda: (_TP, _TP + _FN),
+    "specificity": lambda: (_TN, _TN + _FP),
+    "npv": lambda: (_TN, _TN + _FN),
+    "fpr": lambda: (_FP, _FP + _TN),
+    "fnr": lambda: (_FN, _FN + _TP),
+}
 
 tp, fp, tn, fn = (pl.col(c).cast(pl.Float64) for c in ("tp", "fp", "tn", "fn"))
 P, N = pl.col("positives").cast(pl.Float64), pl.col("negatives").cast(pl.Float64)
@@ -186,32 +200,120 @@ def balanced_accuracy() -> pl.Expr:
     return pl.mean_horizontal(sens, spec)
 
 
-RANKING: dict[str, Metric] = {
-    "prevalence": prevalence,
-    "roc_auc": roc_auc,
-    "roc_auc_error": roc_auc_error,
-    "average_precision": average_precision,
-    "average_precision_error": average_precision_error,
-    "log_loss": log_loss,
-    "brier": brier,
-}
-CONFUSION: dict[str, Metric] = {
-    "accuracy": accuracy,
-    "error_rate": error_rate,
-    "precision": precision,
-    "recall": recall,
-    "specificity": specificity,
-    "npv": npv,
-    "fpr": fpr,
-    "fnr": fnr,
-    "f1": f1,
-    "mcc": mcc,
-    "cohen_kappa": cohen_kappa,
-    "balanced_accuracy": balanced_accuracy,
-}
-COLUMNS = [
-    "n", "positives", "negatives", *RANKING, "tp", "fp", "tn", "fn", *CONFUSION, "threshold",
-]  # fmt: skip
+#: The binary metric table's columns, in order: counts, the ranking metrics of the score
+#: histogram (stage ``ranking``), the confusion counts and metrics at each threshold
+#: (stage ``confusion``), and the threshold.
+DECLARED = (
+    count("n", summary=1),
+    count("positives", summary=2),
+    count("negatives"),
+    Metric(
+        "prevalence",
+        prevalence,
+        "ranking",
+        role="count",
+        interval="proportion",
+        counts=COUNTS["prevalence"],
+        summary=3,
+    ),
+    Metric(
+        "roc_auc",
+        roc_auc,
+        "ranking",
+        direction="higher",
+        interval="auc",
+        noinfo="half",
+        summary=4,
+    ),
+    bound("roc_auc_error", "roc_auc", roc_auc_error, stage="ranking", summary=5),
+    Metric("average_precision", average_precision, "ranking", direction="higher", summary=6),
+    bound("average_precision_error", "average_precision", average_precision_error, stage="ranking"),
+    Metric(
+        "log_loss",
+        log_loss,
+        "ranking",
+        direction="lower",
+        noinfo="computed",
+        needs=frozenset({"probabilities"}),
+        summary=7,
+    ),
+    Metric(
+        "brier",
+        brier,
+        "ranking",
+        direction="lower",
+        noinfo="computed",
+        needs=frozenset({"probabilities"}),
+    ),
+    count("tp"),
+    count("fp"),
+    count("tn"),
+    count("fn"),
+    Metric(
+        "accuracy",
+        accuracy,
+        "confusion",
+        direction="higher",
+        interval="proportion",
+        counts=COUNTS["accuracy"],
+        noinfo="computed",
+        summary=11,
+    ),
+    Metric(
+        "error_rate",
+        error_rate,
+        "confusion",
+        direction="lower",
+        interval="proportion",
+        counts=COUNTS["error_rate"],
+        noinfo="computed",
+    ),
+    Metric(
+        "precision",
+        precision,
+        "confusion",
+        direction="higher",
+        interval="proportion",
+        counts=COUNTS["precision"],
+        summary=8,
+    ),
+    Metric(
+        "recall",
+        recall,
+        "confusion",
+        direction="higher",
+        interval="proportion",
+        counts=COUNTS["recall"],
+        summary=9,
+    ),
+    Metric(
+        "specificity",
+        specificity,
+        "confusion",
+        direction="higher",
+        interval="proportion",
+        counts=COUNTS["specificity"],
+    ),
+    Metric(
+        "npv", npv, "confusion", direction="higher", interval="proportion", counts=COUNTS["npv"]
+    ),
+    Metric("fpr", fpr, "confusion", direction="lower", interval="proportion", counts=COUNTS["fpr"]),
+    Metric("fnr", fnr, "confusion", direction="lower", interval="proportion", counts=COUNTS["fnr"]),
+    Metric("f1", f1, "confusion", direction="higher", summary=10),
+    Metric("mcc", mcc, "confusion", direction="higher"),
+    Metric("cohen_kappa", cohen_kappa, "confusion", direction="higher"),
+    Metric(
+        "balanced_accuracy",
+        balanced_accuracy,
+        "confusion",
+        direction="higher",
+        noinfo="computed",
+    ),
+    Metric("threshold", role="identifier", summary=12),
+)
+RANKING = formulas(DECLARED, "ranking")
+CONFUSION = formulas(DECLARED, "confusion")
+COLUMNS = [m.name for m in DECLARED]
 
 
 def with_group_key(table: pl.DataFrame, keys: list[str]) -> tuple[pl.LazyFrame, list[str]]:

@@ -13,7 +13,8 @@ import polars as pl
 
 from ..errors import InputError
 from ..states.multiclass import check_count
-from .binary import ALL, with_group_key
+from .binary import ALL, COUNTS, with_group_key
+from .declare import SCORES, Metric, bound, count
 from .ranking import ranking
 
 if TYPE_CHECKING:
@@ -134,8 +135,24 @@ def ovr_ranking(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
     return ranking(hist, [*keys, "k"], exact=state.spec.exact), keys
 
 
-PER_CLASS = ["support", "precision", "recall", "f1", "specificity", "npv", "fpr", "fnr"]
-SCORE_COLUMNS = ["roc_auc", "roc_auc_error", "average_precision", "average_precision_error"]
+#: The per-class table's columns (after the keys and ``class``): one-vs-rest counts and
+#: metrics, then with class scores each class's AUC and average precision.
+DECLARED = (
+    count("support"),
+    Metric("precision", direction="higher", interval="proportion", counts=COUNTS["precision"]),
+    Metric("recall", direction="higher", interval="proportion", counts=COUNTS["recall"]),
+    Metric("f1", direction="higher"),
+    Metric("specificity", direction="higher", interval="proportion", counts=COUNTS["specificity"]),
+    Metric("npv", direction="higher", interval="proportion", counts=COUNTS["npv"]),
+    Metric("fpr", direction="lower", interval="proportion", counts=COUNTS["fpr"]),
+    Metric("fnr", direction="lower", interval="proportion", counts=COUNTS["fnr"]),
+    Metric("roc_auc", direction="higher", interval="auc", needs=SCORES),
+    bound("roc_auc_error", "roc_auc", needs=SCORES),
+    Metric("average_precision", direction="higher", needs=SCORES),
+    bound("average_precision_error", "average_precision", needs=SCORES),
+)
+PER_CLASS = [m.name for m in DECLARED if not m.needs]
+SCORE_COLUMNS = [m.name for m in DECLARED if m.needs]
 
 
 def whole_counts(table: pl.DataFrame, columns: list[str], *, weighted: bool) -> pl.DataFrame:

@@ -22,6 +22,7 @@ import polars as pl
 from ..errors import InputError, caller_level
 from .binary import ALL
 from .classes import class_counts, confusion_rows, one_vs_rest
+from .declare import SCORES, Metric, Need, bound, count, formulas
 from .pairs import score_aggregates
 from .select import select_metrics
 
@@ -90,44 +91,121 @@ def _per_weight(column: str, scale: str | None = None) -> Callable[[], pl.Expr]:
     return metric
 
 
-def _averaged(metric: str) -> dict[str, Callable[[], pl.Expr]]:
+def _averaged(metric: str, **places: int) -> tuple[Metric, ...]:
+    """A metric's macro, micro and weighted averages (``places``: their summary places)."""
     correct = pl.col("_correct")
     micro_den = {"jaccard": 2 * S - correct}.get(metric, S)
-    return {
-        f"{metric}_macro": _mean(f"{metric}_macro"),
-        f"{metric}_micro": _micro(correct, micro_den),
-        f"{metric}_weighted": _mean(f"{metric}_weighted"),
+    formulas = {
+        "macro": _mean(f"{metric}_macro"),
+        "micro": _micro(correct, micro_den),
+        "weighted": _mean(f"{metric}_weighted"),
     }
+    return tuple(
+        Metric(
+            f"{metric}_{avg}",
+            formula,
+            "confusion",
+            direction="higher",
+            summary=places.get(avg, 0),
+        )
+        for avg, formula in formulas.items()
+    )
 
 
-METRICS: dict[str, Callable[[], pl.Expr]] = {
-    "accuracy": accuracy,
-    "error_rate": error_rate,
-    "balanced_accuracy": _mean("balanced_accuracy"),
-    "cohen_kappa": _kappa("_obs_0", "_exp_0"),
-    "kappa_linear": _kappa("_obs_1", "_exp_1"),
-    "kappa_quadratic": _kappa("_obs_2", "_exp_2"),
-    "mcc": mcc,
-    **_averaged("precision"),
-    **_averaged("recall"),
-    **_averaged("f1"),
-    **_averaged("jaccard"),
-    "f1_macro_harmonic": f1_macro_harmonic,
-    "g_mean": _mean("g_mean"),
-    "hamming_loss": error_rate,
-}
-SCORE_METRICS: dict[str, Callable[[], pl.Expr]] = {
-    "log_loss": _per_weight("log_loss"),
-    "brier": _per_weight("brier", "_brier_scale"),
-    "top_k_accuracy": lambda: _defined(pl.col("_top_k") / S),
-    **{
-        f"roc_auc_{kind}_{avg}{suffix}": _mean(f"{kind}_{avg}{suffix}")
+PROBABILITIES: frozenset[Need] = frozenset({"scores", "probabilities"})
+#: The multiclass metric table's columns, in order: the confusion matrix's metrics (stage
+#: ``confusion``), then those of the class scores (stage ``scores``; with ``scores=`` only).
+DECLARED = (
+    count("n", summary=1),
+    Metric(
+        "accuracy",
+        accuracy,
+        "confusion",
+        direction="higher",
+        interval="proportion",
+        counts=lambda: (pl.col("_x"), pl.col("_n")),
+        noinfo="computed",
+        summary=2,
+    ),
+    Metric(
+        "error_rate",
+        error_rate,
+        "confusion",
+        direction="lower",
+        interval="proportion",
+        counts=lambda: (pl.col("_n") - pl.col("_x"), pl.col("_n")),
+        noinfo="computed",
+    ),
+    Metric(
+        "balanced_accuracy",
+        _mean("balanced_accuracy"),
+        "confusion",
+        direction="higher",
+        noinfo="computed",
+        summary=3,
+    ),
+    Metric("cohen_kappa", _kappa("_obs_0", "_exp_0"), "confusion", direction="higher", summary=6),
+    Metric("kappa_linear", _kappa("_obs_1", "_exp_1"), "confusion", direction="higher"),
+    Metric("kappa_quadratic", _kappa("_obs_2", "_exp_2"), "confusion", direction="higher"),
+    Metric("mcc", mcc, "confusion", direction="higher", summary=7),
+    *_averaged("precision"),
+    *_averaged("recall"),
+    *_averaged("f1", macro=4, weighted=5),
+    *_averaged("jaccard"),
+    Metric("f1_macro_harmonic", f1_macro_harmonic, "confusion", direction="higher"),
+    Metric("g_mean", _mean("g_mean"), "confusion", direction="higher"),
+    Metric("hamming_loss", error_rate, "confusion", direction="lower"),
+    Metric(
+        "log_loss",
+        _per_weight("log_loss"),
+        "scores",
+        direction="lower",
+        needs=PROBABILITIES,
+        summary=8,
+    ),
+    Metric(
+        "brier",
+        _per_weight("brier", "_brier_scale"),
+        "scores",
+        direction="lower",
+        needs=PROBABILITIES,
+    ),
+    Metric(
+        "top_k_accuracy",
+        lambda: _defined(pl.col("_top_k") / S),
+        "scores",
+        direction="higher",
+        needs=SCORES,
+        summary=9,
+    ),
+    *(
+        metric
         for kind in ("ovr", "ovo")
         for avg in ("macro", "weighted")
-        for suffix in ("", "_error")
-    },
-}
-COLUMNS = ["n", *METRICS, *SCORE_METRICS]
+        for metric in (
+            Metric(
+                f"roc_auc_{kind}_{avg}",
+                _mean(f"{kind}_{avg}"),
+                "scores",
+                direction="higher",
+                noinfo="half",
+                needs=SCORES,
+                summary=10 if (kind, avg) == ("ovr", "macro") else 0,
+            ),
+            bound(
+                f"roc_auc_{kind}_{avg}_error",
+                f"roc_auc_{kind}_{avg}",
+                _mean(f"{kind}_{avg}_error"),
+                stage="scores",
+                needs=SCORES,
+                summary=11 if (kind, avg) == ("ovr", "macro") else 0,
+            ),
+        )
+    ),
+)
+METRICS = formulas(DECLARED, "confusion")
+SCORE_METRICS = formulas(DECLARED, "scores")
+COLUMNS = [m.name for m in DECLARED]
 
 
 def _class_aggregates(state: StateData) -> tuple[pl.LazyFrame, list[str]]:

@@ -28,11 +28,24 @@ from ..errors import InputError
 from .binary import ALL, metric_table, with_group_key
 from .costs import expected_cost
 from .curves import points, pr_curve
+from .declare import Metric, bound
 
 if TYPE_CHECKING:
     from ..states.data import StateData
 
 CRITERIA = ("youden", "f1", "fbeta", "cost", "recall", "precision", "fpr")
+#: The columns of :func:`areas` (after the keys).
+AREAS = (
+    Metric("partial_auc", direction="higher"),
+    bound("partial_auc_error", "partial_auc"),
+    Metric("pr_auc", direction="higher"),
+    bound("pr_auc_error", "pr_auc"),
+    Metric("break_even", direction="higher"),
+    Metric("expected_cost", direction="lower"),
+    Metric("ks", direction="higher"),
+    bound("ks_error", "ks"),
+    Metric("ks_threshold"),
+)
 
 
 def _rates() -> list[pl.Expr]:

@@ -24,6 +24,7 @@ import polars as pl
 from ..errors import DomainWarning, InputError, caller_level
 from ..options import check_alpha as check_alpha  # re-exported
 from .binary import ALL, with_group_key
+from .declare import Metric, bound, count, formulas
 from .histograms import QUANTILES, aggregates
 from .select import select_metrics
 
@@ -160,37 +161,59 @@ def residual_quantile_error() -> pl.Expr:
     return pl.col("_rel_error")
 
 
-METRICS: dict[str, Callable[[], pl.Expr]] = {
-    "mean_error": mean_error,
-    "mse": mse,
-    "rmse": rmse,
-    "mae": mae,
-    "median_ae": median_ae,
-    "max_error": max_error,
-    "msle": msle,
-    "rmsle": rmsle,
-    "mape": mape,
-    "smape": smape,
-    "r2": r2,
-    "explained_variance": explained_variance,
-    "mean_poisson_deviance": mean_poisson_deviance,
-    "mean_gamma_deviance": mean_gamma_deviance,
-    "mean_tweedie_deviance": mean_tweedie_deviance,
-    "mean_pinball_loss": mean_pinball_loss,
-    "d2_absolute_error": d2_absolute_error,
-    **{name: residual_quantile(name) for name in QUANTILES},
-    "residual_quantile_error": residual_quantile_error,
-}
-COLUMNS = ["n", *METRICS]
+_SLE = ("bad_sle", "label and prediction > −1")
+#: The regression metric table's columns, in order (one finalize stage, ``histograms``).
+DECLARED = (
+    count("n", summary=1),
+    Metric("mean_error", mean_error, "histograms", direction="zero", summary=2),
+    Metric("mse", mse, "histograms", direction="lower", noinfo="computed"),
+    Metric("rmse", rmse, "histograms", direction="lower", summary=3),
+    Metric("mae", mae, "histograms", direction="lower", summary=4),
+    Metric("median_ae", median_ae, "histograms", direction="lower", summary=5),
+    Metric("max_error", max_error, "histograms", direction="lower"),
+    Metric("msle", msle, "histograms", direction="lower", domain=_SLE),
+    Metric("rmsle", rmsle, "histograms", direction="lower", domain=_SLE),
+    Metric(
+        "mape",
+        mape,
+        "histograms",
+        direction="lower",
+        domain=("bad_ape", "|label| ≥ machine epsilon"),
+        summary=6,
+    ),
+    Metric("smape", smape, "histograms", direction="lower", summary=7),
+    Metric("r2", r2, "histograms", direction="higher", summary=8),
+    Metric("explained_variance", explained_variance, "histograms", direction="higher"),
+    Metric(
+        "mean_poisson_deviance",
+        mean_poisson_deviance,
+        "histograms",
+        direction="lower",
+        domain=("bad_poisson", "label ≥ 0 and prediction > 0"),
+    ),
+    Metric(
+        "mean_gamma_deviance",
+        mean_gamma_deviance,
+        "histograms",
+        direction="lower",
+        domain=("bad_gamma", "label > 0 and prediction > 0"),
+    ),
+    Metric(
+        "mean_tweedie_deviance",
+        mean_tweedie_deviance,
+        "histograms",
+        direction="lower",
+        domain=("bad_tweedie", "the Tweedie power's domain"),
+    ),
+    Metric("mean_pinball_loss", mean_pinball_loss, "histograms", direction="lower"),
+    Metric("d2_absolute_error", d2_absolute_error, "histograms", direction="higher"),
+    *(Metric(name, residual_quantile(name), "histograms", direction="lower") for name in QUANTILES),
+    bound("residual_quantile_error", tuple(QUANTILES), residual_quantile_error, stage="histograms"),
+)
+METRICS = formulas(DECLARED, "histograms")
+COLUMNS = [m.name for m in DECLARED]
 #: Metrics that are null when rows fall outside their domain: metric → (count column, domain).
-DOMAINS = {
-    "msle": ("bad_sle", "label and prediction > −1"),
-    "rmsle": ("bad_sle", "label and prediction > −1"),
-    "mape": ("bad_ape", "|label| ≥ machine epsilon"),
-    "mean_poisson_deviance": ("bad_poisson", "label ≥ 0 and prediction > 0"),
-    "mean_gamma_deviance": ("bad_gamma", "label > 0 and prediction > 0"),
-    "mean_tweedie_deviance": ("bad_tweedie", "the Tweedie power's domain"),
-}
+DOMAINS = {m.name: m.domain for m in DECLARED if m.domain is not None}
 
 
 def metric_table(

@@ -25,7 +25,9 @@ from ..metrics.classes import (
     ovr_ranking,
     whole_counts,
 )
+from ..metrics.declare import proportions
 from ..metrics.multiclass import metric_table
+from ..metrics.registry import TABLES
 from .confusion import STATISTICS, binary_statistics, multiclass_statistics
 from .delong import check_method, delong, hanley_mcneil, normal_interval
 from .proportions import METHODS, add_intervals, check_level
@@ -33,18 +35,8 @@ from .proportions import METHODS, add_intervals, check_level
 if TYPE_CHECKING:
     from ..states.data import StateData
 
-tp, fp, tn, fn = (pl.col(c) for c in ("tp", "fp", "tn", "fn"))
-PROPORTIONS = {
-    "prevalence": (pl.col("positives"), pl.col("positives") + pl.col("negatives")),
-    "accuracy": (tp + tn, tp + fp + tn + fn),
-    "error_rate": (fp + fn, tp + fp + tn + fn),
-    "precision": (tp, tp + fp),
-    "recall": (tp, tp + fn),
-    "specificity": (tn, tn + fp),
-    "npv": (tn, tn + fn),
-    "fpr": (fp, fp + tn),
-    "fnr": (fn, fn + tp),
-}
+#: Each table's proportions (their successes and trials), as declared: the score intervals'.
+PROPORTIONS = proportions(TABLES["binary"])
 RESAMPLING = ("bootstrap", "jackknife")
 
 
@@ -162,11 +154,8 @@ def multiclass_table(state: StateData, table: pl.DataFrame, ci: str, level: floa
         joined = table.join(stats, on=keys, how="left", nulls_equal=True, maintain_order="left")
     else:
         joined = pl.concat([table, stats], how="horizontal")
-    proportions = {
-        "accuracy": (pl.col("_x"), pl.col("_n")),
-        "error_rate": (pl.col("_n") - pl.col("_x"), pl.col("_n")),
-    }
-    return add_intervals(joined, proportions, ci, level).drop("_x", "_n")
+    declared = proportions(TABLES["multiclass"])
+    return add_intervals(joined, declared, ci, level).drop("_x", "_n")
 
 
 def ordered(
@@ -202,10 +191,7 @@ def per_class_table(
     ``out`` has, per group and class index ``k``, the one-vs-rest counts tp, fp, fn, tn and
     the ranking's ``_P``/``_N``.
     """
-    counts = {
-        "prevalence": (tp + fn, tp + fp + tn + fn),
-        **{m: PROPORTIONS[m] for m in ("precision", "recall", "specificity", "npv", "fpr", "fnr")},
-    }
+    counts = proportions(TABLES["per_class"])
     if state.spec.scores:
         hist, _ = ovr_histogram(state)
         groups = [*keys, "k"]
