@@ -58,6 +58,9 @@ class Metric:
         Which values are better (``none`` for counts, bounds and identifiers).
     bounds : tuple of str
         For a bound: the columns whose bucketing error it bounds.
+    relative : bool
+        For a bound: whether it bounds the error relative to the value (``|exact − value| ≤
+        bound · |exact|``) rather than absolutely.
     interval : {"proportion", "auc", "none"}
         The analytic interval of ``ci="wilson"`` (and ``"clopper-pearson"``).
     counts : callable, optional
@@ -87,6 +90,7 @@ class Metric:
     role: Role = "metric"
     direction: Direction = "none"
     bounds: tuple[str, ...] = ()
+    relative: bool = False
     interval: Interval = "none"
     counts: Callable[[], tuple[pl.Expr, pl.Expr]] | None = None
     noinfo: NoInfo | None = None

@@ -208,7 +208,13 @@ DECLARED = (
     Metric("mean_pinball_loss", mean_pinball_loss, "histograms", direction="lower"),
     Metric("d2_absolute_error", d2_absolute_error, "histograms", direction="higher"),
     *(Metric(name, residual_quantile(name), "histograms", direction="lower") for name in QUANTILES),
-    bound("residual_quantile_error", tuple(QUANTILES), residual_quantile_error, stage="histograms"),
+    bound(
+        "residual_quantile_error",
+        tuple(QUANTILES),
+        residual_quantile_error,
+        stage="histograms",
+        relative=True,
+    ),
 )
 METRICS = formulas(DECLARED, "histograms")
 COLUMNS = [m.name for m in DECLARED]
