@@ -7,7 +7,7 @@ from typing import Any
 
 from . import progress as bar
 from . import spark
-from .options import check_options
+from .options import Accumulation, check_options
 from .pipeline import local_accumulate
 from .source import Engine, Source, is_spark_frame
 from .state import State
@@ -126,20 +126,8 @@ def accumulate(
 
     """
     check_options(locals())
-    if progress and not is_spark_frame(source):
-        settings = {k: v for k, v in locals().items() if k not in ("source", "progress")}
-        with bar.showing("accumulate", True):
-            return accumulate(source, **settings)
+    options = Accumulation(**{k: v for k, v in locals().items() if k not in ("source", "progress")})
     if is_spark_frame(source):
-        return spark.accumulate(
-            source, label=label, score=score, by=by, weight=weight, task=task,
-            prediction=prediction, scores=scores, classes=classes, positive=positive,
-            precision=precision, thresholds=thresholds, top_k=top_k, power=power,
-            drop_nulls=drop_nulls, bootstrap=bootstrap, row_id=row_id, seed=seed,
-        )  # fmt: skip
-    return local_accumulate(
-        source, label=label, score=score, by=by, weight=weight, task=task,
-        prediction=prediction, scores=scores, classes=classes, positive=positive,
-        precision=precision, thresholds=thresholds, top_k=top_k, power=power,
-        drop_nulls=drop_nulls, engine=engine, bootstrap=bootstrap, row_id=row_id, seed=seed,
-    )  # fmt: skip
+        return spark.accumulate_options(source, options)
+    with bar.showing("accumulate", progress):
+        return local_accumulate(source, options)

@@ -10,7 +10,7 @@ import polars as pl
 from . import progress as bar
 from . import spark
 from .local import local_evaluate
-from .options import check_options
+from .options import Evaluation, check_options
 from .source import Engine, Source, is_spark_frame
 
 
@@ -170,23 +170,8 @@ def evaluate(
 
     """
     check_options(locals())
-    if progress and not is_spark_frame(source):
-        settings = {k: v for k, v in locals().items() if k not in ("source", "progress")}
-        with bar.showing("evaluate", True):
-            return evaluate(source, **settings)
+    options = Evaluation(**{k: v for k, v in locals().items() if k not in ("source", "progress")})
     if is_spark_frame(source):
-        return spark.evaluate(
-            source, label=label, score=score, by=by, folds=folds, repeats=repeats,
-            weight=weight, task=task, prediction=prediction, scores=scores, classes=classes,
-            positive=positive, threshold=threshold, precision=precision, top_k=top_k,
-            power=power, alpha=alpha, metrics=metrics, ci=ci, level=level,
-            auc_method=auc_method, bootstrap=bootstrap, row_id=row_id, seed=seed,
-            jackknife=jackknife, drop_nulls=drop_nulls,
-        )  # fmt: skip
-    return local_evaluate(
-        source, label=label, score=score, by=by, folds=folds, repeats=repeats, weight=weight,
-        task=task, prediction=prediction, scores=scores, classes=classes, positive=positive,
-        threshold=threshold, precision=precision, top_k=top_k, power=power, alpha=alpha,
-        metrics=metrics, ci=ci, level=level, auc_method=auc_method, bootstrap=bootstrap,
-        row_id=row_id, seed=seed, jackknife=jackknife, drop_nulls=drop_nulls, engine=engine,
-    )  # fmt: skip
+        return spark.evaluate_options(source, options)
+    with bar.showing("evaluate", progress):
+        return local_evaluate(source, options)

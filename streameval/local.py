@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -19,9 +19,11 @@ from .kernels import scatterloops
 from .kernels.compiled import MAX_WINDOW_BITS, loops
 from .kernels.staged import Staged
 from .metrics.binary import ALL, COLUMNS, as_thresholds, grouped_metrics
+from .options import Accumulation, Evaluation
 from .pipeline import (
     Plan,
     combine,
+    inputs_of,
     local_accumulate,
     prepare,
     staged_table,
@@ -30,7 +32,7 @@ from .pipeline import (
 )
 from .resample import data_warnings, per_replicate, replicate_intervals
 from .source import Engine, Source
-from .spec import Spec, parse_precision
+from .spec import Spec
 from .state import State
 from .stats.compare import grouped_model_table
 from .stats.proportions import METHODS
@@ -38,90 +40,39 @@ from .stats.tables import binary_intervals, check_ci
 from .tasks import Inputs
 
 
-def local_evaluate(
-    source: Source,
-    *,
-    label: str,
-    score: str | None = None,
-    by: str | Sequence[str] | None = None,
-    folds: str | None = None,
-    repeats: str | None = None,
-    weight: str | None = None,
-    task: str = "binary",
-    prediction: str | None = None,
-    scores: Sequence[str] | Mapping[Any, str] | None = None,
-    classes: Sequence[Any] | None = None,
-    positive: Any = None,
-    threshold: float | Sequence[float] = 0.5,
-    precision: int | str | None = None,
-    top_k: int = 2,
-    power: float = 1.5,
-    alpha: float = 0.5,
-    metrics: Sequence[str] | None = None,
-    ci: str | None = None,
-    level: float = 0.95,
-    auc_method: str = "delong",
-    bootstrap: int = 200,
-    row_id: str | Sequence[str] | None = None,
-    seed: int = 0,
-    jackknife: str | None = None,
-    drop_nulls: bool = False,
-    engine: Engine = "streaming",
-) -> pl.DataFrame:
-    """:func:`streameval.evaluate` on this machine: its keywords, no Spark, no progress bar."""
-    if folds is not None or repeats is not None:
-        return evaluate_folds(
-            source, folds=folds, repeats=repeats, by=by, threshold=threshold, alpha=alpha,
-            metrics=metrics, task=task, label=label, score=score, weight=weight,
-            inference={"ci": ci, "level": level, "auc_method": auc_method},
-            prediction=prediction, scores=scores, classes=classes, positive=positive,
-            precision=precision, top_k=top_k, power=power, drop_nulls=drop_nulls, engine=engine,
-        )  # fmt: skip
-    thresholds = as_thresholds(threshold)
-    inputs = Inputs(
-        label=label,
-        score=score,
-        task=task,
-        prediction=prediction,
-        scores=scores,
-        classes=classes,
-        weight=weight,
-        positive=positive,
-        precision=parse_precision(precision),
-        thresholds=tuple(thresholds),
-        top_k=top_k,
-        power=power,
-    )
-    if ci == "bootstrap" and task in resample_plan.DRAWN and metrics is None:
-        drawn = replace(inputs, bootstrap=bootstrap, row_id=row_id, seed=seed)
-        table = _drawn_bootstrap(source, drawn, by, (level, alpha), drop_nulls, engine)
+def local_evaluate(source: Source, evaluation: Evaluation) -> pl.DataFrame:
+    """:func:`streameval.evaluate` on this machine (no Spark, no progress bar)."""
+    e = evaluation
+    if e.folds is not None or e.repeats is not None:
+        return evaluate_folds(source, e)
+    thresholds = as_thresholds(e.threshold)
+    # (the rows' identity and the seed serve the bootstrap only)
+    inputs = inputs_of(e.accumulation(row_id=None, seed=0))
+    if e.ci == "bootstrap" and e.task in resample_plan.DRAWN and e.metrics is None:
+        drawn = replace(inputs, bootstrap=e.bootstrap, row_id=e.row_id, seed=e.seed)
+        table = _drawn_bootstrap(source, drawn, e.by, (e.level, e.alpha), e.drop_nulls, e.engine)
         if table is not None:
             return table
-    if ci in ("bootstrap", "jackknife"):
-        state = local_accumulate(
-            source, label=label, score=score, by=by, weight=weight, task=task,
-            prediction=prediction, scores=scores, classes=classes, positive=positive,
-            precision=precision, thresholds=threshold, top_k=top_k, power=power,
-            bootstrap=bootstrap if ci == "bootstrap" else None, row_id=row_id, seed=seed,
-            drop_nulls=drop_nulls, engine=engine,
-        )  # fmt: skip
+    if e.ci in ("bootstrap", "jackknife"):
+        replicates = e.bootstrap if e.ci == "bootstrap" else None
+        state = local_accumulate(source, e.accumulation(bootstrap=replicates))
         return state.metrics(
-            threshold if task == "binary" else None, alpha=alpha, metrics=metrics, ci=ci,
-            level=level, jackknife=jackknife,
+            e.threshold if e.task == "binary" else None, alpha=e.alpha, metrics=e.metrics,
+            ci=e.ci, level=e.level, jackknife=e.jackknife,
         )  # fmt: skip
-    plan = prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine, tables=True)
-    options: dict[str, Any] = {"threshold": thresholds} if task == "binary" else {}
-    options["metrics"] = metrics
-    direct_ok = not metrics and ci is None
-    if ci is not None:
-        check_ci(ci, level, auc_method)
-        options.update(ci=ci, level=level, auc_method=auc_method)
+    plan = prepare(source, inputs, by=e.by, drop_nulls=e.drop_nulls, engine=e.engine, tables=True)
+    options: dict[str, Any] = {"threshold": thresholds} if e.task == "binary" else {}
+    options["metrics"] = e.metrics
+    direct_ok = not e.metrics and e.ci is None
+    if e.ci is not None:
+        check_ci(e.ci, e.level, e.auc_method)
+        options.update(ci=e.ci, level=e.level, auc_method=e.auc_method)
         # (intervals of counts and of each group's AUC: the kernel's aggregates serve)
-        direct_ok = not metrics and task == "binary" and ci in METHODS
-    if task == "regression":
-        options["alpha"] = alpha
-    if task == "paired":  # each model's AUC interval, by DeLong's variance, at ``level``
-        options["level"] = level
+        direct_ok = not e.metrics and e.task == "binary" and e.ci in METHODS
+    if e.task == "regression":
+        options["alpha"] = e.alpha
+    if e.task == "paired":  # each model's AUC interval, by DeLong's variance, at ``level``
+        options["level"] = e.level
         direct_ok = True
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -335,41 +286,36 @@ def warm() -> float:
             scatterloops.put(np.zeros(1, kind), none, np.zeros(1, kept))
         scatterloops.put(np.zeros(1), none, np.zeros(1))  # (Float64 columns)
         frame = pl.DataFrame({"g": ["a", "b"], "y": [True, False], "p": [0.75, 0.25]})
-        local_accumulate(frame, label="y", score="p", by="g", precision=2)
+        local_accumulate(frame, Accumulation(label="y", score="p", by="g", precision=2))
         # the bootstrap's loops (:meth:`CompiledCells.replicated`)
-        local_evaluate(frame, label="y", score="p", ci="bootstrap", bootstrap=1, precision=2)
+        drawn = Evaluation(label="y", score="p", ci="bootstrap", bootstrap=1, precision=2)
+        local_evaluate(frame, drawn)
         # DeLong's sums, of placed rows and of exact runs
-        local_evaluate(frame, label="y", score="p", ci="wilson", precision=2)
-        local_evaluate(frame, label="y", score="p", ci="wilson", precision="exact")
+        for precision in (2, "exact"):
+            local_evaluate(
+                frame, Evaluation(label="y", score="p", ci="wilson", precision=precision)
+            )
     return time.perf_counter() - started
 
 
-def evaluate_folds(
-    source: Source,
-    *,
-    folds: str | None,
-    repeats: str | None,
-    by: str | Sequence[str] | None,
-    threshold: float | Sequence[float],
-    alpha: float,
-    metrics: Sequence[str] | None,
-    task: str,
-    inference: Mapping[str, Any],
-    **options: Any,
-) -> pl.DataFrame:
+def evaluate_folds(source: Source, evaluation: Evaluation) -> pl.DataFrame:
     """``evaluate(..., folds=, repeats=)``: accumulate once, the cells as keys; fold_metrics."""
-    keys = [] if by is None else [by] if isinstance(by, str) else list(by)
-    cells = fold_cells(folds, repeats, keys)
-    assert folds is not None  # fold_cells raised otherwise
-    binary = task == "binary"
-    accumulated: Mapping[str, Any] = {"thresholds": threshold} if binary else {}
-    state = local_accumulate(source, by=[*keys, *cells], task=task, **accumulated, **options)
+    e = evaluation
+    keys = [] if e.by is None else [e.by] if isinstance(e.by, str) else list(e.by)
+    cells = fold_cells(e.folds, e.repeats, keys)
+    assert e.folds is not None  # fold_cells raised otherwise
+    binary = e.task == "binary"
+    accumulation = e.accumulation(
+        by=[*keys, *cells], row_id=None, seed=0, thresholds=e.threshold if binary else (0.5,)
+    )
     return fold_metrics(
-        state,
-        folds,
-        repeats,
-        threshold=threshold if binary else None,
-        alpha=alpha,
-        metrics=metrics,
-        **inference,
+        local_accumulate(source, accumulation),
+        e.folds,
+        e.repeats,
+        threshold=e.threshold if binary else None,
+        alpha=e.alpha,
+        metrics=e.metrics,
+        ci=e.ci,
+        level=e.level,
+        auc_method=e.auc_method,
     )

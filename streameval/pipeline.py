@@ -19,6 +19,7 @@ from .kernels.runs import Runs, runs_state
 from .kernels.scatter import Scatter, Shard
 from .kernels.staged import Staged
 from .metrics.binary import as_thresholds
+from .options import Accumulation
 from .source import (
     Engine,
     Source,
@@ -330,44 +331,34 @@ def combine(plan: Plan) -> State:
     return State(plan.spec, pl.concat(tables, how="vertical_relaxed"))
 
 
-def local_accumulate(
-    source: Source,
-    *,
-    label: str,
-    score: str | None = None,
-    by: str | Sequence[str] | None = None,
-    weight: str | None = None,
-    task: str = "binary",
-    prediction: str | None = None,
-    scores: Sequence[str] | Mapping[Any, str] | None = None,
-    classes: Sequence[Any] | None = None,
-    positive: Any = None,
-    precision: int | str | None = None,
-    thresholds: float | Sequence[float] = (0.5,),
-    top_k: int = 2,
-    power: float = 1.5,
-    drop_nulls: bool = False,
-    engine: Engine = "streaming",
-    bootstrap: int | None = None,
-    row_id: str | Sequence[str] | None = None,
-    seed: int = 0,
-) -> State:
-    """:func:`streameval.accumulate` on this machine: its keywords, no Spark, no progress bar."""
-    inputs = Inputs(
-        label=label,
-        score=score,
-        task=task,
-        prediction=prediction,
-        scores=scores,
-        classes=classes,
-        weight=weight,
-        positive=positive,
-        precision=parse_precision(precision),
-        thresholds=tuple(as_thresholds(thresholds)),
-        top_k=top_k,
-        power=power,
-        bootstrap=bootstrap,
-        row_id=row_id,
-        seed=seed,
+def inputs_of(options: Accumulation) -> Inputs:
+    """What a task reads of an accumulation's options: precision and thresholds parsed."""
+    return Inputs(
+        label=options.label,
+        score=options.score,
+        task=options.task,
+        prediction=options.prediction,
+        scores=options.scores,
+        classes=options.classes,
+        weight=options.weight,
+        positive=options.positive,
+        precision=parse_precision(options.precision),
+        thresholds=tuple(as_thresholds(options.thresholds)),
+        top_k=options.top_k,
+        power=options.power,
+        bootstrap=options.bootstrap,
+        row_id=options.row_id,
+        seed=options.seed,
     )
-    return combine(prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine))
+
+
+def local_accumulate(source: Source, options: Accumulation) -> State:
+    """:func:`streameval.accumulate` on this machine (no Spark, no progress bar)."""
+    plan = prepare(
+        source,
+        inputs_of(options),
+        by=options.by,
+        drop_nulls=options.drop_nulls,
+        engine=options.engine,
+    )
+    return combine(plan)

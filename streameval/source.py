@@ -21,15 +21,15 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import polars as pl
 
 from .errors import InputError, close_matches
 from .hive import check_hive_columns, check_partition_spellings, decoded
+from .options import Engine as Engine  # re-exported: the sources' engine
 
 PathLike = str | os.PathLike[str]
-Engine = Literal["streaming", "in-memory"]
 Source = PathLike | Sequence[PathLike] | pl.LazyFrame | pl.DataFrame | Any
 
 _GLOB_CHARS = set("*?[")

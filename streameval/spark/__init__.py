@@ -26,7 +26,6 @@ created: the DataFrame's own session runs everything. Executors need streameval 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import warnings
 from collections.abc import Mapping
@@ -37,8 +36,8 @@ import polars as pl
 
 from ..crossval import fold_cells
 from ..errors import InputError, caller_level, close_matches
-from ..local import local_evaluate
 from ..metrics.binary import as_thresholds
+from ..options import Accumulation, Evaluation
 from ..pipeline import as_list, local_accumulate, prepare, task_module
 from ..source import is_spark_frame
 from ..spec import parse_precision
@@ -139,27 +138,30 @@ def _settled(inputs: Inputs, spec: Any) -> Inputs:
     return inputs
 
 
-def _bind(function: Any, df: Any, options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` as ``function`` (``se.accumulate`` / ``se.evaluate``) binds them, defaults in.
+def _arguments(kind: type[Accumulation | Evaluation], options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` as the keywords of ``se.accumulate`` / ``se.evaluate`` (``kind``), defaults in.
 
     The Spark functions take the keywords of the local ones, so that both read alike and one
-    signature stays the reference; ``engine`` (Polars') does not apply.
+    options type stays the reference; ``engine`` (Polars') does not apply.
     """
-    names = [n for n in inspect.signature(function).parameters if n not in ("source", "engine")]
+    names = [f.name for f in dataclasses.fields(kind) if f.name != "engine"]
     unknown = [k for k in options if k not in names]
     if unknown:
+        function = "accumulate" if kind is Accumulation else "evaluate"
         raise InputError(
-            f"expected keywords of {function.__module__.split('.')[0]}.{function.__name__} "
-            f"(engine aside), got {unknown[0]!r}; hint: " + close_matches(unknown[0], names)
+            f"expected keywords of streameval.{function} (engine aside), got {unknown[0]!r}; "
+            "hint: " + close_matches(unknown[0], names)
         )
-    bound = inspect.signature(function).bind_partial(df, **options)
-    bound.apply_defaults()
-    arguments = dict(bound.arguments)
-    for name in ("source", "engine"):
-        arguments.pop(name, None)
     if "label" not in options:
         raise InputError("expected label= (the label column); hint: label='label'")
-    return arguments
+    return _fields(kind(**options))
+
+
+def _fields(options: Accumulation | Evaluation) -> dict[str, Any]:
+    """An options value as keywords, ``engine`` aside."""
+    return {
+        f.name: getattr(options, f.name) for f in dataclasses.fields(options) if f.name != "engine"
+    }
 
 
 def _inputs(arguments: Mapping[str, Any]) -> Inputs:
@@ -213,7 +215,12 @@ def accumulate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> State
     >>> state.metrics()  # doctest: +SKIP
 
     """
-    arguments = _bind(local_accumulate, df, options)
+    return accumulate_options(df, Accumulation(**_arguments(Accumulation, options)), block_rows)
+
+
+def accumulate_options(df: Any, options: Accumulation, block_rows: int = 1_000_000) -> State:
+    """:func:`accumulate` of an options value (as :func:`streameval.accumulate` hands it)."""
+    arguments = _fields(options)
     partial = _partial_states(df, block_rows, arguments, as_list(arguments["by"]))
     shuffled = partial.states.repartition(partial.parts, "part")
     rows = spark_action(lambda: shuffled.mapInArrow(merger(partial.target), BLOBS).collect())
@@ -264,7 +271,7 @@ def _partial_states(
     empty = empty_frame(df.schema, _time_zone(df))
     plan = prepare(_probe(df, empty, inputs), inputs, by=keys)
     settled = _options(_settled(inputs, plan.spec), keys)
-    target = local_accumulate(empty, **settled)
+    target = local_accumulate(empty, Accumulation(**settled))
     if plan.spec.found:  # classes / label values the driver found over all rows
         target = State(plan.spec, target.table)
     rows = df.select(*plan.wanted)
@@ -339,7 +346,12 @@ def evaluate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> pl.Data
     >>> ses.evaluate(spark_df, label="y", score="p", by=["segment", "day"])  # doctest: +SKIP
 
     """
-    a = _bind(local_evaluate, df, options)
+    return evaluate_options(df, Evaluation(**_arguments(Evaluation, options)), block_rows)
+
+
+def evaluate_options(df: Any, options: Evaluation, block_rows: int = 1_000_000) -> pl.DataFrame:
+    """:func:`evaluate` of an options value (as :func:`streameval.evaluate` hands it)."""
+    a = _fields(options)
     ci, folds, repeats, binary = a["ci"], a["folds"], a["repeats"], a["task"] == "binary"
     if ci is not None and ci not in ("bootstrap", "jackknife"):
         check_ci(ci, a["level"], a["auc_method"])
@@ -349,7 +361,7 @@ def evaluate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> pl.Data
     passed["bootstrap"] = a["bootstrap"] if ci == "bootstrap" else None
     passed["thresholds"] = a["threshold"] if binary else (0.5,)
     passed["by"] = [*keys, *fold_cells(folds, repeats, keys)]
-    arguments = _bind(local_accumulate, df, passed)
+    arguments = _arguments(Accumulation, passed)
     # Each group's state rows meet in one partition, where they are merged and finalized:
     # only metric rows come back (a jackknife's key spans its group's partition).
     whole = [k for k in keys if k != a["jackknife"]]

@@ -34,6 +34,7 @@ import pyarrow as pa
 from .. import errors
 from ..crossval import fold_metrics
 from ..local import warn_once
+from ..options import Accumulation
 from ..pipeline import local_accumulate
 from ..state import State, merge
 
@@ -91,7 +92,7 @@ class Task:
         """The state of one block of input rows."""
         frame = pl.from_arrow(table)
         assert isinstance(frame, pl.DataFrame)
-        return local_accumulate(frame, engine="in-memory", **self.options)
+        return local_accumulate(frame, Accumulation(**self.options, engine="in-memory"))
 
 
 def blocks(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
