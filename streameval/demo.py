@@ -53,3 +53,53 @@ def generate_predictions(
         folder.mkdir(parents=True, exist_ok=True)
         frame.write_parquet(folder / "part-0.parquet")
     return str(root)
+
+
+#: The job file :func:`example_job` writes: a day's predictions, its store, a metric table.
+EXAMPLE_JOB = """\
+[source]
+paths = ["preds"]
+partition_key = "day"
+[task]
+label = "y"
+score = "p"
+[store]
+path = "store"
+[[outputs]]
+path = "metrics.csv"
+windows = ["1d", "all"]
+"""
+
+
+def example_job(root: str | os.PathLike[str]) -> str:
+    """Write a tiny job under ``root``: a day of predictions and ``job.toml``; its path.
+
+    The predictions are ``preds/day=2026-10-01/part-0.parquet`` (columns ``y``, ``p``); the
+    job file (:data:`EXAMPLE_JOB`) evaluates them into ``metrics.csv`` through ``store/``.
+    The examples of :mod:`streameval.jobs` start from it.
+
+    Parameters
+    ----------
+    root : str or path-like
+        An existing folder (a fresh temporary one, say).
+
+    Returns
+    -------
+    str
+        The job file's path, ``root/job.toml``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from streameval.jobs import run_job
+    >>> run_job(example_job(tempfile.mkdtemp()), quiet=True).written
+    1
+    """
+    day = Path(root) / "preds" / "day=2026-10-01"
+    day.mkdir(parents=True, exist_ok=True)
+    pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.9, 0.4, 0.5]}).write_parquet(
+        day / "part-0.parquet"
+    )
+    path = Path(root) / "job.toml"
+    path.write_text(EXAMPLE_JOB)
+    return str(path)

@@ -96,24 +96,10 @@ class JobConfig:
 
     Examples
     --------
-    >>> import os, tempfile, polars as pl
+    >>> import os, tempfile
+    >>> from streameval.demo import example_job
     >>> root = tempfile.mkdtemp()
-    >>> os.makedirs(f"{root}/preds/day=2026-10-01")
-    >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.9, 0.4, 0.5]}).write_parquet(
-    ...     f"{root}/preds/day=2026-10-01/part-0.parquet")
-    >>> _ = open(f"{root}/job.toml", "w").write('''
-    ... [source]
-    ... paths = ["preds"]
-    ... partition_key = "day"
-    ... [task]
-    ... label = "y"
-    ... score = "p"
-    ... [store]
-    ... path = "store"
-    ... [[outputs]]
-    ... path = "metrics.csv"
-    ... windows = ["1d", "all"]
-    ... ''')
+    >>> job_file = example_job(root)  # a day of predictions, and job.toml
     >>> job = load_job(f"{root}/job.toml")
     >>> job.task.kind, job.task.label, job.source.partition_key
     ('binary', 'y', 'day')
@@ -157,24 +143,10 @@ class JobConfig:
 
         Examples
         --------
-        >>> import os, tempfile, polars as pl
+        >>> import os, tempfile
+        >>> from streameval.demo import example_job
         >>> root = tempfile.mkdtemp()
-        >>> os.makedirs(f"{root}/preds/day=2026-10-01")
-        >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.9, 0.4, 0.5]}).write_parquet(
-        ...     f"{root}/preds/day=2026-10-01/part-0.parquet")
-        >>> _ = open(f"{root}/job.toml", "w").write('''
-        ... [source]
-        ... paths = ["preds"]
-        ... partition_key = "day"
-        ... [task]
-        ... label = "y"
-        ... score = "p"
-        ... [store]
-        ... path = "store"
-        ... [[outputs]]
-        ... path = "metrics.csv"
-        ... windows = ["1d", "all"]
-        ... ''')
+        >>> job_file = example_job(root)  # a day of predictions, and job.toml
         >>> identity = load_job(f"{root}/job.toml").identity()
         >>> identity["partition_key"], identity["accumulate"]["precision"]
         ('day', 11)
@@ -242,24 +214,10 @@ def load_job(path: str | os.PathLike[str]) -> JobConfig:
 
     Examples
     --------
-    >>> import os, tempfile, polars as pl
+    >>> import os, tempfile
+    >>> from streameval.demo import example_job
     >>> root = tempfile.mkdtemp()
-    >>> os.makedirs(f"{root}/preds/day=2026-10-01")
-    >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.9, 0.4, 0.5]}).write_parquet(
-    ...     f"{root}/preds/day=2026-10-01/part-0.parquet")
-    >>> _ = open(f"{root}/job.toml", "w").write('''
-    ... [source]
-    ... paths = ["preds"]
-    ... partition_key = "day"
-    ... [task]
-    ... label = "y"
-    ... score = "p"
-    ... [store]
-    ... path = "store"
-    ... [[outputs]]
-    ... path = "metrics.csv"
-    ... windows = ["1d", "all"]
-    ... ''')
+    >>> job_file = example_job(root)  # a day of predictions, and job.toml
     >>> job = load_job(f"{root}/job.toml")
     >>> job.task.kind, [w.name for w in job.outputs[0].windows]
     ('binary', ['1d', 'all'])

@@ -96,24 +96,10 @@ class RunReport:
 
     Examples
     --------
-    >>> import os, tempfile, polars as pl
+    >>> import os, tempfile
+    >>> from streameval.demo import example_job
     >>> root = tempfile.mkdtemp()
-    >>> os.makedirs(f"{root}/preds/day=2026-10-01")
-    >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.9, 0.4, 0.5]}).write_parquet(
-    ...     f"{root}/preds/day=2026-10-01/part-0.parquet")
-    >>> _ = open(f"{root}/job.toml", "w").write('''
-    ... [source]
-    ... paths = ["preds"]
-    ... partition_key = "day"
-    ... [task]
-    ... label = "y"
-    ... score = "p"
-    ... [store]
-    ... path = "store"
-    ... [[outputs]]
-    ... path = "metrics.csv"
-    ... windows = ["1d", "all"]
-    ... ''')
+    >>> job_file = example_job(root)  # a day of predictions, and job.toml
     >>> report = run_job(f"{root}/job.toml", quiet=True)
     >>> report.partitions, report.new, report.processed, report.rows, report.written
     (1, ['2026-10-01'], 1, 4, 1)
@@ -207,23 +193,9 @@ def run_job(
     Examples
     --------
     >>> import os, tempfile, polars as pl
+    >>> from streameval.demo import example_job
     >>> root = tempfile.mkdtemp()
-    >>> os.makedirs(f"{root}/preds/day=2026-10-01")
-    >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.9, 0.4, 0.5]}).write_parquet(
-    ...     f"{root}/preds/day=2026-10-01/part-0.parquet")
-    >>> _ = open(f"{root}/job.toml", "w").write('''
-    ... [source]
-    ... paths = ["preds"]
-    ... partition_key = "day"
-    ... [task]
-    ... label = "y"
-    ... score = "p"
-    ... [store]
-    ... path = "store"
-    ... [[outputs]]
-    ... path = "metrics.csv"
-    ... windows = ["1d", "all"]
-    ... ''')
+    >>> job_file = example_job(root)  # a day of predictions, and job.toml
     >>> run_job(f"{root}/job.toml", dry_run=True).new
     would process 1 of 1 partition(s) (1 new, 0 changed): 1 file(s), 4 rows
       new      day=2026-10-01  1 file(s)  4 rows

@@ -67,24 +67,10 @@ class StoreError(StateFileError):
 
     Examples
     --------
-    >>> import os, tempfile, polars as pl
+    >>> import os, tempfile
+    >>> from streameval.demo import example_job
     >>> root = tempfile.mkdtemp()
-    >>> os.makedirs(f"{root}/preds/day=2026-10-01")
-    >>> pl.DataFrame({"y": [0, 1, 1, 0], "p": [0.2, 0.9, 0.4, 0.5]}).write_parquet(
-    ...     f"{root}/preds/day=2026-10-01/part-0.parquet")
-    >>> _ = open(f"{root}/job.toml", "w").write('''
-    ... [source]
-    ... paths = ["preds"]
-    ... partition_key = "day"
-    ... [task]
-    ... label = "y"
-    ... score = "p"
-    ... [store]
-    ... path = "store"
-    ... [[outputs]]
-    ... path = "metrics.csv"
-    ... windows = ["1d", "all"]
-    ... ''')
+    >>> job_file = example_job(root)  # a day of predictions, and job.toml
     >>> from streameval.jobs import StoreError, run_job
     >>> os.makedirs(f"{root}/store")
     >>> _ = open(f"{root}/store/notes.txt", "w").write("not a store")
