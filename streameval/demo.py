@@ -94,6 +94,7 @@ def example_job(root: str | os.PathLike[str]) -> str:
     >>> from streameval.jobs import run_job
     >>> run_job(example_job(tempfile.mkdtemp()), quiet=True).written
     1
+
     """
     day = Path(root) / "preds" / "day=2026-10-01"
     day.mkdir(parents=True, exist_ok=True)
