@@ -25,13 +25,19 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 EXACT_BITS = 52
 #: The float after 1.0. Bucketed states are always cut there (and 0.0 is always a bucket
 #: edge), so whether a bucket's scores are probabilities is known from its lowest score.
 ABOVE_ONE = 1.0000000000000002
-_LOW63 = 0x7FFF_FFFF_FFFF_FFFF
+#: The bits a negative float's key has flipped: its low 63 (the sign bit stays), so keys of
+#: negative floats sort in reverse of their bits, below every non-negative one.
+KEY_FLIP = 0x7FFF_FFFF_FFFF_FFFF
+#: The float64 machine epsilon (the spacing of floats at 1), of rounding bounds and guards.
+EPS = float(np.finfo(np.float64).eps)
 
 
 def ordered_key(score: pl.Expr) -> pl.Expr:
@@ -41,7 +47,7 @@ def ordered_key(score: pl.Expr) -> pl.Expr:
     """
     score = score.cast(pl.Float64)
     bits = pl.when(score == 0.0).then(0.0).otherwise(score).reinterpret(dtype=pl.Int64)
-    return pl.when(bits < 0).then(bits.xor(pl.lit(_LOW63, pl.Int64))).otherwise(bits)
+    return pl.when(bits < 0).then(bits.xor(pl.lit(KEY_FLIP, pl.Int64))).otherwise(bits)
 
 
 def bucket_floor(key: pl.Expr, bits: int) -> pl.Expr:
@@ -54,21 +60,50 @@ def bucket_floor(key: pl.Expr, bits: int) -> pl.Expr:
 
 def key_to_float(key: pl.Expr) -> pl.Expr:
     """Inverse of :func:`ordered_key`: ordered Int64 keys back to Float64 values."""
-    bits = pl.when(key < 0).then(key.xor(pl.lit(_LOW63, pl.Int64))).otherwise(key)
+    bits = pl.when(key < 0).then(key.xor(pl.lit(KEY_FLIP, pl.Int64))).otherwise(key)
     return bits.reinterpret(dtype=pl.Float64)
 
 
 def float_to_key_scalar(value: float) -> int:
     """Ordered key of one Python float (same map as :func:`ordered_key`)."""
     (bits,) = struct.unpack("<q", struct.pack("<d", float(value) + 0.0))
-    return int(bits ^ _LOW63) if bits < 0 else int(bits)
+    return int(bits ^ KEY_FLIP) if bits < 0 else int(bits)
 
 
 def key_to_float_scalar(key: int) -> float:
     """Float of one ordered key (inverse of :func:`float_to_key_scalar`)."""
-    bits = key ^ _LOW63 if key < 0 else key
+    bits = key ^ KEY_FLIP if key < 0 else key
     (value,) = struct.unpack("<d", struct.pack("<q", bits))
     return float(value)
+
+
+def ordered_keys(score: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """Ordered key of each float of an array (:func:`ordered_key`'s map; no NaN).
+
+    Non-negative floats are their own keys (no copy); negative ones have their low 63 bits
+    flipped, and -0.0 becomes 0.0.
+
+    >>> ordered_keys(np.array([-1.5, -0.0, 0.0, 0.25])).argsort(kind="stable").tolist()
+    [0, 1, 2, 3]
+    >>> int(ordered_keys(np.array([-0.0]))[0])
+    0
+    """
+    bits = score.view(np.int64)
+    if bits.size == 0 or int(bits.min()) >= 0:
+        return bits
+    key: npt.NDArray[np.int64] = np.where(bits < 0, bits ^ np.int64(KEY_FLIP), bits)
+    key[key == -1] = 0  # -0.0 (the only float whose key is -1)
+    return key
+
+
+def key_floats(key: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """The floats of an array of ordered keys (inverse of :func:`ordered_keys`).
+
+    >>> key_floats(ordered_keys(np.array([-1.5, 0.0, 0.25]))).tolist()
+    [-1.5, 0.0, 0.25]
+    """
+    bits = np.where(key < 0, key ^ np.int64(KEY_FLIP), key)
+    return bits.view(np.float64)
 
 
 def bucket_floor_scalar(key: int, bits: int) -> int:

@@ -19,14 +19,12 @@ Every other metric has no γ here (null).
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
+from .bucketing import EPS
 from .metrics.registry import TABLES
 from .source import Engine
 from .state import State
-
-_EPS = float(np.finfo(np.float64).eps)
 
 
 def _moments(
@@ -69,7 +67,7 @@ def gamma_table(
         p1, q1 = pl.col("positives") / total, (pl.col("tp") + pl.col("fp")) / total
         err = p1 * (1 - q1) + (1 - p1) * q1
         p = pl.col(str(spec.score)).cast(pl.Float64)
-        clipped = p.clip(_EPS, 1 - _EPS)
+        clipped = p.clip(EPS, 1 - EPS)
         moments = _moments(
             lf,
             keys,

@@ -23,14 +23,11 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from ..bucketing import EXACT_BITS, float_to_key_scalar
+from ..bucketing import EPS, EXACT_BITS, float_to_key_scalar, key_floats
 from ..spec import Spec
 from . import small_pages
 from .runs import F64, I64, U64, Runs, state_frame
 from .scorekeys import pack
-
-_EPS = float(np.finfo(np.float64).eps)
-_LOW63 = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 
 
 def bucket_keys(key: I64, precision: int, splits: tuple[float, ...]) -> I64:
@@ -70,15 +67,9 @@ def bucket_keys(key: I64, precision: int, splits: tuple[float, ...]) -> I64:
     return out
 
 
-def _scores(key: I64) -> F64:
-    """Inverse of the ordered key: each run's score."""
-    bits = np.where(key < 0, key ^ _LOW63, key)
-    return bits.view(np.float64)
-
-
 def _losses(runs: Runs, score: F64) -> tuple[F64, F64]:
     """Σ log loss and Σ squared error of each run's rows (weighted when the runs are)."""
-    clipped = np.clip(score, _EPS, 1.0 - _EPS)
+    clipped = np.clip(score, EPS, 1.0 - EPS)
     if runs.single:  # one row per run: one term, the very float the Polars path sums
         y = runs.pos.astype(bool)
         miss = np.where(y, score - 1.0, score)
@@ -123,7 +114,7 @@ def bucket_sums(runs: Runs, spec: Spec) -> Buckets | None:
         return Buckets(runs.group(), runs.key(), sums)
     with small_pages(), np.errstate(over="ignore", invalid="ignore"):
         key = runs.key()
-        score = _scores(key)
+        score = key_floats(key)
         ll, sq = _losses(runs, score)
         psum = (runs.pos + runs.neg) * score
         del score

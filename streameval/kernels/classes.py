@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from ..bucketing import EPS
 from ..codes import KeyCode
 from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
 from ..spec import Spec
@@ -56,8 +57,7 @@ REPLICATE_CELLS = 1 << 21
 WORKERS = 2
 #: Classes at most (a class index shares a placed row's word with the score's 52 low bits).
 MAX_CLASSES = 2047
-_EPS = float(np.finfo(np.float64).eps)
-_TOLERANCE = 1e-8 + math.sqrt(_EPS)  # as :func:`streameval.states.multiclass._row_counts`
+_TOLERANCE = 1e-8 + math.sqrt(EPS)  # as :func:`streameval.states.multiclass._row_counts`
 
 
 @dataclass
@@ -151,7 +151,7 @@ class ClassRows:
         batches = replicate_batches(
             replicates, max(1, min(REPLICATE_BATCH, REPLICATE_CELLS // cells))
         )
-        options = (spec.top_k, _EPS, _TOLERANCE)
+        options = (spec.top_k, EPS, _TOLERANCE)
 
         def batch(members: list[int]) -> list[tuple[pl.DataFrame, pl.DataFrame]]:
             salts = replicate_salts(members)
@@ -209,7 +209,7 @@ class ClassRows:
             matrix = _columns(frame, names)
         del frame
         rows = (actual, predicted, matrix, weights)
-        table = state_table(keys, codes, size, rows, spec, schema, constants, (_EPS, _TOLERANCE))
+        table = state_table(keys, codes, size, rows, spec, schema, constants, (EPS, _TOLERANCE))
         give_back(matrix)
         return table
 
@@ -288,7 +288,7 @@ def _cells(
     with small_pages():
         matrix = _columns(scores, scores.columns)
         out: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] = classloops.row_cells(
-            codes, actual, predicted, matrix, weights, spec.top_k, _EPS, _TOLERANCE, shape
+            codes, actual, predicted, matrix, weights, spec.top_k, EPS, _TOLERANCE, shape
         )
     give_back(matrix)
     return out

@@ -15,7 +15,6 @@ limit: only filled cells are kept, whatever the groups and the precision (up to
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -26,7 +25,14 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from ..bucketing import EXACT_BITS, bucket_floor_scalar, float_to_key_scalar, key_to_float_scalar
+from ..bucketing import (
+    EPS,
+    EXACT_BITS,
+    KEY_FLIP,
+    bucket_floor_scalar,
+    float_to_key_scalar,
+    key_to_float_scalar,
+)
 from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
 from ..spec import ALL, Spec
 from ..split.keys import mix_int
@@ -34,7 +40,7 @@ from . import Parts, buffer, chunks, each, give_back, small_pages, span, split_r
 from . import loops as compiled_loops
 from .dense import SAFE, coarse_starts, cuts_inside, slot_runs
 from .groups import GroupCodes
-from .metrics import delong_variance, grouped_frame, in_order, weighted_grouped
+from .metrics import delong_variance, grouped_frame, in_order, pair_scale, weighted_grouped
 from .staged import Staged
 from .weightedloops import replicate_metrics, replicate_rows, weighted_metrics
 
@@ -47,8 +53,6 @@ F64 = npt.NDArray[np.float64]
 #: Whether the compiled loops may run (the tests switch them off to compare with the sort
 #: kernel and the Polars path).
 ENABLED = True
-_EPS = float(np.finfo(np.float64).eps)
-_LOW63 = 0x7FFF_FFFF_FFFF_FFFF
 _SAFE = 1e300  # (total weight)² below this: no weighted pair sum overflows
 _NONE = np.zeros(0)  # no weights
 #: The most mantissa bits a bucket window (2**bits slots, kept in cache) is made for; at a
@@ -103,7 +107,7 @@ class CompiledCells(Staged):
             with small_pages():
                 self._cells = self.loops.block_sums(
                     words, weights, self.bounds, self.starts, self.occupied, self.tops,
-                    self.spec.precision, *self._cuts(), _EPS,
+                    self.spec.precision, *self._cuts(), EPS,
                 )  # fmt: skip
             self._let_go()
         cells: tuple[F64, npt.NDArray[np.uint64], I64, I64] = self._cells
@@ -201,7 +205,7 @@ class CompiledCells(Staged):
                 return self._weighted(ordered, cuts, cut_tops, marks, place, count, variance)
             codes, counts, sums, largest = self._in_halves(
                 self.loops.group_metrics, (words,),
-                (self.tops, self.spec.precision, cuts, cut_tops, _EPS, marks, variance),
+                (self.tops, self.spec.precision, cuts, cut_tops, EPS, marks, variance),
             )  # fmt: skip
         if not np.isfinite(sums).all():  # a squared error overflowed: the Polars path
             return None
@@ -211,7 +215,7 @@ class CompiledCells(Staged):
         zero, above_one = below[len(thresholds)], below[len(thresholds) + 1]
         outside = zero[0] + zero[1] + (positives - above_one[0]) + (negatives - above_one[1])
         tp_fp = [(positives - below[i][0], negatives - below[i][1]) for i in range(len(thresholds))]
-        scale = math.ldexp(1.0, -math.frexp(float(largest))[1]) if largest else 1.0
+        scale = pair_scale(float(largest))
         return grouped_frame(
             self.groups.decode(self.original(codes)),
             ALL,
@@ -289,7 +293,7 @@ class CompiledCells(Staged):
         words, _ = self._placed()
         sums = self._in_halves(
             weighted_metrics, (words, weights),
-            (self.tops, self.spec.precision, cuts, cut_tops, _EPS, marks, variance),
+            (self.tops, self.spec.precision, cuts, cut_tops, EPS, marks, variance),
         )  # fmt: skip
         frame = self._weighted_frame(sums, place, count, variance=variance)
         if frame is not None:
@@ -336,7 +340,7 @@ class CompiledCells(Staged):
         with small_pages():
             slot, terms, filled, ends = replicate_rows(
                 words, self.bounds, self.starts, self.occupied, self.tops, self.spec.precision,
-                cuts, cut_tops, _EPS,
+                cuts, cut_tops, EPS,
             )  # fmt: skip
         fixed = (self.bounds, filled, ends, self.occupied, self.tops, marks)
         batches = replicate_batches(replicates, REPLICATE_BATCH)
@@ -487,7 +491,7 @@ def _binades(halves: list[Parts], loops: ModuleType) -> tuple[npt.NDArray[np.boo
 
     def scan(parts: Parts) -> tuple[npt.NDArray[np.bool_], I64]:
         seen = np.zeros(2 * loops.OFFSET, np.bool_)
-        extremes = np.array([_LOW63, -_LOW63 - 1], np.int64)
+        extremes = np.array([KEY_FLIP, -KEY_FLIP - 1], np.int64)
         for _, (score, *_) in parts:
             loops.binades(score.view(np.int64), seen, extremes)
         return seen, extremes
@@ -618,7 +622,7 @@ def place_values(
         rank = np.arange(2 * offset)
     else:
         seen = np.zeros(2 * offset, np.bool_)
-        kernel.binades(bits, seen, np.array([_LOW63, -_LOW63 - 1], np.int64))
+        kernel.binades(bits, seen, np.array([KEY_FLIP, -KEY_FLIP - 1], np.int64))
         tops = np.flatnonzero(seen) - offset
         rank = np.zeros(seen.size, np.int64)
         rank[tops + offset] = np.arange(tops.size)

@@ -17,7 +17,8 @@ the first three loops take one chunk at a time.
 
 :func:`hashed_codes` numbers a String key's values from two hashes per row
 (:mod:`.hashcodes`). A row's ordered score key is computed from the score's bits on the fly
-(as :func:`.runs.ordered_keys`). The functions are compiled on first use and cached on disk.
+(as :func:`streameval.bucketing.ordered_keys`). The functions are compiled on first use and
+cached on disk.
 
 >>> import numpy as np
 >>> bits = np.array([0.25, 0.5, 0.75]).view(np.int64)
@@ -32,9 +33,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..bucketing import KEY_FLIP
+
 #: Added to a key's top 12 bits (sign and exponent, -2048 … 2047) to index a binade table.
 OFFSET = 2048
-_LOW63 = 0x7FFF_FFFF_FFFF_FFFF
 _LOW52 = (1 << 52) - 1
 _TOP = 52
 _ONE = 1023 << 52  # the exponent bits of 1.0
@@ -56,7 +58,7 @@ jit = numba.njit(cache=True, nogil=True)
 def _key(bits: np.int64) -> np.int64:
     """Ordered key of a score from its bits (-0.0 becomes 0.0)."""
     if bits < 0:
-        key = bits ^ _LOW63
+        key = bits ^ KEY_FLIP
         return np.int64(0) if key == -1 else key
     return bits
 
@@ -65,7 +67,7 @@ def _key(bits: np.int64) -> np.int64:
 def _score(key: np.int64) -> np.float64:
     """The score of an ordered key (-0.0 comes back as 0.0)."""
     if key < 0:
-        flipped = np.int64(key ^ _LOW63)
+        flipped = np.int64(key ^ KEY_FLIP)
         return flipped.view(np.float64)
     same = np.int64(key)
     return same.view(np.float64)

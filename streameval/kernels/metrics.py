@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from ..bucketing import float_to_key_scalar
+from ..bucketing import EPS, float_to_key_scalar, key_floats
 from ..spec import ALL, Spec
 from . import small_pages
 from .buckets import bucket_runs
@@ -30,45 +30,24 @@ from .loops import run_placements
 from .runs import F64, I64, Runs
 from .weightedloops import run_metrics
 
-_EPS = float(np.finfo(np.float64).eps)
 T = TypeVar("T")
-_LOW63 = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 
 
-def pair_scale(pos: I64, neg: I64) -> float:
-    """The power of two that brings the largest run count near 1 (as the Polars path).
+def pair_scale(largest: float) -> float:
+    """The power of two that brings the largest bucket weight (or run count) near 1.
 
-    Parameters
-    ----------
-    pos : ndarray of int64
-        Positives of each run.
-    neg : ndarray of int64
-        Negatives of each run.
+    Pair sums take weights multiplied by it, which is exact, so that no product of two
+    weights overflows or underflows. At most 2**1023 (the largest power of two): subnormal
+    weights go up as far as that allows. 1 when there is no weight (0, or not finite).
+    The compiled weighted loops compute the same per group
+    (:func:`.weightedloops._finish`).
 
-    Returns
-    -------
-    float
-
+    >>> pair_scale(3.0), pair_scale(0.0), pair_scale(5e-324) == 2.0**1023
+    (0.25, 1.0, True)
     """
-    largest = max(int(pos.max()), int(neg.max()))
-    return math.ldexp(1.0, -math.frexp(float(largest))[1]) if largest else 1.0
-
-
-def scores(key: I64) -> F64:
-    """Inverse of the ordered key: each run's score.
-
-    Parameters
-    ----------
-    key : ndarray of int64
-        Ordered keys.
-
-    Returns
-    -------
-    ndarray of float64
-
-    """
-    bits = np.where(key < 0, key ^ _LOW63, key)
-    return bits.view(np.float64)
+    if not largest or not math.isfinite(largest):
+        return 1.0
+    return math.ldexp(1.0, min(-math.frexp(largest)[1], 1023))
 
 
 def _suffix(x: I64) -> I64:
@@ -158,7 +137,7 @@ def aggregates(
     g = _Groups.of(runs, pos)
     firsts, rpos = g.firsts, g.rpos
     positives, negatives = g.totals(firsts)
-    scale = pair_scale(pos, runs.neg.astype(np.int64, copy=False))
+    scale = pair_scale(float(max(int(pos.max()), int(runs.neg.max()))))
     at = np.flatnonzero(pos)  # runs with positives
     # Σ neg·(2·cpos − pos) over runs, cpos = rpos[r] − rpos[end]: exact in Int64.
     if runs.single:  # neg = 1 − pos: Σ neg·rpos = Σ rpos − Σ over positive runs of rpos
@@ -305,7 +284,7 @@ def weighted_runs(
     ordered, place = in_order(points)
     marks = np.array(ordered, np.int64)
     with small_pages():
-        out = run_metrics(runs.key(), pos, neg, runs.n, firsts, ends, marks, _EPS, variance)
+        out = run_metrics(runs.key(), pos, neg, runs.n, firsts, ends, marks, EPS, variance)
     keys = runs.groups.decode(group[firsts])
     return weighted_grouped(keys, out, place, len(thresholds), variance)
 
@@ -391,8 +370,8 @@ def _losses(runs: Runs, pos: I64, firsts: I64) -> dict[str, npt.NDArray[np.gener
     and ``pos·(1 − p)² + neg·p²``. A run of one row keeps one term, which is exactly the
     same float (the other is ±0).
     """
-    score = scores(runs.key()) if runs.key_min < 0 else runs.key().view(np.float64)
-    buffer = np.clip(score, _EPS, 1.0 - _EPS)
+    score = key_floats(runs.key()) if runs.key_min < 0 else runs.key().view(np.float64)
+    buffer = np.clip(score, EPS, 1.0 - EPS)
     other = np.subtract(1.0, buffer)
     if runs.single:
         positive = pos.astype(np.bool_)

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from ..bucketing import EPS
 from ..codes import KeyCode
 from ..options import check_alpha
 from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
@@ -42,7 +43,6 @@ from .compiled import (
 )
 from .staged import Staged
 
-_EPS = float(np.finfo(np.float64).eps)
 #: The residual quantiles' levels, in :data:`streameval.states.regression.QUANTILES` order.
 _QUANTILES = np.array(list(QUANTILES.values()), np.float64)
 #: Replicates per read of the rows for the losses at most, and their sums' cells at most.
@@ -122,7 +122,7 @@ class Histograms(Staged):
         with ThreadPoolExecutor(2) as pool:  # the label's values, and the error's
             jobs = []
             for absolute, (group, bucket, count, cells) in enumerate(histograms):
-                job = (group, bucket, count, cells, size, alpha, bool(absolute), _EPS, _QUANTILES)
+                job = (group, bucket, count, cells, size, alpha, bool(absolute), EPS, _QUANTILES)
                 jobs.append(pool.submit(aggregate, *job))
             y, e = (job.result() for job in jobs)
         return keys, y, e, totals
@@ -138,7 +138,7 @@ class Histograms(Staged):
             with small_pages():
                 at = place_values(kernel, codes, values, labels, weights, size)
                 placed = (at.words, none, at.weights, at.bounds, at.occupied, at.tops)
-                options = (alpha, bool(absolute), _EPS, _QUANTILES)
+                options = (alpha, bool(absolute), EPS, _QUANTILES)
                 out = regressionloops.replicate_aggregates(*placed, p, once, limits, size, options)
             at.give_back()
             return tuple(part[0] for part in out)
@@ -183,7 +183,7 @@ class Histograms(Staged):
             parts = []
             for at, at_keys, at_weights, absolute in placed:
                 drawn = at_keys if members[0] else at_keys[:0]
-                options = (alpha, absolute, _EPS, _QUANTILES)
+                options = (alpha, absolute, EPS, _QUANTILES)
                 rows = (at.words, drawn, at_weights, at.bounds, at.occupied, at.tops, p)
                 parts.append(
                     regressionloops.replicate_aggregates(*rows, salts, limits, size, options)
@@ -192,7 +192,7 @@ class Histograms(Staged):
 
         def totals(members: list[int]) -> tuple[npt.NDArray[Any], ...]:
             drawn = row_keys if members[0] else row_keys[:0]
-            job = (codes, y, f, weights, drawn, float(spec.power), _EPS, size)
+            job = (codes, y, f, weights, drawn, float(spec.power), EPS, size)
             out: tuple[npt.NDArray[Any], ...] = regressionloops.replicate_totals(
                 *job, replicate_salts(members), limits
             )
@@ -279,7 +279,7 @@ class Histograms(Staged):
             summed = []
             for rows in (slice(0, half), slice(half, codes.size)):
                 w = weights[rows] if weights.size else weights
-                job = (codes[rows], y[rows], f[rows], w, power, _EPS, size)
+                job = (codes[rows], y[rows], f[rows], w, power, EPS, size)
                 summed.append(pool.submit(regressionloops.row_totals, *job))
             done = [part.result() for part in parts]
             (sums, bad, amax), (sums2, bad2, amax2) = (part.result() for part in summed)
@@ -324,7 +324,7 @@ def _grouped(
 
 def _zero(part: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """The level at or below which a sum of squares is zero (as the state's finalize)."""
-    zero: npt.NDArray[np.float64] = (16 * _EPS * part[6]) ** 2 * part[0] + 16 * _EPS * part[7]
+    zero: npt.NDArray[np.float64] = (16 * EPS * part[6]) ** 2 * part[0] + 16 * EPS * part[7]
     return zero
 
 

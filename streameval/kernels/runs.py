@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from ..bucketing import ordered_keys
 from ..spec import Spec
 from ..states.binary import merge_ops
 from .groups import GroupCodes
@@ -83,25 +84,6 @@ class Runs:
     def group(self) -> U64:
         """Group code of each run."""
         return self.value >> np.uint64(self.score_bits)
-
-
-def ordered_keys(score: F64) -> I64:
-    """Ordered key of each score, as :func:`streameval.bucketing.ordered_key` (no NaN).
-
-    Non-negative floats are their own keys (no copy); negative ones have their low 63 bits
-    flipped, and -0.0 becomes 0.0.
-
-    >>> ordered_keys(np.array([-1.5, -0.0, 0.0, 0.25])).argsort(kind="stable").tolist()
-    [0, 1, 2, 3]
-    >>> int(ordered_keys(np.array([-0.0]))[0])
-    0
-    """
-    bits = score.view(np.int64)
-    if bits.size == 0 or int(bits.min()) >= 0:
-        return bits
-    key: I64 = np.where(bits < 0, bits ^ np.int64(0x7FFF_FFFF_FFFF_FFFF), bits)
-    key[key == -1] = 0  # -0.0 (the only float whose key is -1)
-    return key
 
 
 def sorted_runs(frame: pl.DataFrame, groups: GroupCodes, weighted: bool) -> Runs | None:

@@ -22,7 +22,7 @@ from .. import kernels
 from ..bucketing import float_to_key_scalar, is_bucket_edge
 from ..errors import InputError, caller_level
 from ..kernels.collect import state_runs
-from ..kernels.metrics import runs_grouped
+from ..kernels.metrics import pair_scale, runs_grouped
 from ..kernels.runs import Runs
 from ..spec import ALL as ALL  # re-exported: the metric modules' group key
 from ..states.binary import column_exprs
@@ -327,10 +327,7 @@ def with_group_key(table: pl.DataFrame, keys: list[str]) -> tuple[pl.LazyFrame, 
 def _pair_scale(table: pl.DataFrame) -> float:
     """A power of two that brings the largest bucket weight near 1 (multiplying is exact)."""
     largest = table.select(pl.max_horizontal(pl.col("pos").max(), pl.col("neg").max())).item()
-    if not largest or not math.isfinite(float(largest)):
-        return 1.0
-    # at most 2**1023 (the largest power of two): subnormal weights go up as far as that allows
-    return math.ldexp(1.0, min(-math.frexp(float(largest))[1], 1023))
+    return 1.0 if largest is None else pair_scale(float(largest))
 
 
 def as_thresholds(threshold: object) -> list[float]:

@@ -11,18 +11,15 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-import numpy as np
 import polars as pl
 
-from ..bucketing import key_to_float
+from ..bucketing import EPS, key_to_float
 from ..states.regression import DOMAINS, LOSSES
 from ..states.regression import QUANTILES as QUANTILES  # re-exported: the metric names
 from .binary import with_group_key
 
 if TYPE_CHECKING:
     from ..states.data import StateData
-
-_EPS = float(np.finfo(np.float64).eps)
 
 
 def _quantile(q: int) -> pl.Expr:
@@ -35,7 +32,7 @@ def _quantile(q: int) -> pl.Expr:
     return (
         pl.when(first.is_null())
         .then(v.last())
-        .when(above > _EPS)
+        .when(above > EPS)
         .then(first)
         .otherwise((first + pl.coalesce(after, first)) / 2)
     )
@@ -79,7 +76,7 @@ def aggregates(state: StateData, alpha: float) -> tuple[pl.LazyFrame, list[str]]
     )
     # Sums of squares at or below this level are zero to float64 precision: rounding of the
     # values and the cancellation in d2 − d1²/W (bucketed mode) stay below it.
-    zero = (16 * _EPS * pl.col("_vmax")) ** 2 * pl.col("_W") + 16 * _EPS * pl.col("_d2")
+    zero = (16 * EPS * pl.col("_vmax")) ** 2 * pl.col("_W") + 16 * EPS * pl.col("_d2")
     value = pl.when(pl.col("part") == 1).then(mb.abs()).otherwise(mb)
     quantiles = (
         hist.filter(wb > 0)

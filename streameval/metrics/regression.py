@@ -18,9 +18,9 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
 import polars as pl
 
+from ..bucketing import EPS
 from ..errors import DomainWarning, InputError, caller_level
 from ..options import check_alpha as check_alpha  # re-exported
 from .binary import ALL, with_group_key
@@ -31,7 +31,6 @@ from .select import select_metrics
 if TYPE_CHECKING:
     from ..states.data import StateData
 
-_EPS = float(np.finfo(np.float64).eps)
 
 W, N = pl.col("_W"), pl.col("n")
 
@@ -142,7 +141,7 @@ def d2_absolute_error() -> pl.Expr:
     ulps where y is constant.
     """
     zero = pl.lit(0.0)
-    rounding = 16 * _EPS * pl.col("_median_y").abs() * W
+    rounding = 16 * EPS * pl.col("_median_y").abs() * W
     return _explained(pl.col("_sae"), pl.col("_dev_median"), zero, rounding)
 
 

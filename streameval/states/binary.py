@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from ..bucketing import (
+    EPS,
     EXACT_BITS,
     bucket_expr,
     bucket_floor_scalar,
@@ -40,7 +40,6 @@ from ..validate import check_label_values
 
 SUM = "sum"
 ALL_COLUMNS = ("pos", "neg", "n", "log_loss", "brier", "psum", "n_outside")
-_EPS = float(np.finfo(np.float64).eps)
 
 
 def merge_ops(spec: Spec) -> dict[str, str]:
@@ -70,7 +69,7 @@ def group_columns(spec: Spec) -> list[str]:
 
 def _row_loss(y: pl.Expr, p: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     """Per-row log loss (sklearn's clipping) and squared error."""
-    clipped = p.clip(_EPS, 1.0 - _EPS)
+    clipped = p.clip(EPS, 1.0 - EPS)
     ll = -pl.when(y).then(clipped.log()).otherwise((1.0 - clipped).log())
     return ll, (p - y.cast(pl.Float64)) ** 2
 
@@ -195,7 +194,7 @@ def column_exprs(spec: Spec) -> dict[str, pl.Expr]:
     lowest = key_to_float(pl.col("bucket"))
     if spec.exact:
         fpos, fneg = pos.cast(pl.Float64), neg.cast(pl.Float64)
-        clipped = lowest.clip(_EPS, 1.0 - _EPS)
+        clipped = lowest.clip(EPS, 1.0 - EPS)
         exprs["log_loss"] = -(fpos * clipped.log()) - fneg * (1.0 - clipped).log()
         exprs["brier"] = fpos * (1.0 - lowest) ** 2 + fneg * lowest**2
         exprs["psum"] = (fpos + fneg) * lowest

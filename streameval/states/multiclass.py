@@ -30,10 +30,9 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
 import polars as pl
 
-from ..bucketing import bucket_expr
+from ..bucketing import EPS, bucket_expr
 from ..errors import InputError
 from ..spec import Spec
 
@@ -41,7 +40,6 @@ ROW_SUMS = ("log_loss", "brier", "top_k", "n_outside", "n_unnormalized")
 CLASS_SUMS = ("log_loss", "brier", "top_k")  # on score rows: the terms if the class were k
 MAX_CLASSES = 10_000
 ALL_COLUMNS = ("actual", "predicted", "column", "bucket", "n", "w", *ROW_SUMS)
-_EPS = float(np.finfo(np.float64).eps)
 
 
 def merge_ops(spec: Spec) -> dict[str, str]:
@@ -92,7 +90,7 @@ def reindex(table: pl.DataFrame, old: Spec, new: Spec) -> pl.DataFrame:
 def _row_counts(ps: list[pl.Expr]) -> list[pl.Expr]:
     """Rows with a score outside [0, 1], and rows whose scores do not sum to 1."""
     outside = pl.any_horizontal([(p < 0) | (p > 1) for p in ps])
-    unnormalized = (pl.sum_horizontal(ps) - 1.0).abs() > 1e-8 + math.sqrt(_EPS)
+    unnormalized = (pl.sum_horizontal(ps) - 1.0).abs() > 1e-8 + math.sqrt(EPS)
     return [
         outside.cast(pl.Int64).sum().alias("n_outside"),
         unnormalized.cast(pl.Int64).sum().alias("n_unnormalized"),
@@ -107,7 +105,7 @@ def _class_terms(ps: list[pl.Expr], k: int, top_k: int) -> pl.Expr:
     above = [(q >= p) if j > k else (q > p) for j, q in enumerate(ps) if j != k]
     return pl.struct(
         p.alias("p"),
-        (-p.clip(_EPS, 1.0 - _EPS).log()).alias("log_loss"),
+        (-p.clip(EPS, 1.0 - EPS).log()).alias("log_loss"),
         (others + (1.0 - p) ** 2).alias("brier"),
         (pl.sum_horizontal([a.cast(pl.Int32) for a in above]) < top_k)
         .cast(pl.Float64)

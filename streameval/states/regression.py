@@ -22,16 +22,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
 import polars as pl
 
-from ..bucketing import bucket_expr, key_to_float
+from ..bucketing import EPS, bucket_expr, key_to_float
 from ..spec import Spec
 
 LOSSES = ("sle", "ape", "spe", "poisson", "gamma", "tweedie")
 DOMAINS = ("bad_sle", "bad_ape", "bad_poisson", "bad_gamma", "bad_tweedie")
 ALL_COLUMNS = ("part", "bucket", "n", "w", "d1", "d2", *LOSSES, *DOMAINS, "amax")
-_EPS = float(np.finfo(np.float64).eps)
 
 #: The residual quantiles reported (name → percent of the absolute error), read off the
 #: error's histogram.
@@ -110,7 +108,7 @@ def state_query(
     poisson, bad_poisson = tweedie_terms(y, f, 1)
     gamma, bad_gamma = tweedie_terms(y, f, 2)
     sle_terms = guarded((f.log1p() - y.log1p()) ** 2, (y <= -1) | (f <= -1))
-    ape_terms = guarded(abs_e / pl.max_horizontal(y.abs(), _EPS), y.abs() < _EPS)
+    ape_terms = guarded(abs_e / pl.max_horizontal(y.abs(), EPS), y.abs() < EPS)
     denom = y.abs() + f.abs()
     spe = wt(pl.when(denom > 0).then(2 * abs_e / denom).otherwise(0.0)).sum()
     sums = {

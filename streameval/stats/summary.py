@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from ..bucketing import EPS
+
 if TYPE_CHECKING:
     from ..states.data import StateData
 
 DIGITS = 4
-_EPS = 2.220446049250313e-16
 BY_CLASS = [
     ("Sensitivity", "recall"),
     ("Specificity", "specificity"),
@@ -86,7 +87,7 @@ def format_pvalues(values: Sequence[float | None], digits: int = DIGITS) -> list
     >>> format_pvalues([9.2e-23, 0.028738])
     ['< 2e-16', '0.02874']
     """
-    shown = [v for v in values if v is not None and v >= _EPS]
+    shown = [v for v in values if v is not None and v >= EPS]
     formatted = {
         id(v): s for v, s in zip(shown, [r_format([v], digits)[0] for v in shown], strict=True)
     }
@@ -99,9 +100,9 @@ def format_pvalues(values: Sequence[float | None], digits: int = DIGITS) -> list
         sep = "" if small == 1 and width <= 6 else " "
     elif small == 1:
         sep = ""
-    eps = f"{_EPS:.{small - 1}e}".split("e")
+    eps = f"{EPS:.{small - 1}e}".split("e")
     tiny = f"<{sep}{eps[0]}e{int(eps[1]):+03d}"
-    return ["NA" if v is None else (formatted[id(v)] if v >= _EPS else tiny) for v in values]
+    return ["NA" if v is None else (formatted[id(v)] if v >= EPS else tiny) for v in values]
 
 
 def _block(names: Sequence[str], texts: Sequence[str]) -> list[str]:
