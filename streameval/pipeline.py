@@ -5,14 +5,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from types import ModuleType
 from typing import Any
 
 import polars as pl
 
 from . import kernels, resample_draw, resample_plan
 from . import progress as bar
-from .errors import InputError, caller_level, close_matches
+from .errors import InputError, caller_level
 from .kernels.buckets import bucketed_state
 from .kernels.collect import Collected
 from .kernels.runs import Runs, runs_state
@@ -36,9 +35,8 @@ from .source import (
 )
 from .spec import Spec, parse_precision
 from .state import State
-from .tasks import Inputs, Opened, TaskPlan, binary, multiclass, paired, regression
-
-TASKS = ("binary", "multiclass", "regression", "paired")
+from .tasks import Inputs, Opened, TaskPlan
+from .tasks.registry import task_of
 
 
 def as_list(by: str | Sequence[str] | None) -> list[str]:
@@ -52,22 +50,6 @@ def as_list(by: str | Sequence[str] | None) -> list[str]:
     if len(set(keys)) < len(keys):
         raise InputError(f"expected distinct group keys, got {list(keys)!r}")
     return list(keys)
-
-
-def task_module(task: str) -> ModuleType:
-    """The planning module of a task."""
-    modules = {
-        "binary": binary,
-        "multiclass": multiclass,
-        "regression": regression,
-        "paired": paired,
-    }
-    if task not in modules:
-        raise InputError(
-            f"expected task to be one of {', '.join(TASKS)}, got {task!r}; hint: "
-            + close_matches(str(task), TASKS)
-        )
-    return modules[task]
 
 
 @dataclass
@@ -112,7 +94,7 @@ def prepare(
     ``tables``: plan for a metric table, where a kernel that builds no states
     (:attr:`streameval.tasks.TaskPlan.states`) serves too.
     """
-    module = task_module(inputs.task)
+    module = task_of(inputs.task)
     boot = resample_plan.bootstrap_options(inputs)
     keys = as_list(by)
     files = source_files(source) if not isinstance(source, pl.LazyFrame | pl.DataFrame) else None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from types import ModuleType
 from typing import Any
 
 import polars as pl
@@ -27,6 +26,7 @@ from .resample_draw import (
 )
 from .source import collect
 from .tasks import Inputs, Opened, TaskPlan
+from .tasks.registry import Task
 
 DUPLICATE_SHARE = 0.05  # the share of repeated rows above which row_id= is required
 EXACT_DISTINCT = 1 << 20  # up to this many rows, distinct rows are counted exactly
@@ -71,7 +71,7 @@ def bootstrap_options(inputs: Inputs) -> Bootstrap | None:
 
 
 def plan_replicated(
-    module: ModuleType, opened: Opened, inputs: Inputs, boot: Bootstrap, used: Sequence[str]
+    module: Task, opened: Opened, inputs: Inputs, boot: Bootstrap, used: Sequence[str]
 ) -> tuple[TaskPlan, Replication]:
     """The task's plan over bootstrap replicates, and how source rows become replicate rows.
 

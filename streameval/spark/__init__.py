@@ -38,13 +38,14 @@ from ..crossval import fold_cells
 from ..errors import InputError, caller_level, close_matches
 from ..metrics.binary import as_thresholds
 from ..options import Accumulation, Evaluation
-from ..pipeline import as_list, local_accumulate, prepare, task_module
+from ..pipeline import as_list, local_accumulate, prepare
 from ..source import is_spark_frame
 from ..spec import parse_precision
 from ..state import State
 from ..stats.tables import check_ci
 from ..tasks import Inputs
 from ..tasks.multiclass import MAX_CLASSES
+from ..tasks.registry import task_of
 from .types import empty_frame
 from .worker import (
     BLOBS,
@@ -267,7 +268,7 @@ def _partial_states(
         raise InputError(f"expected block_rows to be a positive integer, got {block_rows!r}")
     keys = as_list(arguments["by"])
     inputs = _inputs(arguments)
-    task_module(inputs.task)
+    task_of(inputs.task)
     empty = empty_frame(df.schema, _time_zone(df))
     plan = prepare(_probe(df, empty, inputs), inputs, by=keys)
     settled = _options(_settled(inputs, plan.spec), keys)

@@ -1,28 +1,59 @@
 """ACCUMULATE: one module per state kind, each declaring how its columns merge.
 
-A state kind module has ``merge_ops(spec)`` (stored value columns → ``"sum"`` or ``"max"``)
-and ``group_columns(spec)`` (the columns that, after the group keys, identify a state row).
-Merging concatenates tables and aggregates each value column by its op over those columns.
+A state kind module (a :class:`StateKind`) has ``merge_ops(spec)`` (stored value columns →
+``"sum"`` or ``"max"``) and ``group_columns(spec)`` (the columns that, after the group keys,
+identify a state row). Merging concatenates tables and aggregates each value column by its
+op over those columns; states whose classes or label values were found in the data are
+checked (``check_found``) and brought to the merged spec's (``reindex``) first.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import InputError
 from . import binary, multiclass, paired, regression
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from ..spec import Spec
 
 
-def kind_module(spec: Spec) -> ModuleType:
-    """The module of a state kind (``binary``, ``multiclass``, ``regression``)."""
-    kinds = {"binary": binary, "multiclass": multiclass, "regression": regression, "paired": paired}
-    if spec.kind not in kinds:
+class StateKind(Protocol):
+    """How the states of one kind merge: each kind module is one."""
+
+    def merge_ops(self, spec: Spec) -> dict[str, str]:
+        """Each stored value column and how it merges (``"sum"`` or ``"max"``)."""
+        ...
+
+    def group_columns(self, spec: Spec) -> list[str]:
+        """The columns that, after the group keys, identify a state row."""
+        ...
+
+    def check_found(self, spec: Spec) -> None:
+        """Refuse a merge of states whose values found in the data cannot be reconciled."""
+        ...
+
+    def reindex(self, table: pl.DataFrame, old: Spec, new: Spec) -> pl.DataFrame:
+        """A table of the spec ``old`` in the merged spec ``new``'s indices."""
+        ...
+
+
+#: Every state kind, by its name (:attr:`streameval.Spec.kind`).
+KINDS: dict[str, StateKind] = {
+    "binary": binary,
+    "multiclass": multiclass,
+    "regression": regression,
+    "paired": paired,
+}
+
+
+def kind_module(spec: Spec) -> StateKind:
+    """The state kind of ``spec`` (``binary``, ``multiclass``, ``regression``, ``paired``)."""
+    if spec.kind not in KINDS:
         raise InputError(
-            f"expected a state kind among {sorted(kinds)}, got {spec.kind!r}; "
+            f"expected a state kind among {sorted(KINDS)}, got {spec.kind!r}; "
             "hint: the state was written by another version of streameval"
         )
-    return kinds[spec.kind]
+    return KINDS[spec.kind]

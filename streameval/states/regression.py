@@ -49,6 +49,15 @@ def group_columns(spec: Spec) -> list[str]:
     return ["part", "bucket"]
 
 
+def check_found(spec: Spec) -> None:
+    """Nothing to check: a regression state holds no values found in the data."""
+
+
+def reindex(table: pl.DataFrame, old: Spec, new: Spec) -> pl.DataFrame:
+    """The table itself: a regression state holds no values found in the data to index."""
+    return table
+
+
 def tweedie_terms(y: pl.Expr, f: pl.Expr, power: float) -> tuple[pl.Expr, pl.Expr]:
     """(unit Tweedie deviance, row outside its domain) as sklearn defines them."""
     if power == 0:

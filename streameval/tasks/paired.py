@@ -9,6 +9,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..kernels.paired import collect_paired
+from ..metrics.ranking import PAIRED
 from ..spec import Spec
 from ..states import paired
 from ..validate import label_expr
@@ -23,7 +24,14 @@ from . import (
     weight_expr,
 )
 
-RESERVED = {*paired.ALL_COLUMNS, "model", "model_a", "model_b", "roc_auc", "p_value"}
+#: The state's columns, the model table's (and its AUC interval's), the test table's.
+RESERVED = {
+    *paired.ALL_COLUMNS,
+    *(m.name for m in PAIRED),
+    *(f"roc_auc_{part}" for part in ("lo", "hi", "se")),
+    *("model_a", "model_b", "roc_auc_a", "roc_auc_b", "difference", "difference_lo"),
+    *("difference_hi", "z", "p_value"),
+}
 
 
 def _scores(inputs: Inputs) -> list[str]:

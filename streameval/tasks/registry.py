@@ -1,0 +1,64 @@
+"""The tasks, by name: each one's planning module, typed as a :class:`Task`.
+
+>>> sorted(TASKS)
+['binary', 'multiclass', 'paired', 'regression']
+>>> task_of("binary").roles(Inputs(label="y", score="p"))
+[('y', 'label'), ('p', 'score')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+from typing import Protocol
+
+from ..errors import InputError, close_matches
+from . import Inputs, Opened, TaskPlan, binary, multiclass, paired, regression
+
+
+class Task(Protocol):
+    """What the pipeline asks of a task: the columns it reads and how its pass is planned.
+
+    Each task module (``binary``, ``multiclass``, ``regression``, ``paired``) is one.
+    """
+
+    @property
+    def RESERVED(self) -> Set[str]:
+        """Names a group key may not take: the task's state and metric table columns."""
+        ...
+
+    def roles(self, inputs: Inputs) -> list[tuple[str, str]]:
+        """The columns read and their roles (``label``, ``score``, …), in order."""
+        ...
+
+    def numeric(self, inputs: Inputs) -> list[tuple[str, str]]:
+        """The columns read that must be numeric, and their roles."""
+        ...
+
+    def plan(self, opened: Opened, inputs: Inputs) -> TaskPlan:
+        """The task's spec, its state query and its kernel's reader over the source."""
+        ...
+
+
+#: Every task, by the name ``task=`` takes.
+TASKS: dict[str, Task] = {
+    "binary": binary,
+    "multiclass": multiclass,
+    "regression": regression,
+    "paired": paired,
+}
+
+
+def task_of(name: str) -> Task:
+    """The task ``task=`` names, or an InputError naming the tasks there are.
+
+    >>> task_of("binray")
+    Traceback (most recent call last):
+    ...
+    streameval.errors.InputError: expected task to be one of binary, ..., got 'binray'; hint: ...
+    """
+    if name not in TASKS:
+        raise InputError(
+            f"expected task to be one of {', '.join(TASKS)}, got {name!r}; hint: "
+            + close_matches(str(name), tuple(TASKS))
+        )
+    return TASKS[name]
