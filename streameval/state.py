@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -13,23 +12,22 @@ import polars as pl
 from .bucketing import key_bucket
 from .errors import InputError, SpecMismatchError
 from .io import read_state_file, write_state
-from .metrics.binary import COLUMNS, as_thresholds, metric_table
+from .metrics.binary import as_thresholds
 from .metrics.calibration import calibration_curve, calibration_error
 from .metrics.classes import confusion_matrix
 from .metrics.costs import cost_curve, gains
 from .metrics.curves import det_curve, pr_curve, roc_curve
 from .metrics.operating import areas, cost_sensitive_error, operating_points
-from .metrics.registry import names as names_of
-from .metrics.regression import metric_table as regression_table
-from .metrics.select import select_metrics
 from .resample import bootstrap_intervals, jackknife_intervals
 from .spec import merged_spec
 from .states import kind_module
 from .states.data import StateData
-from .stats.compare import model_table, paired_test, unpaired_test
+from .stats.compare import paired_test, unpaired_test
 from .stats.proportions import check_level
 from .stats.summary import binary_summary, multiclass_summary
-from .stats.tables import binary_table, check_ci, multiclass_metrics, per_class
+from .stats.tables import check_ci, per_class
+from .tasks import MetricOptions
+from .tasks.registry import offering, task_of
 
 
 @dataclass(frozen=True)
@@ -190,40 +188,8 @@ class State(StateData):
         check_ci(ci, level, auc_method)
         if ci in ("bootstrap", "jackknife"):
             return _resampled_metrics(self, ci, level, jackknife, threshold, alpha, metrics)
-        kind = self.spec.kind
-        if kind != "binary" and threshold is not None:
-            raise InputError(
-                f"expected no threshold for a {kind} state, got {threshold!r}; "
-                "hint: thresholds apply to binary scores"
-            )
-        if kind == "regression":
-            if ci is not None:
-                raise InputError(
-                    f"expected no ci= for a regression state, got {ci!r}; hint: "
-                    "regression metrics get intervals by bootstrap or jackknife"
-                )
-            return regression_table(self, alpha=alpha, metrics=metrics)
-        if kind == "paired":
-            return model_table(self, level)
-        if kind == "multiclass":
-            return multiclass_metrics(self, metrics, ci, level)
-
-        fixed = ["n", "threshold"]
-        names = select_metrics(metrics, [c for c in COLUMNS if c not in fixed])
-        t = 0.5 if threshold is None else threshold
-        if metrics is None or not set(names_of("binary", need="probabilities")) & set(names):
-            table = metric_table(self, t)
-        else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", UserWarning)
-                try:
-                    table = metric_table(self, t)
-                except UserWarning as exc:
-                    raise InputError(f"expected probabilities, but {exc}") from None
-        if ci is None:
-            return table.select(*self.keys, "n", *names, "threshold")
-
-        return binary_table(self, table, names, ci, level, auc_method)
+        options = MetricOptions(threshold, alpha, metrics, ci, level, auc_method)
+        return task_of(self.spec.kind).metric_table(self, options)
 
     def summary(self, threshold: float = 0.5, *, level: float = 0.95) -> str:
         """caret-like printout per group of the confusion matrix and its statistics.
@@ -260,14 +226,14 @@ class State(StateData):
 
         """
         check_level(level)
-        if self.spec.kind == "multiclass":
+        if self._offers("classes"):
             overall = self.metrics(
                 ci="clopper-pearson", level=level, metrics=["accuracy", "cohen_kappa"]
             )
             return multiclass_summary(
                 self, (overall, self.per_class(), self.confusion_matrix()), level
             )
-        self._require("binary", "summary")
+        self._require("curves", "summary")
         table = self.metrics(threshold, ci="clopper-pearson", level=level)
         return binary_summary(self, table, level)
 
@@ -341,14 +307,14 @@ class State(StateData):
 
         """
         check_level(level)
-        if self.spec.kind == "paired":
+        if self._offers("models"):
             if column is not None:
                 raise InputError(
                     f"expected no column for a paired state, got {column!r}; hint: a paired "
                     "state compares its models on the same rows"
                 )
             return paired_test(self, level, alternative)
-        self._require("binary", "roc_test")
+        self._require("curves", "roc_test")
         if column is None:
             raise InputError(
                 "expected column= and baseline= (a group key and its reference value) to "
@@ -405,7 +371,7 @@ class State(StateData):
         └───────┴─────────┴───────────┴────────┴─────┘
 
         """
-        self._require("multiclass", "per_class")
+        self._require("classes", "per_class")
         check_ci(ci, level, auc_method)
         return per_class(self, ci=ci, level=level, auc_method=auc_method)
 
@@ -466,14 +432,20 @@ class State(StateData):
         └────────┴─────┴─────┴─────┘
 
         """
-        self._require("multiclass", "confusion_matrix")
+        self._require("classes", "confusion_matrix")
         return confusion_matrix(self, normalize, wide=wide)
 
-    def _require(self, kind: str, method: str) -> None:
-        if self.spec.kind != kind:
+    def _offers(self, capability: str) -> bool:
+        """Whether the state's task offers ``capability`` (:data:`streameval.tasks.registry`)."""
+        return capability in task_of(self.spec.kind).CAPABILITIES
+
+    def _require(self, capability: str, method: str) -> None:
+        """Refuse ``method`` on a state whose task does not offer ``capability``."""
+        if not self._offers(capability):
+            tasks = offering(capability)
             raise InputError(
-                f"expected a {kind} state for {method}(), got a {self.spec.kind} state; "
-                f"hint: accumulate with task='{kind}'"
+                f"expected a {' or '.join(tasks)} state for {method}(), got a "
+                f"{self.spec.kind} state; hint: accumulate with task='{tasks[0]}'"
             )
 
     def coarsen(self, precision: int) -> State:
@@ -507,7 +479,7 @@ class State(StateData):
         (4, 3)
 
         """
-        self._require("binary", "coarsen")
+        self._require("curves", "coarsen")
         spec = self.spec
         if spec.exact or not 0 <= precision <= spec.precision:
             held = "exact" if spec.exact else f"{spec.precision} bits"
@@ -573,7 +545,7 @@ class State(StateData):
         └───────────┴──────────┴──────────┘
 
         """
-        self._require("binary", "roc_curve")
+        self._require("curves", "roc_curve")
         return roc_curve(self, drop_intermediate=drop_intermediate)
 
     def operating_point(
@@ -647,7 +619,7 @@ class State(StateData):
         (0.7, 0.6666666666666666, 0.6666666666666666, 0.0)
 
         """
-        self._require("binary", "operating_point")
+        self._require("curves", "operating_point")
         return operating_points(
             self, criterion, target=target, beta=beta, costs=costs, prevalence=prevalence
         )
@@ -697,7 +669,7 @@ class State(StateData):
         0.8519
 
         """
-        self._require("binary", "areas")
+        self._require("curves", "areas")
         return areas(self, max_fpr)
 
     def gains(self, quantiles: int | Sequence[float] = 10) -> pl.DataFrame:
@@ -745,7 +717,7 @@ class State(StateData):
         └──────────┴───────────┴────────────┴──────────┴──────┴──────────┘
 
         """
-        self._require("binary", "gains")
+        self._require("curves", "gains")
         return gains(self, quantiles)
 
     def cost_curve(self) -> pl.DataFrame:
@@ -783,7 +755,7 @@ class State(StateData):
         └──────────────────┴─────────────────┴───────────┘
 
         """
-        self._require("binary", "cost_curve")
+        self._require("curves", "cost_curve")
         return cost_curve(self)
 
     def calibration_curve(self, n_bins: int = 10, strategy: str = "uniform") -> pl.DataFrame:
@@ -830,7 +802,7 @@ class State(StateData):
         └─────┴─────┴─────┴─────┴────────┴────────────────┴───────────────┘
 
         """
-        self._require("binary", "calibration_curve")
+        self._require("curves", "calibration_curve")
         return calibration_curve(self, n_bins, strategy)
 
     def calibration_error(self, n_bins: int = 10, strategy: str = "uniform") -> pl.DataFrame:
@@ -866,7 +838,7 @@ class State(StateData):
         [0.0917, 0.25]
 
         """
-        self._require("binary", "calibration_error")
+        self._require("curves", "calibration_error")
         return calibration_error(self, n_bins, strategy)
 
     def cost_sensitive_error(
@@ -914,7 +886,7 @@ class State(StateData):
         └───────────┴──────────────────────┘
 
         """
-        self._require("binary", "cost_sensitive_error")
+        self._require("curves", "cost_sensitive_error")
         return cost_sensitive_error(self, costs, as_thresholds(threshold))
 
     def det_curve(self, *, drop_intermediate: bool = False) -> pl.DataFrame:
@@ -958,7 +930,7 @@ class State(StateData):
         └───────────┴──────────┴──────────┘
 
         """
-        self._require("binary", "det_curve")
+        self._require("curves", "det_curve")
         return det_curve(self, drop_intermediate=drop_intermediate)
 
     def pr_curve(self) -> pl.DataFrame:
@@ -1001,7 +973,7 @@ class State(StateData):
         └───────────┴───────────┴──────────┘
 
         """
-        self._require("binary", "pr_curve")
+        self._require("curves", "pr_curve")
         return pr_curve(self)
 
     def write(self, path: str | os.PathLike[str]) -> None:
@@ -1183,11 +1155,11 @@ def _resampled_metrics(
 ) -> pl.DataFrame:
     """The metric table with bootstrap or jackknife intervals of every metric column."""
     options: dict[str, Any] = {"metrics": metrics}
-    if state.spec.kind == "binary":
+    if state._offers("thresholds"):
         options["threshold"] = threshold
     elif threshold is not None:
         raise InputError(f"expected no threshold for a {state.spec.kind} state, got {threshold!r}")
-    if state.spec.kind == "regression":
+    if state._offers("alpha"):
         options["alpha"] = alpha
 
     def table(s: State) -> pl.DataFrame:

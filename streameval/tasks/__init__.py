@@ -48,6 +48,27 @@ class Inputs:
     seed: int = 0
 
 
+@dataclass(frozen=True)
+class MetricOptions:
+    """The options of a state's metric table (:meth:`streameval.State.metrics`), checked."""
+
+    threshold: float | Sequence[float] | None = None
+    alpha: float = 0.5
+    metrics: Sequence[str] | None = None
+    ci: str | None = None
+    level: float = 0.95
+    auc_method: str = "delong"
+
+
+def refuse_threshold(kind: str, threshold: object) -> None:
+    """Refuse a threshold for a task whose metrics have none (all but the binary task's)."""
+    if threshold is not None:
+        raise InputError(
+            f"expected no threshold for a {kind} state, got {threshold!r}; "
+            "hint: thresholds apply to binary scores"
+        )
+
+
 @dataclass
 class Opened:
     """The source as a LazyFrame with its schema, files and the validated group keys."""

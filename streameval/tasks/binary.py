@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,13 +12,21 @@ from ..bucketing import ABOVE_ONE, EXACT_BITS, is_bucket_edge
 from ..errors import InputError
 from ..kernels.collect import collect_unit
 from ..metrics.binary import COLUMNS
+from ..metrics.binary import metric_table as binary_metrics
+from ..metrics.registry import names as registered
+from ..metrics.select import select_metrics
 from ..resample_draw import ROW_KEY
 from ..spec import Spec
 from ..states import binary
+from ..states.data import StateData
+from ..stats.tables import binary_table
 from ..validate import diagnose_bad_rows, label_expr
-from . import Inputs, Opened, TaskPlan, unit_reader, weight_expr
+from . import Inputs, MetricOptions, Opened, TaskPlan, unit_reader, weight_expr
 
 RESERVED = {"bucket", *binary.ALL_COLUMNS, *COLUMNS}
+#: What a binary state offers beyond a metric table: metrics per threshold, and the curves,
+#: operating points, areas, coarsening and caret's summary of a score histogram.
+CAPABILITIES = frozenset({"thresholds", "curves"})
 
 
 def roles(inputs: Inputs) -> list[tuple[str, str]]:
@@ -80,3 +89,26 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
 
     invalid = lambda t: bool(t["bucket"].null_count())  # noqa: E731
     return TaskPlan(spec, build, invalid, diagnose, runs)
+
+
+def metric_table(state: StateData, options: MetricOptions) -> pl.DataFrame:
+    """The binary metric table: a row per group and threshold, intervals as ``ci`` asks.
+
+    A probability metric named in ``metrics=`` raises where scores fall outside [0, 1]
+    (instead of being null with a warning).
+    """
+    fixed = ["n", "threshold"]
+    names = select_metrics(options.metrics, [c for c in COLUMNS if c not in fixed])
+    t = 0.5 if options.threshold is None else options.threshold
+    if options.metrics is None or not set(registered("binary", need="probabilities")) & set(names):
+        table = binary_metrics(state, t)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            try:
+                table = binary_metrics(state, t)
+            except UserWarning as exc:
+                raise InputError(f"expected probabilities, but {exc}") from None
+    if options.ci is None:
+        return table.select(*state.keys, "n", *names, "threshold")
+    return binary_table(state, table, names, options.ci, options.level, options.auc_method)

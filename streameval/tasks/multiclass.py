@@ -25,10 +25,12 @@ from ..validate import _coerce_positive
 from . import (
     Check,
     Inputs,
+    MetricOptions,
     Opened,
     TaskPlan,
     finite_checks,
     first_problem,
+    refuse_threshold,
     require_int,
     unit_reader,
     weight_expr,
@@ -37,6 +39,9 @@ from . import (
 #: The finalize step's own column names (per class: t, p, c, s, k …; per pair: a, b, i, j).
 _INTERNAL = {"k", "t", "p", "c", "s", "t_n", "p_n", "tp", "fp", "fn", "tn", "a", "b", "i", "j"}
 RESERVED = {*multiclass.ALL_COLUMNS, *COLUMNS, *PER_CLASS, *SCORE_COLUMNS, "class", *_INTERNAL}
+#: What a multiclass state offers beyond a metric table: per-class tables and its confusion
+#: matrix, and caret's summary.
+CAPABILITIES = frozenset({"classes"})
 
 
 def _score_columns(inputs: Inputs) -> list[str]:
@@ -314,3 +319,9 @@ def replicated(
         return multiclass_metrics(StateData(spec, confusion), None, None, level, pairs)
 
     return data_warnings(table, *sums)
+
+
+def metric_table(state: StateData, options: MetricOptions) -> pl.DataFrame:
+    """The multiclass metric table: a row per group, intervals as ``ci`` asks."""
+    refuse_threshold("multiclass", options.threshold)
+    return multiclass_metrics(state, options.metrics, options.ci, options.level)

@@ -12,14 +12,18 @@ from ..kernels.paired import collect_paired
 from ..metrics.ranking import PAIRED
 from ..spec import Spec
 from ..states import paired
+from ..states.data import StateData
+from ..stats.compare import model_table
 from ..validate import label_expr
 from . import (
     Check,
     Inputs,
+    MetricOptions,
     Opened,
     TaskPlan,
     finite_checks,
     first_problem,
+    refuse_threshold,
     unit_reader,
     weight_expr,
 )
@@ -32,6 +36,8 @@ RESERVED = {
     *("model_a", "model_b", "roc_auc_a", "roc_auc_b", "difference", "difference_lo"),
     *("difference_hi", "z", "p_value"),
 }
+#: What a paired state offers beyond its model table: DeLong's paired tests of its models.
+CAPABILITIES = frozenset({"models"})
 
 
 def _scores(inputs: Inputs) -> list[str]:
@@ -110,3 +116,9 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
     runs = unit_reader(opened, columns, collect_paired, (y, floats, w, bad), diagnose)
     invalid = lambda t: bool(t["bucket_0"].null_count())  # noqa: E731
     return TaskPlan(spec, build, invalid, diagnose, runs, states=False)
+
+
+def metric_table(state: StateData, options: MetricOptions) -> pl.DataFrame:
+    """The paired model table: a row per group and model, each AUC's interval at ``level``."""
+    refuse_threshold("paired", options.threshold)
+    return model_table(state, options.level)

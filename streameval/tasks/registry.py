@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Set
 from typing import Protocol
 
+import polars as pl
+
 from ..errors import InputError, close_matches
-from . import Inputs, Opened, TaskPlan, binary, multiclass, paired, regression
+from ..states.data import StateData
+from . import Inputs, MetricOptions, Opened, TaskPlan, binary, multiclass, paired, regression
 
 
 class Task(Protocol):
@@ -34,8 +37,17 @@ class Task(Protocol):
         """The columns read that must be numeric, and their roles."""
         ...
 
+    @property
+    def CAPABILITIES(self) -> Set[str]:
+        """What its states offer beyond a metric table (``thresholds``, ``curves``, …)."""
+        ...
+
     def plan(self, opened: Opened, inputs: Inputs) -> TaskPlan:
         """The task's spec, its state query and its kernel's reader over the source."""
+        ...
+
+    def metric_table(self, state: StateData, options: MetricOptions) -> pl.DataFrame:
+        """A state's metric table (:meth:`streameval.State.metrics` without resampling)."""
         ...
 
 
@@ -62,3 +74,12 @@ def task_of(name: str) -> Task:
             + close_matches(str(name), tuple(TASKS))
         )
     return TASKS[name]
+
+
+def offering(capability: str) -> list[str]:
+    """The tasks whose states offer ``capability``, in order.
+
+    >>> offering("curves"), offering("classes")
+    (['binary'], ['multiclass'])
+    """
+    return [name for name, task in TASKS.items() if capability in task.CAPABILITIES]

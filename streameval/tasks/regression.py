@@ -10,22 +10,29 @@ import polars as pl
 from ..errors import InputError
 from ..kernels.regression import collect_regression
 from ..metrics.regression import COLUMNS, grouped_table
+from ..metrics.regression import metric_table as regression_metrics
 from ..resample import data_warnings
 from ..resample_draw import ROW_KEY
 from ..spec import Spec
 from ..states import regression
+from ..states.data import StateData
 from . import (
     Check,
     Inputs,
+    MetricOptions,
     Opened,
     TaskPlan,
     finite_checks,
     first_problem,
+    refuse_threshold,
     unit_reader,
     weight_expr,
 )
 
 RESERVED = {*regression.ALL_COLUMNS, *COLUMNS}
+#: What a regression state's metric table takes beyond the others': the pinball loss's
+#: quantile.
+CAPABILITIES = frozenset({"alpha"})
 
 
 def roles(inputs: Inputs) -> list[tuple[str, str]]:
@@ -98,3 +105,14 @@ def finish(grouped: pl.DataFrame, spec: Spec, options: Mapping[str, Any]) -> pl.
 def replicated(grouped: pl.DataFrame, spec: Spec, options: Mapping[str, Any]) -> pl.DataFrame:
     """The metric table of replicates' aggregates; the data's warnings only."""
     return data_warnings(lambda g: grouped_table(g, list(spec.keys)), grouped)
+
+
+def metric_table(state: StateData, options: MetricOptions) -> pl.DataFrame:
+    """The regression metric table: a row per group (intervals by resampling only)."""
+    refuse_threshold("regression", options.threshold)
+    if options.ci is not None:
+        raise InputError(
+            f"expected no ci= for a regression state, got {options.ci!r}; hint: "
+            "regression metrics get intervals by bootstrap or jackknife"
+        )
+    return regression_metrics(state, alpha=options.alpha, metrics=options.metrics)
