@@ -38,6 +38,7 @@ from .stats.compare import grouped_model_table
 from .stats.proportions import METHODS
 from .stats.tables import binary_intervals, check_ci
 from .tasks import Inputs
+from .tasks.registry import offers
 
 
 def local_evaluate(source: Source, evaluation: Evaluation) -> pl.DataFrame:
@@ -57,21 +58,23 @@ def local_evaluate(source: Source, evaluation: Evaluation) -> pl.DataFrame:
         replicates = e.bootstrap if e.ci == "bootstrap" else None
         state = local_accumulate(source, e.accumulation(bootstrap=replicates))
         return state.metrics(
-            e.threshold if e.task == "binary" else None, alpha=e.alpha, metrics=e.metrics,
+            e.threshold if offers(e.task, "thresholds") else None, alpha=e.alpha,
+            metrics=e.metrics,
             ci=e.ci, level=e.level, jackknife=e.jackknife,
         )  # fmt: skip
     plan = prepare(source, inputs, by=e.by, drop_nulls=e.drop_nulls, engine=e.engine, tables=True)
-    options: dict[str, Any] = {"threshold": thresholds} if e.task == "binary" else {}
+    thresholded = offers(e.task, "thresholds")
+    options: dict[str, Any] = {"threshold": thresholds} if thresholded else {}
     options["metrics"] = e.metrics
     direct_ok = not e.metrics and e.ci is None
     if e.ci is not None:
         check_ci(e.ci, e.level, e.auc_method)
         options.update(ci=e.ci, level=e.level, auc_method=e.auc_method)
         # (intervals of counts and of each group's AUC: the kernel's aggregates serve)
-        direct_ok = not e.metrics and e.task == "binary" and e.ci in METHODS
-    if e.task == "regression":
+        direct_ok = not e.metrics and thresholded and e.ci in METHODS
+    if offers(e.task, "alpha"):
         options["alpha"] = e.alpha
-    if e.task == "paired":  # each model's AUC interval, by DeLong's variance, at ``level``
+    if offers(e.task, "models"):  # each model's AUC interval (DeLong's variance) at ``level``
         options["level"] = e.level
         direct_ok = True
     with warnings.catch_warnings(record=True) as caught:
@@ -99,7 +102,7 @@ def _tables(
     0 … ``replicates`` (key ``replicate`` last), drawn by the kernel where it can.
     """
     ci = options.get("ci")
-    paired = plan.spec.kind == "paired"
+    paired = offers(plan.spec.kind, "models")
     variance = paired or (ci is not None and options.get("auc_method") == "delong")
 
     def grouped_of(staged: Staged | None, spec: Spec) -> pl.DataFrame | None:
@@ -221,9 +224,9 @@ def _drawn_bootstrap(
     thresholds = list(inputs.thresholds)
     plan = prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine, drawn=True)
     options: dict[str, Any] = {"metrics": None}
-    if inputs.task == "binary":
+    if offers(inputs.task, "thresholds"):
         options["threshold"] = thresholds
-    if inputs.task == "regression":
+    if offers(inputs.task, "alpha"):
         options["alpha"] = alpha
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -304,7 +307,7 @@ def evaluate_folds(source: Source, evaluation: Evaluation) -> pl.DataFrame:
     keys = [] if e.by is None else [e.by] if isinstance(e.by, str) else list(e.by)
     cells = fold_cells(e.folds, e.repeats, keys)
     assert e.folds is not None  # fold_cells raised otherwise
-    binary = e.task == "binary"
+    binary = offers(e.task, "thresholds")
     accumulation = e.accumulation(
         by=[*keys, *cells], row_id=None, seed=0, thresholds=e.threshold if binary else (0.5,)
     )

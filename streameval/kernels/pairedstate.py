@@ -116,9 +116,8 @@ def joint_sums(bounds, buckets, weights, bound, span, out):  # type: ignore[no-u
                 t = u
             if P > 0.0:
                 ap[g, i] = precision / P
-            if both:  # (over the positives summed as the area is: 1 exactly when every
-                # positive is above every negative, so identical rankings differ by 0)
-                auc[g, i] = area / cpos
+            if both:
+                auc[g, i] = area / P
                 error[g, i] = ties / P / N * bound
         if not (P > 1.0 and N > 1.0):
             continue

@@ -83,3 +83,12 @@ def offering(capability: str) -> list[str]:
     (['binary'], ['multiclass'])
     """
     return [name for name, task in TASKS.items() if capability in task.CAPABILITIES]
+
+
+def offers(task: str, capability: str) -> bool:
+    """Whether the task ``task`` (a name) offers ``capability``.
+
+    >>> offers("binary", "thresholds"), offers("regression", "thresholds")
+    (True, False)
+    """
+    return capability in task_of(task).CAPABILITIES
