@@ -29,7 +29,8 @@ from . import charts
 from . import progress as bar
 from .bucketing import key_to_float
 from .errors import InputError
-from .metrics.registry import direction, summary_columns
+from .metrics.declare import trends
+from .metrics.registry import TABLES, direction, summary_columns
 from .plot import AXES, MAX_PANELS, confusion_matrix, curve_table, line_look, natural_key
 from .stats.summary import negative_name, r_level
 
@@ -39,11 +40,7 @@ if TYPE_CHECKING:
 #: The metric whose worst groups the report lists first, per task (worst: by its direction).
 RANKING = {"binary": "roc_auc", "multiclass": "accuracy", "regression": "rmse"}
 #: The metrics drawn over days, per task (those the table has).
-TRENDS = {
-    "binary": ["roc_auc", "average_precision", "precision", "recall", "accuracy", "prevalence"],
-    "multiclass": ["accuracy", "balanced_accuracy", "f1_macro", "cohen_kappa", "log_loss"],
-    "regression": ["rmse", "mae", "r2", "mean_error"],
-}
+TRENDS = {task: trends(TABLES[task]) for task in ("binary", "multiclass", "regression")}
 #: Curves are drawn from buckets of at most this many mantissa bits, fewer while a group
 #: has more than CURVE_POINTS buckets on average (a panel is 240 pixels wide).
 CURVE_BITS, CURVE_POINTS = 7, 2000

@@ -215,6 +215,7 @@ DECLARED = (
         interval="proportion",
         counts=COUNTS["prevalence"],
         summary=3,
+        trend=6,
     ),
     Metric(
         "roc_auc",
@@ -224,9 +225,12 @@ DECLARED = (
         interval="auc",
         noinfo="half",
         summary=4,
+        trend=1,
     ),
     bound("roc_auc_error", "roc_auc", roc_auc_error, stage="ranking", summary=5),
-    Metric("average_precision", average_precision, "ranking", direction="higher", summary=6),
+    Metric(
+        "average_precision", average_precision, "ranking", direction="higher", summary=6, trend=2
+    ),
     bound("average_precision_error", "average_precision", average_precision_error, stage="ranking"),
     Metric(
         "log_loss",
@@ -258,6 +262,7 @@ DECLARED = (
         counts=COUNTS["accuracy"],
         noinfo="computed",
         summary=11,
+        trend=5,
     ),
     Metric(
         "error_rate",
@@ -276,6 +281,7 @@ DECLARED = (
         interval="proportion",
         counts=COUNTS["precision"],
         summary=8,
+        trend=3,
     ),
     Metric(
         "recall",
@@ -285,6 +291,7 @@ DECLARED = (
         interval="proportion",
         counts=COUNTS["recall"],
         summary=9,
+        trend=4,
     ),
     Metric(
         "specificity",

@@ -76,6 +76,8 @@ class Metric:
     summary : int
         Its place among the columns a summary (the command line's table, the report) shows
         first, 1 for the first; 0: not among them.
+    trend : int
+        Its place among the metrics the report draws over days; 0: not drawn.
 
     Examples
     --------
@@ -97,6 +99,7 @@ class Metric:
     needs: frozenset[Need] = frozenset()
     domain: tuple[str, str] | None = None
     summary: int = 0
+    trend: int = 0
 
     @property
     def is_estimate(self) -> bool:
@@ -166,3 +169,12 @@ def summary(metrics: Iterable[Metric]) -> list[str]:
     ['m', 'n']
     """
     return [m.name for m in sorted((m for m in metrics if m.summary), key=lambda m: m.summary)]
+
+
+def trends(metrics: Iterable[Metric]) -> list[str]:
+    """The metrics the report draws over days, in their places.
+
+    >>> trends([Metric("b", trend=2), Metric("a", trend=1), count("n")])
+    ['a', 'b']
+    """
+    return [m.name for m in sorted((m for m in metrics if m.trend), key=lambda m: m.trend)]

@@ -91,8 +91,10 @@ def _per_weight(column: str, scale: str | None = None) -> Callable[[], pl.Expr]:
     return metric
 
 
-def _averaged(metric: str, **places: int) -> tuple[Metric, ...]:
-    """A metric's macro, micro and weighted averages (``places``: their summary places)."""
+def _averaged(
+    metric: str, summary: dict[str, int] | None = None, trend: dict[str, int] | None = None
+) -> tuple[Metric, ...]:
+    """A metric's macro, micro and weighted averages (with their summary and trend places)."""
     correct = pl.col("_correct")
     micro_den = {"jaccard": 2 * S - correct}.get(metric, S)
     formulas = {
@@ -106,7 +108,8 @@ def _averaged(metric: str, **places: int) -> tuple[Metric, ...]:
             formula,
             "confusion",
             direction="higher",
-            summary=places.get(avg, 0),
+            summary=(summary or {}).get(avg, 0),
+            trend=(trend or {}).get(avg, 0),
         )
         for avg, formula in formulas.items()
     )
@@ -126,6 +129,7 @@ DECLARED = (
         counts=lambda: (pl.col("_x"), pl.col("_n")),
         noinfo="computed",
         summary=2,
+        trend=1,
     ),
     Metric(
         "error_rate",
@@ -143,14 +147,22 @@ DECLARED = (
         direction="higher",
         noinfo="computed",
         summary=3,
+        trend=2,
     ),
-    Metric("cohen_kappa", _kappa("_obs_0", "_exp_0"), "confusion", direction="higher", summary=6),
+    Metric(
+        "cohen_kappa",
+        _kappa("_obs_0", "_exp_0"),
+        "confusion",
+        direction="higher",
+        summary=6,
+        trend=4,
+    ),
     Metric("kappa_linear", _kappa("_obs_1", "_exp_1"), "confusion", direction="higher"),
     Metric("kappa_quadratic", _kappa("_obs_2", "_exp_2"), "confusion", direction="higher"),
     Metric("mcc", mcc, "confusion", direction="higher", summary=7),
     *_averaged("precision"),
     *_averaged("recall"),
-    *_averaged("f1", macro=4, weighted=5),
+    *_averaged("f1", summary={"macro": 4, "weighted": 5}, trend={"macro": 3}),
     *_averaged("jaccard"),
     Metric("f1_macro_harmonic", f1_macro_harmonic, "confusion", direction="higher"),
     Metric("g_mean", _mean("g_mean"), "confusion", direction="higher"),
@@ -162,6 +174,7 @@ DECLARED = (
         direction="lower",
         needs=PROBABILITIES,
         summary=8,
+        trend=5,
     ),
     Metric(
         "brier",

@@ -164,10 +164,10 @@ _SLE = ("bad_sle", "label and prediction > −1")
 #: The regression metric table's columns, in order (one finalize stage, ``histograms``).
 DECLARED = (
     count("n", summary=1),
-    Metric("mean_error", mean_error, "histograms", direction="zero", summary=2),
+    Metric("mean_error", mean_error, "histograms", direction="zero", summary=2, trend=4),
     Metric("mse", mse, "histograms", direction="lower", noinfo="computed"),
-    Metric("rmse", rmse, "histograms", direction="lower", summary=3),
-    Metric("mae", mae, "histograms", direction="lower", summary=4),
+    Metric("rmse", rmse, "histograms", direction="lower", summary=3, trend=1),
+    Metric("mae", mae, "histograms", direction="lower", summary=4, trend=2),
     Metric("median_ae", median_ae, "histograms", direction="lower", summary=5),
     Metric("max_error", max_error, "histograms", direction="lower"),
     Metric("msle", msle, "histograms", direction="lower", domain=_SLE),
@@ -181,7 +181,7 @@ DECLARED = (
         summary=6,
     ),
     Metric("smape", smape, "histograms", direction="lower", summary=7),
-    Metric("r2", r2, "histograms", direction="higher", summary=8),
+    Metric("r2", r2, "histograms", direction="higher", summary=8, trend=3),
     Metric("explained_variance", explained_variance, "histograms", direction="higher"),
     Metric(
         "mean_poisson_deviance",
