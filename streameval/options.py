@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import date
 from typing import Any, Literal
 
@@ -28,14 +28,11 @@ Engine = Literal["streaming", "in-memory"]
 
 
 @dataclass(frozen=True)
-class Accumulation:
-    """The options of one accumulation: :func:`streameval.accumulate`'s keywords, as one value.
+class Reading:
+    """The options :func:`streameval.accumulate` and :func:`streameval.evaluate` share.
 
-    The public function checks them (:func:`check_options`) and hands this value to the
-    engine it chooses; see :func:`streameval.accumulate` for what each one means.
-
-    >>> Accumulation(label="y", score="p").thresholds
-    (0.5,)
+    The columns read and their roles, the task, the bucket precision, and how the rows are
+    read; see :func:`streameval.accumulate` for what each one means.
     """
 
     label: str
@@ -48,61 +45,54 @@ class Accumulation:
     classes: Sequence[Any] | None = None
     positive: Any = None
     precision: int | str | None = None
-    thresholds: float | Sequence[float] = (0.5,)
     top_k: int = 2
     power: float = 1.5
-    drop_nulls: bool = False
-    engine: Engine = "streaming"
-    bootstrap: int | None = None
     row_id: str | Sequence[str] | None = None
     seed: int = 0
+    drop_nulls: bool = False
+    engine: Engine = "streaming"
 
 
 @dataclass(frozen=True)
-class Evaluation:
+class Accumulation(Reading):
+    """The options of one accumulation: :func:`streameval.accumulate`'s keywords, as one value.
+
+    The public function checks them (:func:`check_options`) and hands this value to the
+    engine it chooses.
+
+    >>> Accumulation(label="y", score="p").thresholds
+    (0.5,)
+    """
+
+    thresholds: float | Sequence[float] = (0.5,)
+    bootstrap: int | None = None
+
+
+@dataclass(frozen=True)
+class Evaluation(Reading):
     """The options of one evaluation: :func:`streameval.evaluate`'s keywords, as one value.
 
     >>> Evaluation(label="y", score="p", ci="wilson").accumulation(thresholds=[0.3]).thresholds
     [0.3]
     """
 
-    label: str
-    score: str | None = None
-    by: str | Sequence[str] | None = None
     folds: str | None = None
     repeats: str | None = None
-    weight: str | None = None
-    task: str = "binary"
-    prediction: str | None = None
-    scores: Sequence[str] | Mapping[Any, str] | None = None
-    classes: Sequence[Any] | None = None
-    positive: Any = None
     threshold: float | Sequence[float] = 0.5
-    precision: int | str | None = None
-    top_k: int = 2
-    power: float = 1.5
     alpha: float = 0.5
     metrics: Sequence[str] | None = None
     ci: str | None = None
     level: float = 0.95
     auc_method: str = "delong"
     bootstrap: int = 200
-    row_id: str | Sequence[str] | None = None
-    seed: int = 0
     jackknife: str | None = None
-    drop_nulls: bool = False
-    engine: Engine = "streaming"
 
     def accumulation(self, **changes: Any) -> Accumulation:
         """The accumulation of this evaluation's rows: its shared options, then ``changes``.
 
         The thresholds are the evaluation's (binary), the bootstrap none unless changed.
         """
-        shared = {
-            name: getattr(self, name)
-            for name in Accumulation.__dataclass_fields__
-            if name in self.__dataclass_fields__ and name != "bootstrap"
-        }
+        shared = {f.name: getattr(self, f.name) for f in fields(Reading)}
         return Accumulation(**{**shared, "thresholds": self.threshold, **changes})
 
 

@@ -27,7 +27,7 @@ from .stats.proportions import check_level
 from .stats.summary import binary_summary, multiclass_summary
 from .stats.tables import check_ci, per_class
 from .tasks import MetricOptions
-from .tasks.registry import offering, task_of
+from .tasks.registry import offering, offers, task_of
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,7 @@ class State(StateData):
 
         """
         check_level(level)
-        if self._offers("classes"):
+        if offers(self.spec.kind, "classes"):
             overall = self.metrics(
                 ci="clopper-pearson", level=level, metrics=["accuracy", "cohen_kappa"]
             )
@@ -307,7 +307,7 @@ class State(StateData):
 
         """
         check_level(level)
-        if self._offers("models"):
+        if offers(self.spec.kind, "models"):
             if column is not None:
                 raise InputError(
                     f"expected no column for a paired state, got {column!r}; hint: a paired "
@@ -435,13 +435,9 @@ class State(StateData):
         self._require("classes", "confusion_matrix")
         return confusion_matrix(self, normalize, wide=wide)
 
-    def _offers(self, capability: str) -> bool:
-        """Whether the state's task offers ``capability`` (:data:`streameval.tasks.registry`)."""
-        return capability in task_of(self.spec.kind).CAPABILITIES
-
     def _require(self, capability: str, method: str) -> None:
         """Refuse ``method`` on a state whose task does not offer ``capability``."""
-        if not self._offers(capability):
+        if not offers(self.spec.kind, capability):
             tasks = offering(capability)
             raise InputError(
                 f"expected a {' or '.join(tasks)} state for {method}(), got a "
@@ -1155,11 +1151,11 @@ def _resampled_metrics(
 ) -> pl.DataFrame:
     """The metric table with bootstrap or jackknife intervals of every metric column."""
     options: dict[str, Any] = {"metrics": metrics}
-    if state._offers("thresholds"):
+    if offers(state.spec.kind, "thresholds"):
         options["threshold"] = threshold
     elif threshold is not None:
         raise InputError(f"expected no threshold for a {state.spec.kind} state, got {threshold!r}")
-    if state._offers("alpha"):
+    if offers(state.spec.kind, "alpha"):
         options["alpha"] = alpha
 
     def table(s: State) -> pl.DataFrame:
