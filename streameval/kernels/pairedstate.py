@@ -2,12 +2,14 @@
 
 A paired state (:mod:`streameval.states.paired`) holds a row per group and combination of
 the models' buckets, about a row per row at the default precision. DeLong's test
-(:func:`streameval.stats.compare.paired_test`) needs, per group, each model's AUC and the
-covariances of the models' placements over the joint rows. Here the rows are ordered by
-group once (a counting sort, :func:`.classstate.by_segment`); in each group, each model's
-buckets are sorted (a merge sort) and read from the highest down for its placements, then
-one pass over the group's rows sums the products of every pair of models' placements
-(:func:`joint_sums`). The Polars query (sorts, windows and a join a model over the whole
+(:func:`streameval.stats.compare.paired_test`) needs, per group, each model's AUC and
+variance and, for each pair of models, the difference of their AUCs and its variance, both
+summed from each row's difference of the two models' placements over the joint rows (so that
+alike rankings give a difference and a variance with no cancellation, and identical ones
+exactly 0). Here the rows are ordered by group once (a counting sort,
+:func:`.classstate.by_segment`); in each group, each model's buckets are sorted (a merge
+sort) and read from the highest down for its placements, then passes over the group's rows
+sum every pair of models' differences of placements (:func:`joint_sums`). The Polars query (sorts, windows and a join a model over the whole
 state) stays the reference, with the kernels switched off.
 """
 
@@ -32,7 +34,7 @@ jit = numba.njit(cache=True, nogil=True)
 
 @jit
 def joint_sums(bounds, buckets, weights, bound, span, out):  # type: ignore[no-untyped-def]
-    """Per group: each model's AUC and its bound, and the covariance of each pair's AUCs.
+    """Per group: each model's AUC, bound and variance; each pair's difference and its variance.
 
     Groups ``span[0]`` … ``span[1] − 1`` are summed into ``out``, so that two threads can
     share the work.
@@ -50,19 +52,22 @@ def joint_sums(bounds, buckets, weights, bound, span, out):  # type: ignore[no-u
     span : (int, int)
         The first group summed and the group after the last.
     out : tuple of ndarray
-        ``(auc, error, covariance, ap, totals)``, filled with NaN beforehand (``totals``
-        with anything); the span's groups are written. ``totals[g]`` holds P, N and the
-        rows. ``auc[g, i]`` is Σ pos·V10 / P (V10: the negatives' weight below the row's
-        bucket and half of it in the bucket, over N), ``error[g, i]`` ``bound`` × the
-        buckets' tied pairs / (P·N), both NaN without a positive or a negative;
+        ``(auc, error, variance, difference, ap, totals)``, filled with NaN beforehand
+        (``totals`` with anything); the span's groups are written. ``totals[g]`` holds P, N
+        and the rows. ``auc[g, i]`` is Σ pos·V10 / P (V10: the negatives' weight below the
+        row's bucket and half of it in the bucket, over N), ``error[g, i]`` ``bound`` × the
+        buckets' tied pairs / (P·N), and ``difference[g, i, j]`` (i < j) is
+        D = Σ pos·(V10ᵢ − V10ⱼ) / P, all NaN without a positive or a negative;
         ``ap[g, i]`` is the average precision (NaN without a positive);
-        ``covariance[g, i, j]`` (i ≤ j) is Σ pos·(V10ᵢ − Aᵢ)(V10ⱼ − Aⱼ) / ((P − 1)·P) +
-        Σ neg·(V01ᵢ − Aᵢ)(V01ⱼ − Aⱼ) / ((N − 1)·N), V01 the positives' weight above the
-        bucket and half of it in it, over P; NaN unless P > 1 and N > 1.
+        ``variance[g, i, i]`` is DeLong's Σ pos·(V10ᵢ − Aᵢ)² / ((P − 1)·P) +
+        Σ neg·(V01ᵢ − Aᵢ)² / ((N − 1)·N), V01 the positives' weight above the bucket and
+        half of it in it, over P; ``variance[g, i, j]`` (i < j) that of Aᵢ − Aⱼ,
+        Σ pos·(V10ᵢ − V10ⱼ − D)² / ((P − 1)·P) + Σ neg·(V01ᵢ − V01ⱼ − D)² / ((N − 1)·N)
+        (equal to Var Aᵢ + Var Aⱼ − 2 Cov, with no cancellation); NaN unless P > 1 and N > 1.
 
     """
     first, last = span
-    auc, error, covariance, ap, totals = out
+    auc, error, variance, difference, ap, totals = out
     models = buckets.shape[1]
     widest = 0
     for g in range(first, last):
@@ -119,16 +124,31 @@ def joint_sums(bounds, buckets, weights, bound, span, out):  # type: ignore[no-u
             if both:
                 auc[g, i] = area / P
                 error[g, i] = ties / P / N * bound
+        if not both:
+            continue
+        for i in range(models):
+            for j in range(i + 1, models):  # the difference, from each row's difference
+                d = 0.0
+                for t in range(m):
+                    d += weights[begin + t, 0] * (v10[t, i] - v10[t, j])
+                difference[g, i, j] = d / P
         if not (P > 1.0 and N > 1.0):
             continue
         for i in range(models):
-            for j in range(i, models):
+            s10 = 0.0
+            s01 = 0.0
+            for t in range(m):
+                s10 += weights[begin + t, 0] * (v10[t, i] - auc[g, i]) ** 2
+                s01 += weights[begin + t, 1] * (v01[t, i] - auc[g, i]) ** 2
+            variance[g, i, i] = s10 / (P - 1.0) / P + s01 / (N - 1.0) / N
+            for j in range(i + 1, models):
+                d = difference[g, i, j]
                 s10 = 0.0
                 s01 = 0.0
                 for t in range(m):
-                    s10 += weights[begin + t, 0] * (v10[t, i] - auc[g, i]) * (v10[t, j] - auc[g, j])
-                    s01 += weights[begin + t, 1] * (v01[t, i] - auc[g, i]) * (v01[t, j] - auc[g, j])
-                covariance[g, i, j] = s10 / (P - 1.0) / P + s01 / (N - 1.0) / N
+                    s10 += weights[begin + t, 0] * (v10[t, i] - v10[t, j] - d) ** 2
+                    s01 += weights[begin + t, 1] * (v01[t, i] - v01[t, j] - d) ** 2
+                variance[g, i, j] = s10 / (P - 1.0) / P + s01 / (N - 1.0) / N
 
 
 @dataclass
@@ -138,22 +158,25 @@ class JointSums:
     keys: list[pl.Series]
     auc: npt.NDArray[np.float64]
     error: npt.NDArray[np.float64]
-    covariance: npt.NDArray[np.float64]
+    variance: npt.NDArray[np.float64]
+    difference: npt.NDArray[np.float64]
     ap: npt.NDArray[np.float64]
     totals: npt.NDArray[np.float64]
 
     def test_sums(self) -> pl.DataFrame:
-        """Per group: ``auc{i}``, ``cov{i}_{j}`` (i ≤ j) and ``_e{i}``, null where undefined.
+        """Per group: ``auc{i}``, ``_e{i}``, and ``diff{i}_{j}``, ``var{i}_{j}`` (i < j).
 
-        As :func:`streameval.stats.compare.paired_test` sums them with Polars.
+        Null where undefined; as :func:`streameval.stats.compare.paired_test` sums them
+        with Polars.
         """
         models = self.auc.shape[1]
         sums: dict[str, object] = {}
         for i in range(models):
             sums[f"auc{i}"] = self.auc[:, i]
-            for j in range(i, models):
-                sums[f"cov{i}_{j}"] = self.covariance[:, i, j]
             sums[f"_e{i}"] = self.error[:, i]
+            for j in range(i + 1, models):
+                sums[f"diff{i}_{j}"] = self.difference[:, i, j]
+                sums[f"var{i}_{j}"] = self.variance[:, i, j]
         out = pl.DataFrame({**{s.name: s for s in self.keys}, **sums})
         return out.with_columns(pl.col(list(sums)).fill_nan(None))
 
@@ -171,7 +194,7 @@ class JointSums:
         frame["positives"], frame["negatives"] = self.totals[group, 0], self.totals[group, 1]
         frame["roc_auc"], frame["roc_auc_error"] = self.auc.ravel(), self.error.ravel()
         frame["average_precision"] = self.ap.ravel()
-        variance = np.diagonal(self.covariance, axis1=1, axis2=2).ravel()
+        variance = np.diagonal(self.variance, axis1=1, axis2=2).ravel()
         names = [s.name for s in self.keys]
         values = ["n", "positives", "negatives", "roc_auc", "roc_auc_error", "average_precision"]
         rows = pl.DataFrame(frame).with_columns(pl.col(values).fill_nan(None))  # (not the keys)
@@ -205,12 +228,13 @@ def paired_sums(table: pl.DataFrame, spec: Spec) -> JointSums | None:
             np.full((size, models), np.nan),
             np.full((size, models), np.nan),
             np.full((size, models, models), np.nan),
+            np.full((size, models, models), np.nan),
             np.full((size, models), np.nan),
             np.zeros((size, 3)),
         )
         half = int(np.searchsorted(bounds, bounds[-1] // 2))  # two halves of the rows
         tie = 0.0 if spec.exact else 0.5
-        sums = (out.auc, out.error, out.covariance, out.ap, out.totals)
+        sums = (out.auc, out.error, out.variance, out.difference, out.ap, out.totals)
         with ThreadPoolExecutor(2) as pool:
             for done in [
                 pool.submit(joint_sums, bounds, buckets, weights, tie, span, sums)

@@ -7,7 +7,12 @@ buckets) and are joined back to the joint rows, so the covariance of two AUCs is
     Cov = Σ pos·(V₁₀ᵃ − A)(V₁₀ᵇ − B) / ((P − 1)·P) + Σ neg·(V₀₁ᵃ − A)(V₀₁ᵇ − B) / ((N − 1)·N)
 
 and ``z = (A − B) / √(Var A + Var B − 2 Cov)``, with the interval of A − B at ``level``
-(two-sided whatever the alternative, as pROC). Identical models give z = 0.
+(two-sided whatever the alternative, as pROC). The difference and its variance are summed
+from each row's difference of the two models' placements (the same value, with no
+cancellation when the rankings are alike). Rankings that place every row alike give z = 0
+where the variance is defined (more than one positive and one negative): exactly so
+unweighted, and with weights when the difference and its standard error are both within
+rounding (:data:`ROUNDING`), since weights summed in another order differ in the last bits.
 
 **Unpaired** (``paired=FALSE``): two groups of a binary state that differ in one key (two
 days, two segments) have independent AUCs: ``D = (A − B) / √(Var A + Var B)``, tested against
@@ -40,6 +45,11 @@ if TYPE_CHECKING:
     from ..states.data import StateData
 
 ALTERNATIVES = ("two-sided", "greater", "less")
+
+#: A difference of AUCs or its standard error within this is rounding (placements lie in
+#: [0, 1]): a standard error within it is 0 (z is ±inf), and with a difference within it
+#: too the rankings place every row alike (z is 0).
+ROUNDING = 1e-12
 
 
 def check_alternative(alternative: str) -> str:
@@ -164,22 +174,36 @@ def _row_counts(state: StateData, keys: list[str]) -> pl.LazyFrame:
 
 
 def _joint_sums(state: StateData, keys: list[str]) -> pl.LazyFrame:
-    """Per group: ``auc{i}``, ``cov{i}_{j}`` (i ≤ j) and ``_e{i}`` (AUC bound) of the models.
+    """Per group: ``auc{i}``, ``_e{i}`` (AUC bound), ``diff{i}_{j}`` and ``var{i}_{j}`` (i < j).
 
     The Polars reference of :func:`streameval.kernels.pairedstate.paired_sums`: each model's
-    placements joined onto the joint histogram's rows, then summed per group.
+    placements joined onto the joint histogram's rows, then summed per group; each pair's
+    difference and its variance come from each row's difference of the two placements.
     """
     lf, _ = _groups(state)
     hist, _ = model_histograms(state)
-    placed = placements(hist, [*keys, "model"])
     joint = lf.with_columns(pl.col("pos", "neg").cast(pl.Float64))
+    # every model's placements over the group's own totals (summed once, as the kernel's):
+    # identical rankings then place every row identically, and differ by exactly 0
+    totals = joint.group_by(keys).agg(
+        pl.col("pos").sum().alias("_P"), pl.col("neg").sum().alias("_N")
+    )
+    P, N = pl.col("_P"), pl.col("_N")
+    placed = (
+        placements(hist, [*keys, "model"])
+        .drop("_P", "_N")
+        .join(totals, on=keys, how="left", nulls_equal=True)
+        .with_columns(
+            ((N - pl.col("_cneg") + 0.5 * pl.col("neg")) / N).alias("_v10"),
+            ((pl.col("_cpos") - 0.5 * pl.col("pos")) / P).alias("_v01"),
+        )
+    )
     buckets = bucket_columns(state.spec)
     for i, b in enumerate(buckets):
         own = placed.filter(pl.col("model") == i).select(
             *keys,
             pl.col("bucket").alias(b),
-            (pl.col("_v10") - pl.col("_auc")).alias(f"_d10_{i}"),
-            (pl.col("_v01") - pl.col("_auc")).alias(f"_d01_{i}"),
+            *(pl.col(c).alias(f"{c}_{i}") for c in ("_v10", "_v01")),
             pl.col("_auc").alias(f"auc{i}"),
             *(pl.col(c).alias(f"{c}{i}") for c in ("_P", "_N")),
         )
@@ -189,10 +213,14 @@ def _joint_sums(state: StateData, keys: list[str]) -> pl.LazyFrame:
     sums = []
     for i in range(len(buckets)):
         sums.append(pl.col(f"auc{i}").first())
-        for j in range(i, len(buckets)):
-            s10 = (pos * pl.col(f"_d10_{i}") * pl.col(f"_d10_{j}")).sum() / (P - 1) / P
-            s01 = (neg * pl.col(f"_d01_{i}") * pl.col(f"_d01_{j}")).sum() / (N - 1) / N
-            sums.append(pl.when((P > 1) & (N > 1)).then(s10 + s01).alias(f"cov{i}_{j}"))
+        for j in range(i + 1, len(buckets)):
+            d10 = pl.col(f"_v10_{i}") - pl.col(f"_v10_{j}")
+            d01 = pl.col(f"_v01_{i}") - pl.col(f"_v01_{j}")
+            d = (pos * d10).sum() / P
+            s10 = (pos * (d10 - d) ** 2).sum() / (P - 1) / P
+            s01 = (neg * (d01 - d) ** 2).sum() / (N - 1) / N
+            sums.append(pl.when((P > 0) & (N > 0)).then(d).alias(f"diff{i}_{j}"))
+            sums.append(pl.when((P > 1) & (N > 1)).then(s10 + s01).alias(f"var{i}_{j}"))
     per_group = joint.group_by(keys).agg(*sums)
     bounds = ranking(hist, [*keys, "model"], exact=state.spec.exact)
     for m in range(len(buckets)):
@@ -215,7 +243,6 @@ def paired_test(state: StateData, level: float, alternative: str) -> pl.DataFram
     names = list(state.spec.scores)
     rows = []
     for i, j in combinations(range(len(names)), 2):
-        var = pl.col(f"cov{i}_{i}") + pl.col(f"cov{j}_{j}") - 2 * pl.col(f"cov{i}_{j}")
         rows.append(
             per_group.select(
                 *keys,
@@ -223,15 +250,19 @@ def paired_test(state: StateData, level: float, alternative: str) -> pl.DataFram
                 pl.lit(names[j]).alias("model_b"),
                 pl.col(f"auc{i}").alias("roc_auc_a"),
                 pl.col(f"auc{j}").alias("roc_auc_b"),
-                (pl.col(f"auc{i}") - pl.col(f"auc{j}")).alias("difference"),
-                var.clip(0.0).sqrt().alias("_sd"),
+                pl.col(f"diff{i}_{j}").alias("difference"),
+                pl.col(f"var{i}_{j}").sqrt().alias("_sd"),
                 (pl.col(f"_e{i}") + pl.col(f"_e{j}")).alias("_widen"),
             )
         )
     out = pl.concat(rows).collect()
     diff, sd = out["difference"].to_numpy(), out["_sd"].to_numpy()
     with np.errstate(invalid="ignore", divide="ignore"):
-        z = np.where(diff == 0, 0.0, diff / sd)
+        # a standard error within rounding is 0 (weights summed in another order differ in
+        # their last bits): no z from residuals, but 0 for a difference within rounding too
+        # (the rankings place every row alike), else ±inf; no z without a variance
+        sd = np.where(sd <= ROUNDING, 0.0, sd)
+        z = np.where((np.abs(diff) <= ROUNDING) & (sd == 0.0), 0.0, diff / sd)
     half = z_quantile(level) * pl.col("_sd") + pl.col("_widen")
     out = out.with_columns(
         (pl.col("difference") - half).alias("difference_lo"),
