@@ -36,6 +36,7 @@ from .metrics.registry import summary_columns
 from .progress import at_terminal, showing
 from .report import write_report
 from .spec import parse_precision
+from .tasks.registry import offers
 from .version import __version__
 
 __all__ = ["check_output_path", "main", "one_line", "output_format"]
@@ -307,7 +308,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     )
     cells = [c for c in (args.repeats, args.folds) if c] + (["estimate"] if args.folds else [])
     by = [b for b in args.by if args.ci != "jackknife" or b != args.jackknife_by]
-    keys = [*by, *cells, *(["model"] if args.task == "paired" else [])]
+    keys = [*by, *cells, *(["model"] if offers(args.task, "models") else [])]
     keys += ["threshold"] if len(thresholds) > 1 else []
     names = (
         summary_columns(args.task)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import StreamevalError
+from .tasks.registry import offering, offers
 
 FORMATS = ("csv", "json", "parquet")
 
@@ -125,9 +126,9 @@ def check_evaluate(args: argparse.Namespace) -> str | None:
     check_inputs(args)
     _belongs("--alpha", args.alpha, task, ["regression"])
     _belongs("--threshold", args.threshold, task, ["binary"])
-    if args.summary and task not in ("binary", "multiclass"):
+    if args.summary and not offers(task, "summary"):
         raise _fail(
-            f"expected --task binary or multiclass with --summary, got --task {task}",
+            f"expected --task {' or '.join(offering('summary'))} with --summary, got --task {task}",
             "drop --summary",
         )
     if table != "metrics":

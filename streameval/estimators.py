@@ -27,6 +27,7 @@ from .metrics.declare import Metric
 from .metrics.registry import TABLES
 from .noinfo import gamma_table
 from .source import Engine, Source, require_columns, to_lazyframe
+from .tasks.registry import offering, offers
 
 ESTIMATES = pl.Enum(
     ["resubstitution", "oob", ".632", ".632+", "no_information", "overfitting_rate"]
@@ -153,13 +154,13 @@ def bootstrap_estimate(
         raise InputError(
             f"expected oob_estimate to be one of {', '.join(OOB)}, got {oob_estimate!r}"
         )
-    if task not in ("binary", "multiclass", "regression"):
+    if not offers(task, "metrics"):
         raise InputError(
-            f"expected task to be binary, multiclass or regression, got {task!r}; hint: "
+            f"expected task to be {', '.join(offering('metrics'))}, got {task!r}; hint: "
             "bootstrap estimates are per model: evaluate each model's predictions on its own"
         )
     keys = [] if by is None else [by] if isinstance(by, str) else list(by)
-    binary = task == "binary"
+    binary = offers(task, "thresholds")
     common: dict[str, Any] = {
         "label": label, "score": score, "weight": weight, "task": task,
         "prediction": prediction, "scores": scores, "classes": classes, "positive": positive,
@@ -171,7 +172,7 @@ def bootstrap_estimate(
     thresholds = threshold if binary else None
     resub_lf = to_lazyframe(resubstitution)
     resub = accumulate(resub_lf, by=keys, **common)
-    if task == "multiclass":
+    if offers(task, "classes"):
         common["classes"] = list(resub.spec.classes)
     table = resub.metrics(thresholds, **options)
     oob_table = _oob_table(oob, keys, common, options, thresholds, replicate, row_id, oob_estimate)

@@ -25,6 +25,7 @@ from .bucketing import EPS
 from .metrics.registry import TABLES
 from .source import Engine
 from .state import State
+from .tasks.registry import offers
 
 
 def _moments(
@@ -62,7 +63,7 @@ def gamma_table(
     out = table.with_row_index("_row").select(
         "_row", *keys, *extra, *[pl.lit(0.5).alias(c) for c in auc]
     )
-    if spec.kind == "binary":
+    if offers(spec.kind, "thresholds"):
         total = pl.col("positives") + pl.col("negatives")
         p1, q1 = pl.col("positives") / total, (pl.col("tp") + pl.col("fp")) / total
         err = p1 * (1 - q1) + (1 - p1) * q1
@@ -92,7 +93,7 @@ def gamma_table(
             (pi * pl.col("_q2") + (1 - pi) * pl.col("_p2")).alias("brier"),
             (-pi * pl.col("_lp") - (1 - pi) * pl.col("_lq")).alias("log_loss"),
         )
-    elif spec.kind == "multiclass":
+    elif offers(spec.kind, "classes"):
         cells = state.confusion_matrix()
         actual = cells.group_by(*keys, "actual").agg(pl.col("count").sum().alias("_p"))
         predicted = cells.group_by(*keys, "predicted").agg(pl.col("count").sum().alias("_q"))

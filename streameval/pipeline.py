@@ -36,7 +36,7 @@ from .source import (
 from .spec import Spec, parse_precision
 from .state import State
 from .tasks import Inputs, Opened, TaskPlan
-from .tasks.registry import task_of
+from .tasks.registry import offers, task_of
 
 
 def as_list(by: str | Sequence[str] | None) -> list[str]:
@@ -106,7 +106,7 @@ def prepare(
     used = [column for column, _ in roles]
     # A regression may compare a column with itself; the other tasks read each column once.
     twice = sorted({c for c in used if used.count(c) > 1})
-    if twice and inputs.task != "regression":
+    if twice and not offers(inputs.task, "one_column"):
         named = ", ".join(
             f"{c!r} as {' and '.join(r for col, r in roles if col == c)}" for c in twice
         )

@@ -18,6 +18,7 @@ import polars as pl
 
 from .errors import InputError
 from .state import State
+from .tasks.registry import offers
 
 if TYPE_CHECKING:
     from .state import State
@@ -397,12 +398,12 @@ def confusion_matrix(
     (['negative', 'positive'], [[3.0, 0.0], [1.0, 2.0]])
 
     """
-    if state.spec.kind == "multiclass":
+    if offers(state.spec.kind, "classes"):
         cells = state.confusion_matrix().group_by("actual", "predicted").agg(pl.col("count").sum())
         labels = [str(c) for c in state.spec.classes]
         count = {(str(a), str(p)): c for a, p, c in cells.iter_rows()}
         matrix = [[count.get((a, p), 0.0) for p in labels] for a in labels]
-    elif state.spec.kind == "binary":
+    elif offers(state.spec.kind, "thresholds"):
         row = state.metrics(threshold).select(pl.col("tn", "fp", "fn", "tp").sum()).row(0)
         labels = ["negative", "positive"]
         matrix = [[float(row[0]), float(row[1])], [float(row[2]), float(row[3])]]

@@ -33,6 +33,7 @@ from .metrics.declare import trends
 from .metrics.registry import TABLES, direction, summary_columns
 from .plot import AXES, MAX_PANELS, confusion_matrix, curve_table, line_look, natural_key
 from .stats.summary import negative_name, r_level
+from .tasks.registry import offering, offers
 
 if TYPE_CHECKING:
     from .state import State
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 #: The metric whose worst groups the report lists first, per task (worst: by its direction).
 RANKING = {"binary": "roc_auc", "multiclass": "accuracy", "regression": "rmse"}
 #: The metrics drawn over days, per task (those the table has).
-TRENDS = {task: trends(TABLES[task]) for task in ("binary", "multiclass", "regression")}
+TRENDS = {task: trends(TABLES[task]) for task in offering("metrics")}
 #: Curves are drawn from buckets of at most this many mantissa bits, fewer while a group
 #: has more than CURVE_POINTS buckets on average (a panel is 240 pixels wide).
 CURVE_BITS, CURVE_POINTS = 7, 2000
@@ -224,19 +225,19 @@ def _build(
     """The report's text and its metric table."""
     kind = state.spec.kind
     keys = state.keys
-    if kind not in ("binary", "multiclass", "regression"):
+    if not offers(kind, "metrics"):
         raise InputError(
-            f"expected a binary, multiclass or regression state for a report, got {kind!r}; "
+            f"expected a {', '.join(offering('metrics'))} state for a report, got {kind!r}; "
             "hint: report each model's binary state"
         )
     day = _trend_key(state, trend)
     bar.expect(3, "parts")
-    if kind in ("binary", "multiclass"):
+    if any(m.interval != "none" for m in TABLES[kind]):  # (analytic intervals to show)
         table = state.metrics(ci="wilson", level=level)
     else:
         table = state.metrics()
     table = natural_order(table, keys)
-    changes = _changes(state, day, baseline, level) if day and kind == "binary" else None
+    changes = _changes(state, day, baseline, level) if day and offers(kind, "curves") else None
     flagged = None
     if changes is not None:
         marks = changes.select(*keys, (pl.col("p_value") < 1 - level).alias("_flag"))
@@ -440,7 +441,7 @@ def _summary_line(state: State, table: pl.DataFrame) -> str:
     spec = state.spec
     groups = table.select(state.keys).n_unique() if state.keys else 1
     label = html.escape(spec.label)
-    if spec.kind in ("binary", "paired"):
+    if offers(spec.kind, "positive"):
         negative = negative_name(spec.positive, spec.negative)
         classes = f"positive class {r_level(spec.positive)}, negative class {negative}"
         label += f" ({html.escape(classes)})"
@@ -457,7 +458,7 @@ def _figures(state: State, day: str | None) -> list[str]:
     facets = [k for k in keys if k != day] or keys
     facet = facets[0] if facets else None
     out: list[str] = []
-    if state.spec.kind == "binary":
+    if offers(state.spec.kind, "curves"):
         out.append("<h2>Curves</h2>")
         state, note = _drawn(state)
         out.append(note)
@@ -490,7 +491,7 @@ def _figures(state: State, day: str | None) -> list[str]:
                     diagonal=kind in ("roc", "calibration"),
                 )
             )
-    if state.spec.kind == "multiclass":
+    if offers(state.spec.kind, "classes"):
         out.append("<h2>Confusion matrix (all groups, normalized by actual class)</h2>")
         out.append(_confusion_html(state))
         out += [

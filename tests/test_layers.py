@@ -162,3 +162,53 @@ def test_importing_the_package_loads_no_optional_dependency() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+#: Where a task's name may be compared: the registry, and the spec (a data class below it,
+#: which knows its own kinds' negative class).
+NAMED = {"streameval/tasks/registry.py", "streameval/spec.py"}
+
+
+def _task_name_branches(path: Path) -> list[str]:
+    """Comparisons of a value with a task's name (or a tuple of names) in ``path``."""
+    from streameval.tasks.registry import TASKS
+
+    def names(node: ast.expr) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in TASKS
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            return any(names(e) for e in node.elts)
+        return False
+
+    tree = ast.parse(path.read_text(), str(path))
+    return [
+        f"{node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare) and any(names(e) for e in [node.left, *node.comparators])
+    ]
+
+
+def test_code_asks_the_task_registry_rather_than_comparing_task_names() -> None:
+    branches = {
+        relative: found
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if (relative := str(path.relative_to(ROOT))) not in NAMED
+        if (found := _task_name_branches(path))
+    }
+    assert branches == {}, "ask tasks.registry.offers(task, capability) instead"
+
+
+def test_the_branch_check_sees_a_task_name(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f(kind, x):\n    return kind in ('binary', 'paired') or x == 'a'\n")
+    assert _task_name_branches(module) == ["2: kind in ('binary', 'paired')"]
+
+
+def test_each_task_offers_known_capabilities_and_a_misspelt_one_is_refused() -> None:
+    from streameval.tasks.registry import CAPABILITIES, TASKS, offers
+
+    for name, task in TASKS.items():
+        assert set(task.CAPABILITIES) <= set(CAPABILITIES), name
+    assert all(any(c in t.CAPABILITIES for t in TASKS.values()) for c in CAPABILITIES)
+    with pytest.raises(ValueError, match="unknown capability 'curve'"):
+        offers("binary", "curve")

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..spec import parse_precision
+from ..tasks.registry import offers
 from .tomlkeys import Table, choice, type_name
 
 KINDS = ("binary", "multiclass", "regression", "paired")
@@ -45,7 +46,7 @@ class TaskConfig:
             kwargs["scores"] = o["scores"]
         if o.get("classes") is not None:
             kwargs["classes"] = list(o["classes"])
-        if self.kind in ("binary", "paired") and o.get("threshold") is not None:
+        if offers(self.kind, "thresholds") and o.get("threshold") is not None:
             kwargs["thresholds"] = list(o["threshold"])
         kwargs["drop_nulls"] = bool(o.get("drop_nulls", False))
         return kwargs
@@ -54,15 +55,15 @@ class TaskConfig:
         """Keyword arguments of :meth:`streameval.State.metrics`."""
         o = self.options
         kwargs: dict[str, Any] = {}
-        if self.kind == "binary":
+        if offers(self.kind, "thresholds"):
             thresholds = list(o.get("threshold") or [0.5])
             kwargs["threshold"] = thresholds if len(thresholds) > 1 else thresholds[0]
-        if self.kind == "regression" and o.get("alpha") is not None:
+        if offers(self.kind, "alpha") and o.get("alpha") is not None:
             kwargs["alpha"] = o["alpha"]
-        if self.kind != "paired" and o.get("metrics") is not None:
+        if offers(self.kind, "metrics") and o.get("metrics") is not None:
             kwargs["metrics"] = list(o["metrics"])
-        # (a paired table always has each model's DeLong interval: only its level applies)
-        for name in ("level",) if self.kind == "paired" else _INTERVALS:
+        # (a model table always has each model's DeLong interval: only its level applies)
+        for name in _INTERVALS if offers(self.kind, "metrics") else ("level",):
             if o.get(name) is not None:
                 kwargs[name] = o[name]
         return kwargs
@@ -130,7 +131,7 @@ def read_task(file: str, data: Any) -> TaskConfig:
     needs = {"binary": "score", "regression": "prediction", "paired": "scores"}
     if kind in needs and o[needs[kind]] is None:
         raise t.error(f"task.{needs[kind]}", f"missing; a {kind} task needs it")
-    if kind == "multiclass":
+    if offers(kind, "classes"):
         if o["prediction"] is None and o["scores"] is None:
             raise t.error(
                 "task.prediction", "missing; a multiclass task needs prediction or scores"

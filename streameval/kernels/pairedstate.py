@@ -9,8 +9,9 @@ alike rankings give a difference and a variance with no cancellation, and identi
 exactly 0). Here the rows are ordered by group once (a counting sort,
 :func:`.classstate.by_segment`); in each group, each model's buckets are sorted (a merge
 sort) and read from the highest down for its placements, then passes over the group's rows
-sum every pair of models' differences of placements (:func:`joint_sums`). The Polars query (sorts, windows and a join a model over the whole
-state) stays the reference, with the kernels switched off.
+sum every pair of models' differences of placements (:func:`joint_sums`). The Polars query
+(sorts, windows and a join a model over the whole state) stays the reference, with the
+kernels switched off.
 """
 
 from __future__ import annotations

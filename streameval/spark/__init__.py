@@ -45,7 +45,7 @@ from ..state import State
 from ..stats.tables import check_ci
 from ..tasks import Inputs
 from ..tasks.multiclass import MAX_CLASSES
-from ..tasks.registry import task_of
+from ..tasks.registry import offers, task_of
 from .types import empty_frame
 from .worker import (
     BLOBS,
@@ -104,11 +104,11 @@ def _probe(df: Any, empty: pl.DataFrame, inputs: Inputs) -> pl.DataFrame:
     dtype = empty.schema.get(inputs.label)
     if dtype is None:
         return empty
-    if inputs.task in ("binary", "paired"):
+    if offers(inputs.task, "positive"):
         simple = dtype == pl.Boolean or (dtype.is_numeric() and inputs.positive is None)
         columns = [] if simple else [inputs.label]
         limit = 102
-    elif inputs.task == "multiclass" and inputs.classes is None:
+    elif offers(inputs.task, "classes") and inputs.classes is None:
         mapped = isinstance(inputs.scores, Mapping)
         predicted = [inputs.prediction] if inputs.prediction else []
         columns = [] if mapped else [c for c in (inputs.label, *predicted) if c in empty.schema]
@@ -134,7 +134,7 @@ def _settled(inputs: Inputs, spec: Any) -> Inputs:
 
     (A binary task's positive value never comes from the data: it is given, or 1 / True.)
     """
-    if inputs.task == "multiclass":
+    if offers(inputs.task, "classes"):
         return replace(inputs, classes=list(spec.classes))
     return inputs
 
@@ -353,7 +353,8 @@ def evaluate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> pl.Data
 def evaluate_options(df: Any, options: Evaluation, block_rows: int = 1_000_000) -> pl.DataFrame:
     """:func:`evaluate` of an options value (as :func:`streameval.evaluate` hands it)."""
     a = _fields(options)
-    ci, folds, repeats, binary = a["ci"], a["folds"], a["repeats"], a["task"] == "binary"
+    ci, folds, repeats = a["ci"], a["folds"], a["repeats"]
+    binary = offers(a["task"], "thresholds")
     if ci is not None and ci not in ("bootstrap", "jackknife"):
         check_ci(ci, a["level"], a["auc_method"])
     keys = as_list(a["by"])

@@ -24,9 +24,10 @@ from ..validate import diagnose_bad_rows, label_expr
 from . import Inputs, MetricOptions, Opened, TaskPlan, unit_reader, weight_expr
 
 RESERVED = {"bucket", *binary.ALL_COLUMNS, *COLUMNS}
-#: What a binary state offers beyond a metric table: metrics per threshold, and the curves,
-#: operating points, areas, coarsening and caret's summary of a score histogram.
-CAPABILITIES = frozenset({"thresholds", "curves"})
+#: What a binary state offers: a metric table of declared metrics, a label with a positive
+#: class, metrics per threshold, and the curves, operating points, areas, coarsening and
+#: caret's summary of a score histogram.
+CAPABILITIES = frozenset({"metrics", "positive", "thresholds", "curves", "summary"})
 
 
 def roles(inputs: Inputs) -> list[tuple[str, str]]:

@@ -39,9 +39,9 @@ from . import (
 #: The finalize step's own column names (per class: t, p, c, s, k …; per pair: a, b, i, j).
 _INTERNAL = {"k", "t", "p", "c", "s", "t_n", "p_n", "tp", "fp", "fn", "tn", "a", "b", "i", "j"}
 RESERVED = {*multiclass.ALL_COLUMNS, *COLUMNS, *PER_CLASS, *SCORE_COLUMNS, "class", *_INTERNAL}
-#: What a multiclass state offers beyond a metric table: per-class tables and its confusion
-#: matrix, and caret's summary.
-CAPABILITIES = frozenset({"classes"})
+#: What a multiclass state offers: a metric table of declared metrics, per-class tables and
+#: its confusion matrix, and caret's summary.
+CAPABILITIES = frozenset({"metrics", "classes", "summary"})
 
 
 def _score_columns(inputs: Inputs) -> list[str]:

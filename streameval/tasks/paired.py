@@ -36,8 +36,10 @@ RESERVED = {
     *("model_a", "model_b", "roc_auc_a", "roc_auc_b", "difference", "difference_lo"),
     *("difference_hi", "z", "p_value"),
 }
-#: What a paired state offers beyond its model table: DeLong's paired tests of its models.
-CAPABILITIES = frozenset({"models"})
+#: What a paired state offers: a label with a positive class, and a model table with DeLong's
+#: paired tests of its models (not a table of declared metrics: ``metrics=`` and ``ci=``
+#: do not apply).
+CAPABILITIES = frozenset({"positive", "models"})
 
 
 def _scores(inputs: Inputs) -> list[str]:

@@ -39,7 +39,7 @@ class Task(Protocol):
 
     @property
     def CAPABILITIES(self) -> Set[str]:
-        """What its states offer beyond a metric table (``thresholds``, ``curves``, …)."""
+        """What the task offers, among :data:`CAPABILITIES`."""
         ...
 
     def plan(self, opened: Opened, inputs: Inputs) -> TaskPlan:
@@ -50,6 +50,21 @@ class Task(Protocol):
         """A state's metric table (:meth:`streameval.State.metrics` without resampling)."""
         ...
 
+
+#: What a task may offer, and what each means; code that differs by task asks
+#: :func:`offers` for one of these rather than comparing the task's name.
+CAPABILITIES: dict[str, str] = {
+    "metrics": "a metric table of declared metrics: metrics= picks among them, ci= adds "
+    "intervals, and resampling, the .632 estimators and the report apply",
+    "positive": "a two-class label with a positive class (and a negative one)",
+    "thresholds": "metrics per threshold over one score",
+    "curves": "curves, operating points and areas from one score's histogram",
+    "summary": "caret's summary (State.summary, the CLI's --summary)",
+    "classes": "per-class tables and a confusion matrix over the classes",
+    "alpha": "a metric table taking the pinball loss's quantile alpha=",
+    "models": "a model table per score column, and DeLong's paired tests of the models",
+    "one_column": "a column may serve two roles (a label compared with itself)",
+}
 
 #: Every task, by the name ``task=`` takes.
 TASKS: dict[str, Task] = {
@@ -82,7 +97,7 @@ def offering(capability: str) -> list[str]:
     >>> offering("curves"), offering("classes")
     (['binary'], ['multiclass'])
     """
-    return [name for name, task in TASKS.items() if capability in task.CAPABILITIES]
+    return [name for name, task in TASKS.items() if _known(capability) in task.CAPABILITIES]
 
 
 def offers(task: str, capability: str) -> bool:
@@ -91,4 +106,11 @@ def offers(task: str, capability: str) -> bool:
     >>> offers("binary", "thresholds"), offers("regression", "thresholds")
     (True, False)
     """
-    return capability in task_of(task).CAPABILITIES
+    return _known(capability) in task_of(task).CAPABILITIES
+
+
+def _known(capability: str) -> str:
+    """``capability``, one of :data:`CAPABILITIES` (a misspelt one would answer no)."""
+    if capability not in CAPABILITIES:
+        raise ValueError(f"unknown capability {capability!r}: one of {list(CAPABILITIES)}")
+    return capability

@@ -30,9 +30,9 @@ from . import (
 )
 
 RESERVED = {*regression.ALL_COLUMNS, *COLUMNS}
-#: What a regression state's metric table takes beyond the others': the pinball loss's
-#: quantile.
-CAPABILITIES = frozenset({"alpha"})
+#: What a regression state offers: a metric table of declared metrics, which takes the
+#: pinball loss's quantile; and its label and prediction may be one column.
+CAPABILITIES = frozenset({"metrics", "alpha", "one_column"})
 
 
 def roles(inputs: Inputs) -> list[tuple[str, str]]:
