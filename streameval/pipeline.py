@@ -194,7 +194,7 @@ def unit_rows(plan: Plan, unit: Unit | None = None) -> Collected | None:
     The kernel collects the unit's rows, so it runs on hive units (bounded by the largest
     partition) and on sources already in memory, never on a whole scanned source.
     """
-    if plan.task.runs is None or not kernels.ENABLED:
+    if plan.task.runs is None or not kernels.enabled():
         return None
     if unit is None:
         if not plan.in_memory:

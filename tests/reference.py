@@ -249,3 +249,23 @@ def written_source(df: pl.DataFrame, root: Any, layout: str) -> tuple[Any, list[
         "lazyframe": pl.scan_parquet(root / "*.parquet"),
     }[layout]
     return source, ["g", "day"]
+
+
+@contextmanager
+def kernel_path(value: str) -> Iterator[None]:
+    """``STREAMEVAL_KERNEL`` set to ``value`` for the block: the paths the kernels may take.
+
+    ``"off"`` leaves only the Polars queries (the reference), ``"no-loops"`` the kernels
+    without their compiled loops, ``"no-dense"`` no dense counting of bucketed states.
+    """
+    import os
+
+    before = os.environ.get("STREAMEVAL_KERNEL")
+    os.environ["STREAMEVAL_KERNEL"] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["STREAMEVAL_KERNEL"]
+        else:
+            os.environ["STREAMEVAL_KERNEL"] = before

@@ -8,7 +8,6 @@ AUC and the PR trapezoid area; every bound is 0 in exact mode.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,8 +18,7 @@ from sklearn.metrics import auc, average_precision_score, precision_recall_curve
 from sklearn.metrics import roc_curve as sk_roc_curve
 
 import streameval as se
-from streameval import kernels
-from streameval.kernels import compiled as compiled_module
+from reference import kernel_path
 
 pytestmark = pytest.mark.filterwarnings("ignore:log_loss and brier are null:UserWarning")
 
@@ -49,15 +47,6 @@ def _cases() -> Iterator[tuple[pl.DataFrame, bool, int]]:
                     yield _frame(seed, n, ties=ties, weighted=weighted), weighted, seed
 
 
-@contextlib.contextmanager
-def _off(module: Any) -> Iterator[None]:
-    module.ENABLED = False
-    try:
-        yield
-    finally:
-        module.ENABLED = True
-
-
 def _groups(df: pl.DataFrame, by: list[str]) -> Iterator[tuple[tuple[Any, ...], pl.DataFrame]]:
     if not by:
         yield (), df
@@ -77,9 +66,9 @@ def _tables(df: pl.DataFrame, by: list[str], weight: str | None, precision: Any)
     kw: dict[str, Any] = dict(label="y", score="p", by=by, weight=weight, precision=precision)
     tables = [se.accumulate(df, **kw).metrics()]  # the Polars finalize
     tables.append(se.evaluate(df, **kw))  # the kernels (compiled loops when unweighted)
-    with _off(compiled_module):
+    with kernel_path("no-loops"):
         tables.append(se.evaluate(df, **kw))  # NumPy aggregates of sorted runs
-    with _off(kernels):
+    with kernel_path("off"):
         tables.append(se.evaluate(df, **kw))
     return tables
 

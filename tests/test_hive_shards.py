@@ -14,7 +14,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import streameval as se
-from streameval import kernels
+from reference import kernel_path
 from streameval.kernels import scatter
 
 planner = importlib.import_module("streameval.pipeline")
@@ -89,11 +89,8 @@ def test_large_partitions_give_the_same_tables(hive, task, small_shards):
     assert len(ran) == len(units) and len(set(ran)) == 3  # each partition read once
     assert not any(u.scatter._buffers for u in units)  # its split rows let go once all read
     state = se.accumulate(hive, **kw)
-    kernels.ENABLED = False
-    try:
+    with kernel_path("off"):
         theirs = se.evaluate(hive, **kw)
-    finally:
-        kernels.ENABLED = True
     assert_frame_equal(ours, theirs, rel_tol=1e-9, abs_tol=1e-12)
     assert_frame_equal(state.metrics(), theirs, rel_tol=1e-9, abs_tol=1e-12)
 
@@ -116,11 +113,8 @@ def test_units_finalized_a_few_groups_at_a_time_give_one_table(hive, task, monke
 
 
 def _polars_table(source: Any, **kw: Any) -> pl.DataFrame:
-    kernels.ENABLED = False
-    try:
+    with kernel_path("off"):
         return se.evaluate(source, **kw)
-    finally:
-        kernels.ENABLED = True
 
 
 def test_a_partition_whose_footer_cannot_be_read_gets_the_passs_error(tmp_path, small_shards):

@@ -14,10 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 from test_kernels_dense import ANY_THRESHOLDS
-from test_sort_kernel import frames, switched_off
+from test_sort_kernel import frames
 from test_sort_kernel_bucketed import PRECISIONS, THRESHOLDS, assert_same_state, hive_copy
 
 import streameval as se
+from reference import kernel_path
 from streameval.codes import key_code
 from streameval.kernels import buffer, give_back, reusing
 from streameval.kernels import collect as collect_module
@@ -35,7 +36,7 @@ assert loops is not None, "numba is a dependency: the compiled loops must load"
 def compiled_and_sorted(call: Callable[[], Any]) -> tuple[Any, Any]:
     """``call()`` with the compiled loops, then with the sort kernel and Polars alone."""
     fast = call()
-    with switched_off(compiled_module):
+    with kernel_path("no-loops"):
         slow = call()
     return fast, slow
 

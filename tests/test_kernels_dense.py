@@ -10,11 +10,11 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_sort_kernel import assert_same_metrics, both, frames, switched_off
+from test_sort_kernel import assert_same_metrics, both, frames
 from test_sort_kernel_bucketed import PRECISIONS, THRESHOLDS, assert_same_state
 
 import streameval as se
-from streameval.kernels import dense
+from reference import kernel_path
 from streameval.kernels.buckets import bucketed_state
 from streameval.metrics.binary import runs_metrics
 from streameval.pipeline import prepare, unit_runs
@@ -24,7 +24,7 @@ from streameval.tasks import Inputs
 def three(call: Callable[[], Any]) -> tuple[Any, Any, Any]:
     """``call()`` counted densely, then sorted, then by the Polars path."""
     fast, slow = both(call)
-    with switched_off(dense):  # the sort kernel only, for bucketed states too
+    with kernel_path("no-dense"):  # the sort kernel only, for bucketed states too
         sorted_ = call()
     return fast, sorted_, slow
 

@@ -21,9 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streameval as se
-from reference import assert_tables_match, written_source
+from reference import assert_tables_match, kernel_path, written_source
 from reference_multiclass import TOP_K, multiclass_frames, multiclass_reference
-from streameval import kernels
 from streameval.kernels import classes as kernel
 
 pytestmark = pytest.mark.filterwarnings("ignore:the scores of:UserWarning")
@@ -67,11 +66,8 @@ def _options(df: pl.DataFrame, classes: list[Any], weighted: bool) -> dict[str, 
 
 def _reference(source: Any, by: Any, **options: Any) -> pl.DataFrame:
     """The state path's table (the kernels switched off)."""
-    kernels.ENABLED = False
-    try:
+    with kernel_path("off"):
         return se.evaluate(source, by=by, **options)
-    finally:
-        kernels.ENABLED = True
 
 
 def assert_same(ours: pl.DataFrame, reference: pl.DataFrame) -> None:

@@ -16,9 +16,8 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import streameval as se
-from reference import written_source
+from reference import kernel_path, written_source
 from reference_multiclass import TOP_K, multiclass_frames
-from streameval import kernels
 from streameval.kernels import classes as kernel
 from streameval.kernels import classstate
 
@@ -48,11 +47,8 @@ def _both(call: Callable[[], se.State]) -> tuple[se.State, se.State]:
     with spying() as taken:
         fast = call()
     assert taken and all(taken)
-    kernels.ENABLED = False
-    try:
+    with kernel_path("off"):
         return fast, call()
-    finally:
-        kernels.ENABLED = True
 
 
 def assert_same_state(fast: se.State, slow: se.State) -> None:
@@ -97,11 +93,8 @@ def test_a_states_pair_sums_match_the_polars_finalize(data, precision, keyed):
     options = _options(df, classes, weighted) | {"precision": precision}
     state = se.accumulate(df, by="g" if keyed else None, **options)
     fast = state.metrics()
-    kernels.ENABLED = False
-    try:
+    with kernel_path("off"):
         slow = state.metrics()
-    finally:
-        kernels.ENABLED = True
     assert_frame_equal(fast, slow, rel_tol=1e-12, abs_tol=1e-15)
 
 
@@ -167,11 +160,8 @@ def test_too_many_segments_use_the_polars_query(monkeypatch):
     with spying() as taken:
         fast = se.accumulate(df, by="g", **options)
     assert taken == [False]
-    kernels.ENABLED = False
-    try:
+    with kernel_path("off"):
         assert_same_state(fast, se.accumulate(df, by="g", **options))
-    finally:
-        kernels.ENABLED = True
 
 
 def test_bad_rows_raise_the_same_error():
@@ -179,12 +169,8 @@ def test_bad_rows_raise_the_same_error():
     options = {"task": "multiclass", "label": "y", "classes": [0, 1], "scores": ["p0", "p1"]}
     with pytest.raises(se.InputError, match="expected labels among the classes") as fast:
         se.accumulate(df, **options)
-    kernels.ENABLED = False
-    try:
-        with pytest.raises(se.InputError) as slow:
-            se.accumulate(df, **options)
-    finally:
-        kernels.ENABLED = True
+    with kernel_path("off"), pytest.raises(se.InputError) as slow:
+        se.accumulate(df, **options)
     assert str(fast.value) == str(slow.value)
 
 

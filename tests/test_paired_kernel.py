@@ -23,7 +23,7 @@ from test_stats_reference import paired_frames
 
 import reference_stats as ref
 import streameval as se
-from reference import close, per_group, refusing
+from reference import close, kernel_path, per_group, refusing
 from streameval.jobs.task import read_task
 from streameval.stats import compare
 
@@ -168,7 +168,6 @@ def test_evaluate_paired_gives_procs_delong_intervals(case: str) -> None:
     st.sampled_from(["two-sided", "less"]),
 )
 def test_the_paired_states_finalize_matches_the_polars_query(data, precision, keyed, alternative):
-    from streameval import kernels
 
     df, _, weighted = data
     df = df.with_columns(c=(pl.col("p") + pl.col("b")) / 2)  # a third model: three pairs
@@ -187,12 +186,9 @@ def test_the_paired_states_finalize_matches_the_polars_query(data, precision, ke
         patch.setattr(compare, "paired_sums", spied)
         ours, table = state.roc_test(alternative=alternative), state.metrics()
     assert taken == [True, True]
-    kernels.ENABLED = False
-    try:
+    with kernel_path("off"):
         theirs = state.roc_test(alternative=alternative)
         same(table, state.metrics())
-    finally:
-        kernels.ENABLED = True
     # the difference and its variance are summed from each row's difference of placements:
     # z is as steady as they are, near-identical rankings included
     assert_frame_equal(ours, theirs, rel_tol=1e-9, abs_tol=1e-12)
@@ -203,7 +199,6 @@ def test_the_paired_states_finalize_matches_the_polars_query(data, precision, ke
 def test_rankings_that_place_every_row_alike_differ_by_zero_with_z_zero(seed, kernel):
     # c = (p + 1) / 2 merges 0 and 1e-137, scores of negatives only, which moves no row's
     # placement; the weights summed in another order once gave z = ±inf, p = 0
-    from streameval import kernels
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(6, 30))
@@ -213,11 +208,8 @@ def test_rankings_that_place_every_row_alike_differ_by_zero_with_z_zero(seed, ke
     df = df.with_columns(c=(pl.col("p") + 1.0) / 2, b=1.0 - pl.col("p"))
     kw: dict[str, Any] = dict(label="y", scores=["p", "c", "b"], weight="w", precision="exact")
     state = se.accumulate(df, task="paired", **kw)
-    kernels.ENABLED = kernel
-    try:
+    with kernel_path("all" if kernel else "off"):
         test = state.roc_test()
-    finally:
-        kernels.ENABLED = True
     alike = test.row(0, named=True)
     assert abs(alike["difference"]) <= 1e-12 and alike["z"] == 0.0 and alike["p_value"] == 1.0
     against = test.row(1, named=True)  # p against its reverse: a real difference

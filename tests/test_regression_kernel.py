@@ -18,8 +18,8 @@ from polars.testing import assert_frame_equal
 from sklearn import metrics as skm
 
 import streameval as se
+from reference import kernel_path
 from reference_regression import POWER, regression_frames
-from streameval import kernels
 from streameval.kernels import regression as kernel
 
 pytestmark = pytest.mark.filterwarnings("ignore::streameval.DomainWarning")
@@ -51,11 +51,8 @@ def _both(call: Any) -> tuple[Any, Any]:
     with spying() as taken:
         fast = call()
     assert taken and all(taken)
-    kernels.ENABLED = False
-    try:
+    with kernel_path("off"):
         return fast, call()
-    finally:
-        kernels.ENABLED = True
 
 
 #: Deviance sums cancel: a row's terms (y²⁻ᵖ/((1−p)(2−p)) and the like, up to 1e9 here) are

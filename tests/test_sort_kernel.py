@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from types import ModuleType
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,7 +15,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import streameval as se
-from streameval import kernels
+from reference import kernel_path
 from streameval.pipeline import prepare, unit_runs
 from streameval.tasks import Inputs
 
@@ -75,22 +73,12 @@ def frames(draw: st.DrawFn) -> tuple[pl.DataFrame, list[str], str | None]:
     return df, keys, weight
 
 
-@contextmanager
-def switched_off(module: ModuleType) -> Iterator[None]:
-    """``module.ENABLED`` False for the block (a kernel, or its compiled loops, off)."""
-    module.ENABLED = False
-    try:
-        yield
-    finally:
-        module.ENABLED = True
-
-
 def both(call: Callable[[], Any]) -> tuple[Any, Any]:
     """``call()`` with the sort kernel, then with the Polars path only."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         fast = call()
-        with switched_off(kernels):
+        with kernel_path("off"):
             slow = call()
     return fast, slow
 
@@ -187,12 +175,8 @@ def test_bad_scores_raise_as_the_polars_path(bad):
     df = pl.DataFrame({"y": [0, 1, 1], "p": [0.1, bad, 0.3]}, schema_overrides={"p": pl.Float64})
     messages = []
     for enabled in (True, False):
-        kernels.ENABLED = enabled
-        try:
-            with pytest.raises(se.InputError) as err:
-                se.evaluate(df, label="y", score="p", precision="exact")
-        finally:
-            kernels.ENABLED = True
+        with kernel_path("all" if enabled else "off"), pytest.raises(se.InputError) as err:
+            se.evaluate(df, label="y", score="p", precision="exact")
         messages.append(str(err.value))
     assert messages[0] == messages[1]
 
@@ -271,3 +255,16 @@ def test_scores_too_wide_to_pack_are_ranked(rows, weight, kind, seed):
     thresholds = [0.0, 0.5, 1.0, 1e300]
     fast, slow = both(lambda: se.evaluate(df, threshold=thresholds, ci="wilson", **kw))
     assert_same_metrics(fast, slow)
+
+
+def test_the_kernel_paths_variable_takes_named_paths_only(monkeypatch):
+    df = pl.DataFrame({"y": [0, 1, 1], "p": [0.1, 0.7, 0.3]})
+    monkeypatch.setenv("STREAMEVAL_KERNEL", "fast")
+    with pytest.raises(se.InputError, match="STREAMEVAL_KERNEL to be one of all, no-dense"):
+        se.evaluate(df, label="y", score="p")
+    tables = []
+    for value in ("all", "no-dense", "no-loops", "off"):
+        monkeypatch.setenv("STREAMEVAL_KERNEL", value)
+        tables.append(se.evaluate(df, label="y", score="p"))
+    for table in tables[1:]:
+        assert_frame_equal(table, tables[0], rel_tol=1e-12, abs_tol=1e-15)

@@ -14,11 +14,12 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_sort_kernel import frames, switched_off
+from test_sort_kernel import frames
 from test_sort_kernel_bucketed import assert_same_state
 
 import streameval as se
-from streameval import kernels, source
+from reference import kernel_path
+from streameval import source
 from streameval.kernels import scatter
 
 KEY_TYPES = {
@@ -76,7 +77,7 @@ def test_every_source_and_key_type_gives_the_same_state(
         # each batch's rows written to the spill files before the next batch is split
         monkeypatch.setattr(scatter, "SPILL_BYTES", 1 if sharded == "spilled" else 1 << 28)
     kw: dict[str, Any] = dict(label="y", score="p", by=keys, weight=weight, precision=precision)
-    with switched_off(kernels):  # the reference: the Polars group-by
+    with kernel_path("off"):  # the reference: the Polars group-by
         want = se.accumulate(df, **kw)
     assert_same_state(se.accumulate(df, **kw), want)
     tmp = tmp_path_factory.mktemp("sources")
@@ -129,7 +130,7 @@ def test_wide_integer_and_float_keys_take_the_kernel():
     for key in ("k", "f"):
         runs = unit_runs(prepare(df, Inputs(label="y", score="p"), by=key))
         assert runs is not None
-        with switched_off(kernels):
+        with kernel_path("off"):
             want = se.accumulate(df, label="y", score="p", by=key)
         assert_same_state(se.accumulate(df, label="y", score="p", by=key), want)
 
@@ -171,7 +172,7 @@ def test_keys_whose_codes_pass_63_bits_keep_their_groups(tmp_path, precision):
         }
     ).with_columns(pl.when(pl.int_range(n) % 11 == 0).then(None).otherwise(pl.col("b")).alias("b"))
     kw: dict[str, Any] = dict(label="y", score="p", by=["a", "b", "c"], precision=precision)
-    with switched_off(kernels):
+    with kernel_path("off"):
         want = se.accumulate(df, **kw)
         table = se.evaluate(df, **kw).sort("a", "b", "c")
     assert table.height == 36  # 3 × (3 values and null) × 3

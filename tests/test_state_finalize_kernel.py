@@ -18,19 +18,15 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import streameval as se
-from reference import binary_frames, chunks
-from streameval import kernels
+from reference import binary_frames, chunks, kernel_path
 from streameval.kernels import collect as kernel_runs
 
 pytestmark = pytest.mark.filterwarnings("ignore:log_loss and brier are null:UserWarning")
 
 
 def _polars(call: Any) -> Any:
-    kernels.ENABLED = False
-    try:
+    with kernel_path("off"):
         return call()
-    finally:
-        kernels.ENABLED = True
 
 
 @settings(max_examples=80, deadline=None)

@@ -26,9 +26,12 @@ without a small integer code (Int64, floats, …), are coded by hashing (:mod:`.
 Units whose codes do not fit in 64 bits use the Polars group-by. Within a pass
 (:func:`reusing`), row-sized buffers go from unit to unit instead of being faulted in anew.
 
-``ENABLED`` switches the kernels off (tests compare both paths).
+The environment variable ``STREAMEVAL_KERNEL`` narrows the paths taken (:data:`PATHS`,
+read at each use: :func:`path`), to diagnose a result or to compare the paths, as the tests
+do.
 """
 
+import os
 import threading
 import weakref
 from collections import deque
@@ -41,10 +44,43 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from ..errors import InputError
+
 T = TypeVar("T")
 R = TypeVar("R")
 
-ENABLED = True
+#: The environment variable naming the paths the kernels may take, one of :data:`PATHS`.
+VARIABLE = "STREAMEVAL_KERNEL"
+#: Its values: each leaves out more of the kernels (the results agree to the last bits of
+#: weighted sums, summed in another order).
+PATHS = {
+    "all": "every path (the default)",
+    "no-dense": "bucketed states summed from sorted rows, not counted into dense cells",
+    "no-loops": "no compiled loops: sorted NumPy runs, and the Polars queries for the rest",
+    "off": "no kernel: the Polars queries only (the reference the kernels are tested against)",
+}
+
+
+def path() -> str:
+    """The paths the kernels may take: ``STREAMEVAL_KERNEL``, ``"all"`` when unset.
+
+    >>> path()
+    'all'
+    """
+    value = os.environ.get(VARIABLE, "all")
+    if value not in PATHS:
+        raise InputError(
+            f"expected the environment variable {VARIABLE} to be one of {', '.join(PATHS)}, got "
+            f"{value!r}; hint: unset it for every path"
+        )
+    return value
+
+
+def enabled() -> bool:
+    """Whether the kernels may run at all (``STREAMEVAL_KERNEL`` is not ``off``)."""
+    return path() != "off"
+
+
 #: Units read ahead of the one being summed: two smooth out units that take longer to read
 #: or to sum than the others (measured: about 4% off a pass of 30 day partitions).
 AHEAD = 2

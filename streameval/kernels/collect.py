@@ -20,7 +20,7 @@ from ..bucketing import EXACT_BITS
 from ..codes import KeyCode, hashed_key, key_code
 from ..spec import Spec
 from ..states.binary import merge_ops
-from . import chunks, compiled, dense, small_pages
+from . import chunks, compiled, path, small_pages
 from .compiled import CompiledCells, compiled_cells, loops
 from .groups import GroupCodes
 from .hashcodes import hashed_codes, hashed_exprs
@@ -327,6 +327,6 @@ def dense_cells(
 
     """
     compiled = loops()
-    if not dense.ENABLED or compiled is None or spec.exact or spec.precision >= EXACT_BITS:
+    if path() != "all" or compiled is None or spec.exact or spec.precision >= EXACT_BITS:
         return None
     return compiled_cells(frame, groups, spec, weighted, compiled)

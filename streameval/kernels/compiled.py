@@ -36,7 +36,7 @@ from ..bucketing import (
 from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
 from ..spec import ALL, Spec
 from ..split.keys import mix_int
-from . import Parts, buffer, chunks, each, give_back, small_pages, span, split_rows
+from . import Parts, buffer, chunks, each, give_back, path, small_pages, span, split_rows
 from . import loops as compiled_loops
 from .dense import SAFE, coarse_starts, cuts_inside, slot_runs
 from .groups import GroupCodes
@@ -50,9 +50,6 @@ if TYPE_CHECKING:
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
-#: Whether the compiled loops may run (the tests switch them off to compare with the sort
-#: kernel and the Polars path).
-ENABLED = True
 _SAFE = 1e300  # (total weight)² below this: no weighted pair sum overflows
 _NONE = np.zeros(0)  # no weights
 #: The most mantissa bits a bucket window (2**bits slots, kept in cache) is made for; at a
@@ -69,8 +66,8 @@ PARALLEL_ROWS = 1 << 22
 
 
 def loops() -> ModuleType | None:
-    """The compiled loops (None only while the tests switch them off: :data:`ENABLED`)."""
-    return compiled_loops if ENABLED else None
+    """The compiled loops (None where ``STREAMEVAL_KERNEL`` leaves them out: :func:`.path`)."""
+    return compiled_loops if path() in ("all", "no-dense") else None
 
 
 @dataclass

@@ -26,8 +26,6 @@ from .groups import GroupCodes
 from .runs import I64, Runs
 from .scorekeys import pack
 
-#: Whether :meth:`.collect.Collected.runs` may count bucketed states densely (tests switch it).
-ENABLED = True
 #: Rows × max(1, |score|)² × the largest weight below this: no sum can overflow.
 SAFE = 1e300
 

@@ -385,7 +385,7 @@ def metric_table(state: StateData, threshold: float | Sequence[float] = 0.5) -> 
     """
     thresholds = as_thresholds(threshold)
     check_thresholds(state, thresholds)
-    if kernels.ENABLED:  # the state's rows as runs, read by the compiled loops
+    if kernels.enabled():  # the state's rows as runs, read by the compiled loops
         runs = state_runs(state.table, state.spec)
         table = None if runs is None else runs_metrics(runs, state.spec, thresholds)
         if table is not None:

@@ -84,7 +84,7 @@ def score_aggregates(
     sums = _row_sums(lf, keys)
     bound = 0.0 if state.spec.exact else 0.5
     if pairs is None:  # read by both averages: compute once
-        pairs = state_pairs(state.table, state.spec) if kernels.ENABLED else None
+        pairs = state_pairs(state.table, state.spec) if kernels.enabled() else None
     if pairs is None:
         pairs = _pairwise(state, keys).collect()
     lazy, _ = with_group_key(pairs, state.keys)

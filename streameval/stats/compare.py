@@ -92,7 +92,7 @@ def model_histograms(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
 
 def model_table(state: StateData, level: float) -> pl.DataFrame:
     """Per group and model: n, positives, negatives, roc_auc with its DeLong interval."""
-    summed = paired_sums(state.table, state.spec) if kernels.ENABLED else None
+    summed = paired_sums(state.table, state.spec) if kernels.enabled() else None
     if summed is not None:
         (counts, keys), (spread, _) = (with_group_key(f, state.keys) for f in summed.model_rows())
         return model_rows(counts, spread, keys, state.spec, level)
@@ -235,7 +235,7 @@ def paired_test(state: StateData, level: float, alternative: str) -> pl.DataFram
     """Per group and pair of models (in ``spec.scores`` order): the paired DeLong test."""
     check_alternative(alternative)
     _, keys = _groups(state)
-    summed = paired_sums(state.table, state.spec) if kernels.ENABLED else None
+    summed = paired_sums(state.table, state.spec) if kernels.enabled() else None
     if summed is None:
         per_group = _joint_sums(state, keys)
     else:
