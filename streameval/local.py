@@ -18,7 +18,6 @@ from .errors import DomainWarning, caller_level
 from .kernels import scatterloops
 from .kernels.compiled import MAX_WINDOW_BITS, loops
 from .kernels.staged import Staged
-from .metrics.binary import ALL, COLUMNS, as_thresholds, grouped_metrics
 from .options import Accumulation, Evaluation
 from .pipeline import (
     Plan,
@@ -32,12 +31,13 @@ from .pipeline import (
 )
 from .resample import data_warnings, per_replicate, replicate_intervals
 from .source import Engine, Source
-from .spec import Spec
+from .spec import ALL, Spec
 from .state import State
 from .stats.compare import grouped_model_table
 from .stats.proportions import METHODS
 from .stats.tables import binary_intervals, check_ci
-from .tasks import Inputs
+from .tasks.binary.metrics import COLUMNS, as_thresholds, grouped_metrics
+from .tasks.common import Inputs
 from .tasks.registry import offers
 
 

@@ -17,7 +17,6 @@ from .kernels.collect import Collected
 from .kernels.runs import Runs, runs_state
 from .kernels.scatter import Scatter, Shard
 from .kernels.staged import Staged
-from .metrics.binary import as_thresholds
 from .options import Accumulation
 from .source import (
     Engine,
@@ -35,7 +34,8 @@ from .source import (
 )
 from .spec import Spec, parse_precision
 from .state import State
-from .tasks import Inputs, Opened, TaskPlan
+from .tasks.binary.metrics import as_thresholds
+from .tasks.common import Inputs, Opened, TaskPlan
 from .tasks.registry import offers, task_of
 
 
@@ -92,7 +92,7 @@ def prepare(
     kernel's replicates (:meth:`Staged.replicated`, units read once each) rather than for the
     state (whose replicates are Polars passes), where the task's kernel draws them.
     ``tables``: plan for a metric table, where a kernel that builds no states
-    (:attr:`streameval.tasks.TaskPlan.states`) serves too.
+    (:attr:`streameval.tasks.common.TaskPlan.states`) serves too.
     """
     module = task_of(inputs.task)
     boot = resample_plan.bootstrap_options(inputs)

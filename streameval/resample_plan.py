@@ -25,7 +25,7 @@ from .resample_draw import (
     with_row_key,
 )
 from .source import collect
-from .tasks import Inputs, Opened, TaskPlan
+from .tasks.common import Inputs, Opened, TaskPlan
 from .tasks.registry import Task
 
 DUPLICATE_SHARE = 0.05  # the share of repeated rows above which row_id= is required
@@ -38,7 +38,7 @@ DRAWN = ("binary", "regression", "multiclass")
 def bootstrap_options(inputs: Inputs) -> Bootstrap | None:
     """The bootstrap options of ``inputs`` checked, or None without ``bootstrap=``.
 
-    >>> from streameval.tasks import Inputs
+    >>> from streameval.tasks.common import Inputs
     >>> bootstrap_options(Inputs(label="y", bootstrap=200, row_id="id"))
     Bootstrap(replicates=200, seed=0, row_id=('id',))
     """

@@ -12,12 +12,6 @@ import polars as pl
 from .bucketing import key_bucket
 from .errors import InputError, SpecMismatchError
 from .io import read_state_file, write_state
-from .metrics.binary import as_thresholds
-from .metrics.calibration import calibration_curve, calibration_error
-from .metrics.classes import confusion_matrix
-from .metrics.costs import cost_curve, gains
-from .metrics.curves import det_curve, pr_curve, roc_curve
-from .metrics.operating import areas, cost_sensitive_error, operating_points
 from .resample import bootstrap_intervals, jackknife_intervals
 from .spec import merged_spec
 from .states import kind_module
@@ -26,7 +20,13 @@ from .stats.compare import paired_test, unpaired_test
 from .stats.proportions import check_level
 from .stats.summary import binary_summary, multiclass_summary
 from .stats.tables import check_ci, per_class
-from .tasks import MetricOptions
+from .tasks.binary.calibration import calibration_curve, calibration_error
+from .tasks.binary.costs import cost_curve, gains
+from .tasks.binary.curves import det_curve, pr_curve, roc_curve
+from .tasks.binary.metrics import as_thresholds
+from .tasks.binary.operating import areas, cost_sensitive_error, operating_points
+from .tasks.common import MetricOptions
+from .tasks.multiclass.classes import confusion_matrix
 from .tasks.registry import offering, offers, task_of
 
 
@@ -292,7 +292,7 @@ class State(StateData):
         ...                    "b": [0.3, 0.2, 0.6, 0.5, 0.1, 0.9]})
         >>> st = se.accumulate(df, task="paired", label="y", scores=["a", "b"])
         >>> st.roc_test().select("roc_auc_a", "roc_auc_b", "difference").row(0)
-        (0.8888888888888888, 1.0, -0.11111111111111116)
+        (0.8888888888888888, 1.0, -0.11111111111111112)
 
         Two days of one model, the second against the first:
 
@@ -553,7 +553,7 @@ class State(StateData):
         costs: tuple[float, float] = (1.0, 1.0),
         prevalence: float | None = None,
     ) -> pl.DataFrame:
-        """Per group, the threshold a criterion picks (:mod:`streameval.metrics.operating`).
+        """Per group, the threshold a criterion picks (:mod:`streameval.tasks.binary.operating`).
 
         ``criterion`` is ``"youden"``, ``"f1"``, ``"fbeta"`` (with ``beta``), ``"cost"``
         (``costs=(cost_fp, cost_fn)``, ``prevalence``), or ``"recall"``, ``"precision"``,
@@ -672,7 +672,7 @@ class State(StateData):
         """Cumulative gains and lift per group at population quantiles (deciles by default).
 
         Rows: keys, quantile, threshold, population (the fraction reached), gain, lift,
-        response (:mod:`streameval.metrics.costs`).
+        response (:mod:`streameval.tasks.binary.costs`).
 
         Parameters
         ----------

@@ -136,7 +136,7 @@ def test_hive_partitioned_files_match_sklearn(tmp_path_factory, data, precision,
 @given(binary_frames(), st.sampled_from(["exact", 4]))
 def test_finalize_in_key_chunks_matches_one_piece(data, precision):
     """Large states are finalized in parts split by a hash of the keys; tiny parts here."""
-    import streameval.metrics.binary as finalize
+    import streameval.tasks.binary.metrics as finalize
 
     df, cuts, weighted = data
     state = accumulate_chunked(df, cuts, weighted, precision=precision)

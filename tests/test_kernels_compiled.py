@@ -27,7 +27,7 @@ from streameval.kernels.collect import Deferred
 from streameval.kernels.hashcodes import hashed_codes, hashed_exprs, number_hashes
 from streameval.pipeline import prepare, unit_staged
 from streameval.source import _partition_values
-from streameval.tasks import Inputs
+from streameval.tasks.common import Inputs
 
 loops = compiled_module.loops()
 assert loops is not None, "numba is a dependency: the compiled loops must load"

@@ -16,9 +16,9 @@ from test_sort_kernel_bucketed import PRECISIONS, THRESHOLDS, assert_same_state
 import streameval as se
 from reference import kernel_path
 from streameval.kernels.buckets import bucketed_state
-from streameval.metrics.binary import runs_metrics
 from streameval.pipeline import prepare, unit_runs
-from streameval.tasks import Inputs
+from streameval.tasks.binary.metrics import runs_metrics
+from streameval.tasks.common import Inputs
 
 
 def three(call: Callable[[], Any]) -> tuple[Any, Any, Any]:

@@ -19,7 +19,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import streameval as se
-import streameval.tasks as tasks
+import streameval.tasks.common as tasks
 from streameval import source
 from streameval.errors import InputError
 from streameval.kernels import scatter

@@ -17,7 +17,7 @@ from polars.testing import assert_frame_equal
 import streameval as se
 from reference import kernel_path
 from streameval.pipeline import prepare, unit_runs
-from streameval.tasks import Inputs
+from streameval.tasks.common import Inputs
 
 SCORES = {
     "probabilities": st.floats(0, 1, allow_nan=False),

@@ -15,9 +15,9 @@ from test_sort_kernel import assert_same_metrics, both, frames
 
 import streameval as se
 from streameval.kernels.buckets import bucketed_state
-from streameval.metrics.binary import runs_metrics
 from streameval.pipeline import prepare, state_table, unit_runs
-from streameval.tasks import Inputs
+from streameval.tasks.binary.metrics import runs_metrics
+from streameval.tasks.common import Inputs
 
 
 def assert_same_state(fast: se.State, slow: se.State) -> None:

@@ -117,7 +117,7 @@ def test_shards_hold_whole_groups_and_give_the_metrics(tmp_path, monkeypatch, sh
 def test_wide_integer_and_float_keys_take_the_kernel():
     """Int64 and float keys are numbered from hashes: the kernel, not the Polars group-by."""
     from streameval.pipeline import prepare, unit_runs
-    from streameval.tasks import Inputs
+    from streameval.tasks.common import Inputs
 
     df = pl.DataFrame(
         {

@@ -60,7 +60,7 @@ def test_rows_of_one_bucket_apart_are_summed():
 
 @pytest.mark.parametrize("precision", [11, "exact"])
 def test_the_loops_read_the_state(precision, monkeypatch):
-    from streameval.metrics import binary as kernel_metrics
+    from streameval.tasks.binary import metrics as kernel_metrics
 
     df = pl.DataFrame({"g": [0, 1, 0, 1], "y": [1, 0, 0, 1], "p": [0.9, 0.2, 0.4, 0.6]})
     state = se.accumulate(df, label="y", score="p", by="g", precision=precision)

@@ -36,13 +36,7 @@ from typing import Any
 import polars as pl
 
 from ..errors import StateFileError
-from ..files import (
-    atomic_write,
-    atomic_write_bytes,
-    hash_file,
-    is_temporary,
-    remove_temporaries,
-)
+from ..files import atomic_write, atomic_write_bytes, hash_file, is_temporary, remove_temporaries
 from ..io import write_state
 from ..spec import SCHEMA_VERSION
 from ..state import State, read_state

@@ -6,7 +6,7 @@ faster, and the sorted runs give the metrics' cumulative sums directly (:mod:`.m
 The results are the same tables as the Polars path's (row order aside; weighted sums may
 differ in the last bits, as summation order does in Polars itself).
 
-Where: hive units (:func:`streameval.accumulate.unit_rows`), in-memory sources, and the shards
+Where: hive units (:func:`streameval.pipeline.unit_rows`), in-memory sources, and the shards
 of every other source (:func:`streameval.source.shard_units`). In exact mode,
 unweighted metrics come straight from the runs; weighted ones from the Polars finalize of the
 runs' state table. Bucketed states are counted straight into their cells by compiled loops

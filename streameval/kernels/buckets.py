@@ -5,7 +5,7 @@ adjacent: each run's bucket is its score key floored to the spec's precision and
 the largest split at or below it (:func:`streameval.bucketing.bucket_expr`), and the
 bucket's sums are sums over a slice. The log-loss and Brier sums of a run are those of its
 rows, since every row of a run has the same score: ``pos·ℓ(p, 1) + neg·ℓ(p, 0)``, the
-per-row terms of :func:`streameval.states.binary.aggregations` (weighted when the runs are).
+per-row terms of :func:`streameval.tasks.binary.state.aggregations` (weighted when the runs are).
 They differ from the Polars path's sums only by summation order. Taken as runs
 (:func:`bucket_runs`), the buckets give unweighted metrics directly (:mod:`.metrics`).
 
@@ -162,7 +162,7 @@ def bucketed_state(
     Returns
     -------
     DataFrame or None
-        The columns and types of :func:`streameval.states.binary.state_query`'s table, or
+        The columns and types of :func:`streameval.tasks.binary.state.state_query`'s table, or
         None when some squared error overflows.
 
     """

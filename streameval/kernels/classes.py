@@ -3,8 +3,8 @@
 A multiclass state holds, besides its confusion rows, a score histogram per class column
 (about one state row per row and column at the default precision). The metric table needs
 far less of it: per group, the confusion cells with the rows' loss terms, and per score
-column a and class b the pair sums behind every AUC (:func:`streameval.metrics.pairs`). This
-kernel computes those from the unit's rows (:mod:`.classloops`): the confusion cells in one
+column a and class b the pair sums behind every AUC (:mod:`streameval.tasks.multiclass.pairs`).
+This kernel computes those from the unit's rows (:mod:`.classloops`): the confusion cells in one
 pass, then each score column's rows placed by (group, binade) as the binary kernel places
 them and read bucket by bucket. The metric table then comes from the confusion rows as a
 state (:class:`~streameval.state.State`) with the pair sums given.
@@ -32,7 +32,7 @@ from ..bucketing import EPS
 from ..codes import KeyCode
 from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
 from ..spec import Spec
-from ..states.multiclass import group_columns, merge_ops
+from ..tasks.multiclass.state import group_columns, merge_ops
 from . import buffer, chunks, classloops, give_back, small_pages
 from .classstate import state_table
 from .collect import key_exprs, unit_groups
@@ -57,7 +57,7 @@ REPLICATE_CELLS = 1 << 21
 WORKERS = 2
 #: Classes at most (a class index shares a placed row's word with the score's 52 low bits).
 MAX_CLASSES = 2047
-_TOLERANCE = 1e-8 + math.sqrt(EPS)  # as :func:`streameval.states.multiclass._row_counts`
+_TOLERANCE = 1e-8 + math.sqrt(EPS)  # as :func:`streameval.tasks.multiclass.state._row_counts`
 
 
 @dataclass
@@ -86,10 +86,10 @@ class ClassRows:
         Returns
         -------
         (DataFrame, DataFrame) or None
-            The confusion rows as :func:`streameval.states.multiclass.state_query` gives
+            The confusion rows as :func:`streameval.tasks.multiclass.state.state_query` gives
             them, with the rows' loss sums on them; and per group, score column ``a`` and
             class ``b`` ≠ ``a`` present in the group, ``_num``, ``_ties``, ``_N`` and ``_P``
-            as :func:`streameval.metrics.pairs._pairwise` gives them.
+            as :func:`streameval.tasks.multiclass.pairs._pairwise` gives them.
 
         """
         prepared = self._prepared(spec)

@@ -1,6 +1,6 @@
 """The multiclass state built by compiled loops (numba), without Polars' group-by.
 
-The state (:mod:`streameval.states.multiclass`) holds a unit's confusion rows and, per score
+The state (:mod:`streameval.tasks.multiclass.state`) holds a unit's confusion rows and, per score
 column k, a histogram of p_k by actual class with the loss terms each row would add were its
 class k's: about a state row per row and score column at the default precision. The rows are
 ordered once by (group, actual class), a "segment" (:func:`by_segment`, a counting sort), and
@@ -30,7 +30,7 @@ import polars as pl
 
 from ..bucketing import EXACT_BITS
 from ..spec import Spec
-from ..states.multiclass import group_columns, merge_ops
+from ..tasks.multiclass.state import group_columns, merge_ops
 from . import buffer, give_back, small_pages
 from .classloops import class_terms, first_max, score_checks
 from .collect import table_groups
@@ -178,7 +178,7 @@ def score_cells(bounds, scores, weights, column, options, shift):  # type: ignor
         Its rows.
     sums : 2-d ndarray of float64
         Σw, and Σw·term of the log loss, the Brier score and the top-k hit, were the rows'
-        class column ``column``'s (:func:`streameval.states.multiclass.state_query`); a
+        class column ``column``'s (:func:`streameval.tasks.multiclass.state.state_query`); a
         row a sum.
 
     """
@@ -387,7 +387,7 @@ def segment_pairs(bounds, keys, actual, weights, segments, shape):  # type: igno
     by bucket (a merge sort of its keys) and read from the highest bucket down: each row of
     class b ≠ a (the segment's column) adds w·(class a's weight above its bucket + ½ in it)
     to ``num[b]``, w·(class a's weight in its bucket) to ``ties[b]`` and w to ``mass[b]``,
-    as :func:`streameval.metrics.pairs._pairwise` sums them. ``shape`` holds the score
+    as :func:`streameval.tasks.multiclass.pairs._pairwise` sums them. ``shape`` holds the score
     columns and the classes.
 
     Returns
@@ -452,7 +452,7 @@ def segment_pairs(bounds, keys, actual, weights, segments, shape):  # type: igno
 def state_pairs(table: pl.DataFrame, spec: Spec) -> pl.DataFrame | None:
     """The pair sums of a multiclass state's score rows, by the compiled loops.
 
-    The frame of :func:`streameval.metrics.pairs._pairwise` (its rows in another order, its
+    The frame of :func:`streameval.tasks.multiclass.pairs._pairwise` (its rows in another order, its
     sums added in another order); None where the loops are off or a key has no code.
     """
     mass = pl.col("w") if spec.weighted else pl.col("n").cast(pl.Float64)

@@ -19,7 +19,7 @@ import polars as pl
 from ..bucketing import EXACT_BITS
 from ..codes import KeyCode, hashed_key, key_code
 from ..spec import Spec
-from ..states.binary import merge_ops
+from ..tasks.binary.state import merge_ops
 from . import chunks, compiled, path, small_pages
 from .compiled import CompiledCells, compiled_cells, loops
 from .groups import GroupCodes
@@ -248,7 +248,7 @@ class Collected:
 def choose(frame: pl.DataFrame, groups: GroupCodes, spec: Spec | None, weighted: bool) -> Staged:
     """The kernel of a unit's coded rows (``_y``, ``_p``, ``_w``): cells, or else the sort.
 
-    Bucketed rows are counted into their cells (:func:`.dense.dense_cells`) where they can
+    Bucketed rows are counted into their cells (:func:`dense_cells`) where they can
     be; exact ones, and the rest, are sorted into runs (:class:`Sorting`).
     """
     cells = None

@@ -5,7 +5,7 @@ order, each cell's terms added in the same order) with the loops of :mod:`.loops
 are ordered by (group, binade), and each such block is summed in a window that stays in
 cache. A metric table needs no cells: :meth:`CompiledCells.grouped` reads each group's
 aggregates off the windows, the log loss as the log of a product (a multiply per row rather
-than a ``log``). All of it runs in the summing thread (:class:`.runs.Deferred`); the reading
+than a ``log``). All of it runs in the summing thread (:class:`.collect.Deferred`); the reading
 thread codes the keys. A unit of :data:`PARALLEL_ROWS` rows or more is counted and placed by
 two threads over halves of its rows (the second half's rows placed after the first's in each
 cell: the same layout), and read by two over halves of its groups. There is no density
@@ -431,12 +431,12 @@ def _sums(got: F64, weighted: bool) -> dict[str, npt.NDArray[np.generic]] | None
 def compiled_cells(
     frame: pl.DataFrame, groups: GroupCodes, spec: Spec, weighted: bool, loops: ModuleType
 ) -> CompiledCells | None:
-    """Each row's cell, as :func:`.dense.dense_cells` places it; None: use the sort.
+    """Each row's cell, as :func:`.collect.dense_cells` places it; None: use the sort.
 
     Parameters
     ----------
     frame, groups, spec, weighted
-        As for :func:`.dense.dense_cells`.
+        As for :func:`.collect.dense_cells`.
     loops : module
         The compiled loops (:func:`loops`).
 

@@ -3,7 +3,7 @@
 The runs are sorted by group, then score ascending, so the finalize step's cumulative sums
 from the top score down are suffix sums within each group. With integer counts these are
 exact in Int64 (a global suffix sum minus the one past the group's end), and so are the pair
-sums of the AUC: the results are those of :func:`streameval.metrics.binary.metric_table`'s
+sums of the AUC: the results are those of :func:`streameval.tasks.binary.metrics.metric_table`'s
 Polars aggregation, bit for bit where that one is exact, and to rounding of sums elsewhere
 (average precision, log loss, Brier score).
 
@@ -130,7 +130,7 @@ def aggregates(
     Returns
     -------
     DataFrame
-        As the grouped frame of :func:`streameval.metrics.binary.metric_table`.
+        As the grouped frame of :func:`streameval.tasks.binary.metrics.metric_table`.
 
     """
     pos = runs.pos.astype(np.int64, copy=False)
@@ -350,7 +350,7 @@ def _ap_sums(pos: I64, at: I64, g: _Groups, scale: float) -> dict[str, F64]:
 
 
 def ap_bound_terms(p: F64, n: F64, cpos: F64, cneg: F64) -> tuple[F64, F64]:
-    """:func:`streameval.metrics.binary.ap_bound_terms` of arrays (unscaled counts).
+    """:func:`streameval.tasks.binary.metrics.ap_bound_terms` of arrays (unscaled counts).
 
     >>> over, under = ap_bound_terms(*(np.array([x]) for x in (1.0, 1.0, 1.0, 1.0)))
     >>> float(over[0]), float(under[0])  # U − T = 1 − ½; T − ∫₀¹ x/(1 + x) = 0.193… ≤ ¼

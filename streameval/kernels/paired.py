@@ -6,12 +6,12 @@ needs each model's own histogram only: each model's scores go through the binary
 (:func:`.collect.choose`) over the same rows and group codes, with DeLong's variance, and its
 grouped frame gets the key ``model`` (the model's index in ``spec.scores``).
 
-The paired *state* (:mod:`streameval.states.paired`, which DeLong's paired test reads) is a
+The paired *state* (:mod:`streameval.tasks.paired.state`, which DeLong's paired test reads) is a
 joint histogram of about a row per row at the default precision; the Polars group-by of the
 state query builds it faster than these rows summed by a compiled hash table (measured at
 2e7 rows, 3,000 groups: hive 1.6-1.9 s against 2.0-2.4 s, a LazyFrame 2.9 s against 5.5 s,
 a DataFrame 2.4 s against 3.6 s), so the task's kernel serves metric tables only
-(:attr:`streameval.tasks.TaskPlan.states`). DeLong's test of such a state is summed by
+(:attr:`streameval.tasks.common.TaskPlan.states`). DeLong's test of such a state is summed by
 compiled loops (:mod:`.pairedstate`).
 """
 

@@ -1,6 +1,6 @@
 """DeLong's paired test of a paired state's joint histogram, by compiled loops.
 
-A paired state (:mod:`streameval.states.paired`) holds a row per group and combination of
+A paired state (:mod:`streameval.tasks.paired.state`) holds a row per group and combination of
 the models' buckets, about a row per row at the default precision. DeLong's test
 (:func:`streameval.stats.compare.paired_test`) needs, per group, each model's AUC and
 variance and, for each pair of models, the difference of their AUCs and its variance, both
@@ -25,7 +25,7 @@ import numpy.typing as npt
 import polars as pl
 
 from ..spec import Spec
-from ..states.paired import bucket_columns
+from ..tasks.paired.state import bucket_columns
 from . import small_pages
 from .classstate import by_segment, permute
 from .collect import table_groups

@@ -1,6 +1,6 @@
 """The regression kernel: a unit's state (label and error histograms, totals), compiled.
 
-The state of :func:`streameval.states.regression.state_query`, built without Polars'
+The state of :func:`streameval.tasks.regression.state.state_query`, built without Polars'
 group-by: the label and the error (ŷ − y) are each placed by (group, binade) as the binary
 kernel places scores (:func:`.loops.place`) and summed bucket by bucket in a window that
 stays in cache (:func:`.regressionloops.histogram_cells`); the losses that need both values
@@ -28,7 +28,7 @@ from ..codes import KeyCode
 from ..options import check_alpha
 from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
 from ..spec import Spec
-from ..states.regression import DOMAINS, LOSSES, QUANTILES, merge_ops
+from ..tasks.regression.state import DOMAINS, LOSSES, QUANTILES, merge_ops
 from . import regressionloops, small_pages
 from .collect import key_exprs, unit_groups
 from .compiled import (
@@ -43,7 +43,7 @@ from .compiled import (
 )
 from .staged import Staged
 
-#: The residual quantiles' levels, in :data:`streameval.states.regression.QUANTILES` order.
+#: The residual quantiles' levels, in :data:`streameval.tasks.regression.state.QUANTILES` order.
 _QUANTILES = np.array(list(QUANTILES.values()), np.float64)
 #: Replicates per read of the rows for the losses at most, and their sums' cells at most.
 TOTALS_BATCH = 32
@@ -96,7 +96,7 @@ class Histograms(Staged):
     def sums(self, spec: Spec, options: Mapping[str, Any]) -> pl.DataFrame | None:
         """The unit's per-group aggregates from its buckets, without a state table.
 
-        The aggregates of :func:`streameval.metrics.histograms.aggregates`, per group, from
+        The aggregates of :func:`streameval.tasks.regression.histograms.aggregates`, per group, from
         the label's and the error's buckets: in bucketed mode each group's buckets are
         aggregated as its placed rows are read (:func:`.regressionloops.replicate_aggregates`
         with no draws), none kept beyond the group; in exact mode from its distinct values
@@ -293,7 +293,7 @@ def _grouped(
     totals: tuple[npt.NDArray[Any], ...],
     spec: Spec,
 ) -> pl.DataFrame | None:
-    """The grouped frame of :func:`streameval.metrics.regression.grouped_table`, per group.
+    """The grouped frame of :func:`streameval.tasks.regression.metrics.grouped_table`, per group.
 
     ``label`` and ``error`` are :func:`.regressionloops.part_aggregates`' output of the
     label's and the error's buckets, ``totals`` :func:`.regressionloops.row_totals`'. None

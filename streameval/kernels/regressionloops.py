@@ -7,7 +7,7 @@ summed by distinct value instead: ordered by group (:func:`by_group`), each grou
 sorted by NumPy (numba's in-place sorts crashed the process in a test run, two threads
 sorting at once), and their runs summed (:func:`value_runs`; d1 = d2 = 0).
 :func:`row_totals` sums each group's losses that need the label and the prediction
-together, as :func:`streameval.states.regression.state_query` defines them.
+together, as :func:`streameval.tasks.regression.state.state_query` defines them.
 
 Bootstrap replicates (:func:`replicate_aggregates`, :func:`replicate_totals`) read the same
 placed rows once for a batch of replicates, each row weighed by its Poisson count drawn from
@@ -287,7 +287,7 @@ def _next(means, start, i, j, stop, absolute):  # type: ignore[no-untyped-def]
 def part_aggregates(group, bucket, count, sums, groups, alpha, absolute, eps, quantiles):  # type: ignore[no-untyped-def]
     """Per group, the aggregates of one value's buckets (:func:`histogram_cells`' output).
 
-    As :func:`streameval.metrics.histograms.aggregates` computes them from a state: each
+    As :func:`streameval.tasks.regression.histograms.aggregates` computes them from a state: each
     bucket's weight W_b, sum s_b = W_b·lo + d1, mean lo + d1/W_b and centred M2
     max(d2 − d1²/W_b, 0); per group, rows, ΣW_b, Σs_b, M2 (Chan's formula over the buckets),
     Σ squares, Σ|s_b|, the pinball sum at ``alpha``, max |lo| and Σd2; the ``quantiles``

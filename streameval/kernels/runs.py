@@ -24,7 +24,7 @@ import polars as pl
 
 from ..bucketing import ordered_keys
 from ..spec import Spec
-from ..states.binary import merge_ops
+from ..tasks.binary.state import merge_ops
 from .groups import GroupCodes
 from .scorekeys import ScoreField
 
@@ -183,7 +183,7 @@ def runs_state(
     Returns
     -------
     DataFrame
-        The columns and types of :func:`streameval.states.binary.state_query`'s table.
+        The columns and types of :func:`streameval.tasks.binary.state.state_query`'s table.
 
     """
     values = {"pos": runs.pos, "neg": runs.neg, "n": runs.n}
@@ -202,7 +202,7 @@ def state_frame(
     """The binary state table from sorted group codes, bucket keys and the value columns.
 
     Group codes are decoded once per group and repeated over its rows; keys fixed over the
-    unit are added back; columns come in :func:`streameval.states.binary.state_query`'s order.
+    unit are added back; columns come in :func:`streameval.tasks.binary.state.state_query`'s order.
     """
     firsts = np.flatnonzero(np.append(True, group[1:] != group[:-1]))
     index = pl.Series(np.repeat(np.arange(firsts.size), np.diff(firsts, append=group.size)))

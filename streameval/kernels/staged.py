@@ -20,7 +20,7 @@ class Staged(ABC):
 
     :meth:`runs` finishes them (once; later calls give the same runs). :meth:`grouped` gives
     each group's aggregates for the metric formulas
-    (:func:`streameval.metrics.binary.grouped_metrics`), from the runs, or straight from the
+    (:func:`streameval.tasks.binary.metrics.grouped_metrics`), from the runs, or straight from the
     rows where the kernel can (:class:`.compiled.CompiledCells`).
     """
 
@@ -48,7 +48,7 @@ class Staged(ABC):
     def sums(self, spec: Spec, options: Mapping[str, Any]) -> Any:
         """The unit's per-group sums straight from the rows, for its task's finalize.
 
-        The task's :attr:`streameval.tasks.TaskPlan.finish` turns them into the metric table.
+        The task's :attr:`streameval.tasks.common.TaskPlan.finish` turns them into the metric table.
         ``options`` are :meth:`streameval.State.metrics`' (the kernel returns None for those
         it does not handle). None: the metrics come from :meth:`grouped` or the state.
         """
@@ -67,7 +67,7 @@ class Staged(ABC):
         """:meth:`sums` of bootstrap replicates 0 … ``replicates`` (key ``replicate`` last).
 
         For kernels whose metric table comes from :meth:`sums` rather than a grouped frame
-        (finished by the task's :attr:`streameval.tasks.TaskPlan.finish_replicated`); the
+        (finished by the task's :attr:`streameval.tasks.common.TaskPlan.finish_replicated`); the
         rows must have been read with their keys. None where the kernel does not draw
         replicates (the Polars passes then compute them).
         """

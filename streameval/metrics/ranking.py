@@ -4,7 +4,7 @@ Input rows: group columns, ``bucket`` (ordered score key), ``pos`` and ``neg`` (
 weights of positives and negatives in the bucket). Output per group: ``_P``, ``_N``,
 ``roc_auc`` (ties ½, as sklearn), ``roc_auc_error`` (the bound ½·Σ P_b·N_b / (P·N), 0 in
 exact mode), ``average_precision`` (sklearn's step sum) and its bound
-``average_precision_error`` (:func:`streameval.metrics.binary.ap_bound_terms`). One sort
+``average_precision_error`` (:func:`ap_bound_terms`). One sort
 and one group_by serve every group: the one-vs-rest and one-vs-one problems of a multiclass
 state are all computed in one query.
 """
@@ -13,20 +13,24 @@ from __future__ import annotations
 
 import polars as pl
 
-from .binary import ap_bound_terms
-from .declare import Metric, bound, count
 
-#: The paired task's model table (a row per group and model; its AUC's interval columns
-#: ``roc_auc_lo``, ``roc_auc_hi``, ``roc_auc_se`` follow ``roc_auc``).
-PAIRED = (
-    Metric("model", role="identifier", summary=1),
-    count("n", summary=2),
-    count("positives", summary=3),
-    count("negatives"),
-    Metric("roc_auc", direction="higher", interval="auc", summary=4),
-    bound("roc_auc_error", "roc_auc", summary=5),
-    Metric("average_precision", direction="higher", summary=6),
-)
+def ap_bound_terms(p: pl.Expr, n: pl.Expr, cpos: pl.Expr, cneg: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """Per bucket with positives: how far its AP term may lie below and above the exact one.
+
+    ``p``, ``n``: the bucket's positive and negative weight; ``cpos``, ``cneg``: those from
+    the top score down to the bucket's end. With A, B the weights above the bucket, the
+    bucketed term is T = p·cpos/(cpos + cneg). Any order inside the bucket puts a positive
+    at cumulative positive weight a ∈ (0, p] at precision ≤ (A + p)/(A + B + p), so the
+    exact term is at most U = p·cpos/(cpos + cneg − n): ``over`` = U − T. Its precision is
+    at least f(a) = (A + a)/(A + B + n + a), increasing in a, so the exact term is at least
+    ∫₀ᵖ f = T − cneg·h(u), u = p/(cpos + cneg), h(u) = −ln(1 − u) − u = Σ_{k≥2} uᵏ/k
+    ≤ u²/(2(1 − u)): ``under`` = cneg·p²/(2·(cpos + cneg)·(cpos + cneg − p)), no log (so
+    every path computes the same float).
+    """
+    total = cpos + cneg
+    over = p * cpos * n / ((total - n) * total)
+    under = pl.when(cneg > 0).then(cneg * p * p / (2.0 * total * (total - p))).otherwise(0.0)
+    return over, under
 
 
 def ranking(lf: pl.LazyFrame, groups: list[str], *, exact: bool) -> pl.LazyFrame:

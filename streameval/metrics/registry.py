@@ -14,13 +14,13 @@ cross-validation, the .632+ estimate, the command line and the report.
 
 from __future__ import annotations
 
-from .binary import DECLARED as BINARY
-from .classes import DECLARED as PER_CLASS
+from ..tasks.binary.metrics import DECLARED as BINARY
+from ..tasks.binary.operating import AREAS
+from ..tasks.multiclass.classes import DECLARED as PER_CLASS
+from ..tasks.multiclass.metrics import DECLARED as MULTICLASS
+from ..tasks.paired.metrics import PAIRED
+from ..tasks.regression.metrics import DECLARED as REGRESSION
 from .declare import Direction, Metric, summary
-from .multiclass import DECLARED as MULTICLASS
-from .operating import AREAS
-from .ranking import PAIRED
-from .regression import DECLARED as REGRESSION
 
 #: The declared columns of each metric table: the tasks' tables, the multiclass per-class
 #: table and the binary areas table.

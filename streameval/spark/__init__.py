@@ -36,15 +36,15 @@ import polars as pl
 
 from ..crossval import fold_cells
 from ..errors import InputError, caller_level, close_matches
-from ..metrics.binary import as_thresholds
 from ..options import Accumulation, Evaluation
 from ..pipeline import as_list, local_accumulate, prepare
 from ..source import is_spark_frame
 from ..spec import parse_precision
 from ..state import State
 from ..stats.tables import check_ci
-from ..tasks import Inputs
-from ..tasks.multiclass import MAX_CLASSES
+from ..tasks.binary.metrics import as_thresholds
+from ..tasks.common import Inputs
+from ..tasks.multiclass.plan import MAX_CLASSES
 from ..tasks.registry import offers, task_of
 from .types import empty_frame
 from .worker import (

@@ -17,17 +17,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from .keys import uniform
-from .units import (
-    UNIT,
-    Frame,
-    finish,
-    new_columns,
-    numbers,
-    open_frame,
-    resalt,
-    units,
-    with_units,
-)
+from .units import UNIT, Frame, finish, new_columns, numbers, open_frame, resalt, units, with_units
 
 
 def poisson_cuts() -> list[float]:

@@ -12,7 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import InputError
-from . import binary, multiclass, paired, regression
+from ..tasks.binary import state as binary
+from ..tasks.multiclass import state as multiclass
+from ..tasks.paired import state as paired
+from ..tasks.regression import state as regression
 
 if TYPE_CHECKING:
     import polars as pl

@@ -34,9 +34,11 @@ import polars as pl
 from .. import kernels
 from ..errors import InputError
 from ..kernels.pairedstate import paired_sums
-from ..metrics.binary import ALL, ranking_columns, with_group_key
+from ..metrics.groups import with_group_key
 from ..metrics.ranking import ranking
-from ..states.paired import bucket_columns
+from ..spec import ALL
+from ..tasks.binary.metrics import ranking_columns
+from ..tasks.paired.state import bucket_columns
 from .delong import delong, placements, z_quantile
 from .tables import auc_interval
 
@@ -133,7 +135,7 @@ def model_rows(
     """The model table from each group and model's counts, AUC, AP and DeLong variance.
 
     ``rows`` has the keys (the constant key column of
-    :func:`streameval.metrics.binary.with_group_key` when there are none), ``model`` (the
+    :func:`streameval.tasks.binary.metrics.with_group_key` when there are none), ``model`` (the
     index in ``spec.scores``), ``n``, ``positives``, ``negatives``, ``roc_auc``,
     ``roc_auc_error`` and ``average_precision``; ``variance`` the keys, ``model`` and ``_var``.
     """

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from ..metrics.binary import ALL
-from ..metrics.classes import confusion_rows
+from ..spec import ALL
+from ..tasks.multiclass.classes import confusion_rows
 
 if TYPE_CHECKING:
     from ..states.data import StateData

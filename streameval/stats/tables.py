@@ -14,8 +14,11 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ..errors import InputError
-from ..metrics.binary import ALL, with_group_key
-from ..metrics.classes import (
+from ..metrics.declare import proportions
+from ..metrics.groups import with_group_key
+from ..metrics.registry import TABLES
+from ..spec import ALL
+from ..tasks.multiclass.classes import (
     PER_CLASS,
     SCORE_COLUMNS,
     class_counts,
@@ -25,9 +28,7 @@ from ..metrics.classes import (
     ovr_ranking,
     whole_counts,
 )
-from ..metrics.declare import proportions
-from ..metrics.multiclass import metric_table
-from ..metrics.registry import TABLES
+from ..tasks.multiclass.metrics import metric_table
 from .confusion import STATISTICS, binary_statistics, multiclass_statistics
 from .delong import check_method, delong, hanley_mcneil, normal_interval
 from .proportions import METHODS, add_intervals, check_level
@@ -111,7 +112,7 @@ def binary_intervals(
 
     The columns come in :func:`ordered`'s order: keys, ``n``, each of the metrics ``names``
     with its interval, the statistics, ``threshold``. ``variance`` holds the group keys (the
-    constant key column of :func:`streameval.metrics.binary.with_group_key` when there are
+    constant key column of :func:`streameval.tasks.binary.metrics.with_group_key` when there are
     none) and ``_var``, null where undefined; None takes Hanley and McNeil's variance instead.
     """
     out = binary_statistics(add_intervals(table, PROPORTIONS, ci, level))

@@ -15,7 +15,11 @@ import polars as pl
 
 from ..errors import InputError, close_matches
 from ..states.data import StateData
-from . import Inputs, MetricOptions, Opened, TaskPlan, binary, multiclass, paired, regression
+from .binary import plan as binary
+from .common import Inputs, MetricOptions, Opened, TaskPlan
+from .multiclass import plan as multiclass
+from .paired import plan as paired
+from .regression import plan as regression
 
 
 class Task(Protocol):

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from .. import kernels
-from ..kernels.classstate import state_pairs
-from .binary import with_group_key
+from ... import kernels
+from ...kernels.classstate import state_pairs
+from ...metrics.groups import with_group_key
 from .classes import weight_column
 
 if TYPE_CHECKING:
-    from ..states.data import StateData
+    from ...states.data import StateData
 
 
 def _pairwise(state: StateData, keys: list[str]) -> pl.LazyFrame:

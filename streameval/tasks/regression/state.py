@@ -24,8 +24,8 @@ from typing import Any
 
 import polars as pl
 
-from ..bucketing import EPS, bucket_expr, key_to_float
-from ..spec import Spec
+from ...bucketing import EPS, bucket_expr, key_to_float
+from ...spec import Spec
 
 LOSSES = ("sle", "ape", "spe", "poisson", "gamma", "tweedie")
 DOMAINS = ("bad_sle", "bad_ape", "bad_poisson", "bad_gamma", "bad_tweedie")

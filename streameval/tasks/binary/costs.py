@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ..errors import InputError
-from .binary import ALL
+from ...errors import InputError
+from ...spec import ALL
 from .curves import points
 
 if TYPE_CHECKING:
-    from ..states.data import StateData
+    from ...states.data import StateData
 
 
 def gains(state: StateData, quantiles: int | Sequence[float] = 10) -> pl.DataFrame:

@@ -11,14 +11,16 @@ from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 
-from ..errors import InputError
-from ..states.multiclass import check_count
-from .binary import ALL, COUNTS, with_group_key
-from .declare import SCORES, Metric, bound, count
-from .ranking import ranking
+from ...errors import InputError
+from ...metrics.declare import SCORES, Metric, bound, count
+from ...metrics.groups import with_group_key
+from ...metrics.ranking import ranking
+from ...spec import ALL
+from ..binary.metrics import COUNTS
+from .state import check_count
 
 if TYPE_CHECKING:
-    from ..states.data import StateData
+    from ...states.data import StateData
 
 Normalize = Literal["true", "pred", "all"] | None
 

@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ..errors import InputError, caller_level
-from .binary import ALL
+from ...errors import InputError, caller_level
+from ...metrics.declare import SCORES, Metric, Need, bound, count, formulas
+from ...metrics.select import select_metrics
+from ...spec import ALL
 from .classes import class_counts, confusion_rows, one_vs_rest
-from .declare import SCORES, Metric, Need, bound, count, formulas
 from .pairs import score_aggregates
-from .select import select_metrics
 
 if TYPE_CHECKING:
-    from ..states.data import StateData
+    from ...states.data import StateData
 
 S = pl.col("_s")
 

@@ -7,15 +7,13 @@ from typing import Any
 
 import polars as pl
 
-from ..errors import InputError
-from ..kernels.paired import collect_paired
-from ..metrics.ranking import PAIRED
-from ..spec import Spec
-from ..states import paired
-from ..states.data import StateData
-from ..stats.compare import model_table
-from ..validate import label_expr
-from . import (
+from ...errors import InputError
+from ...kernels.paired import collect_paired
+from ...spec import Spec
+from ...states.data import StateData
+from ...stats.compare import model_table
+from ...validate import label_expr
+from ..common import (
     Check,
     Inputs,
     MetricOptions,
@@ -27,6 +25,8 @@ from . import (
     unit_reader,
     weight_expr,
 )
+from . import state as paired
+from .metrics import PAIRED
 
 #: The state's columns, the model table's (and its AUC interval's), the test table's.
 RESERVED = {

@@ -25,7 +25,7 @@ from typing import Any
 
 import polars as pl
 
-from ..bucketing import (
+from ...bucketing import (
     EPS,
     EXACT_BITS,
     bucket_expr,
@@ -34,9 +34,9 @@ from ..bucketing import (
     key_to_float,
     ordered_key,
 )
-from ..codes import key_code, pack, unpack
-from ..spec import Spec
-from ..validate import check_label_values
+from ...codes import key_code, pack, unpack
+from ...spec import Spec
+from ...validate import check_label_values
 
 SUM = "sum"
 ALL_COLUMNS = ("pos", "neg", "n", "log_loss", "brier", "psum", "n_outside")

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ..bucketing import key_to_float
-from .binary import ALL, with_group_key
+from ...bucketing import key_to_float
+from ...metrics.groups import with_group_key
+from ...spec import ALL
 
 if TYPE_CHECKING:
-    from ..states.data import StateData
+    from ...states.data import StateData
 
 
 def _cumulative(state: StateData, descending: bool) -> tuple[pl.LazyFrame, list[str]]:

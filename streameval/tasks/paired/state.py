@@ -14,10 +14,10 @@ from typing import Any
 
 import polars as pl
 
-from ..bucketing import bucket_expr
-from ..spec import Spec
-from .binary import check_found as check_found  # merged label values: as binary
-from .binary import reindex as reindex
+from ...bucketing import bucket_expr
+from ...spec import Spec
+from ..binary.state import check_found as check_found  # merged label values: as binary
+from ..binary.state import reindex as reindex
 
 ALL_COLUMNS = ("pos", "neg", "n")
 

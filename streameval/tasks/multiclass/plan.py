@@ -8,21 +8,16 @@ from typing import Any
 
 import polars as pl
 
-from ..errors import InputError
-from ..kernels.classes import collect_classes
-from ..metrics.classes import PER_CLASS, SCORE_COLUMNS
-from ..metrics.multiclass import COLUMNS
-from ..resample import data_warnings
-from ..resample_draw import ROW_KEY
-from ..source import collect
-from ..spec import Spec
-from ..states import multiclass
-from ..states.data import StateData
-from ..states.multiclass import MAX_CLASSES as MAX_CLASSES  # re-exported (spark)
-from ..states.multiclass import check_count
-from ..stats.tables import multiclass_metrics
-from ..validate import _coerce_positive
-from . import (
+from ...errors import InputError
+from ...kernels.classes import collect_classes
+from ...resample import data_warnings
+from ...resample_draw import ROW_KEY
+from ...source import collect
+from ...spec import Spec
+from ...states.data import StateData
+from ...stats.tables import multiclass_metrics
+from ...validate import _coerce_positive
+from ..common import (
     Check,
     Inputs,
     MetricOptions,
@@ -35,6 +30,11 @@ from . import (
     unit_reader,
     weight_expr,
 )
+from . import state as multiclass
+from .classes import PER_CLASS, SCORE_COLUMNS
+from .metrics import COLUMNS
+from .state import MAX_CLASSES as MAX_CLASSES  # re-exported (spark)
+from .state import check_count
 
 #: The finalize step's own column names (per class: t, p, c, s, k …; per pair: a, b, i, j).
 _INTERNAL = {"k", "t", "p", "c", "s", "t_n", "p_n", "tp", "fp", "fn", "tn", "a", "b", "i", "j"}

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ..bucketing import EPS, key_to_float
-from ..states.regression import DOMAINS, LOSSES
-from ..states.regression import QUANTILES as QUANTILES  # re-exported: the metric names
-from .binary import with_group_key
+from ...bucketing import EPS, key_to_float
+from ...metrics.groups import with_group_key
+from .state import DOMAINS, LOSSES
+from .state import QUANTILES as QUANTILES  # re-exported: the metric names
 
 if TYPE_CHECKING:
-    from ..states.data import StateData
+    from ...states.data import StateData
 
 
 def _quantile(q: int) -> pl.Expr:

@@ -18,19 +18,21 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from .. import kernels
-from ..bucketing import float_to_key_scalar, is_bucket_edge
-from ..errors import InputError, caller_level
-from ..kernels.collect import state_runs
-from ..kernels.metrics import pair_scale, runs_grouped
-from ..kernels.runs import Runs
-from ..spec import ALL as ALL  # re-exported: the metric modules' group key
-from ..states.binary import column_exprs
-from .declare import Metric, bound, count, formulas
+from ... import kernels
+from ...bucketing import float_to_key_scalar, is_bucket_edge
+from ...errors import InputError, caller_level
+from ...kernels.collect import state_runs
+from ...kernels.metrics import pair_scale, runs_grouped
+from ...kernels.runs import Runs
+from ...metrics.declare import Metric, bound, count, formulas
+from ...metrics.groups import with_group_key
+from ...metrics.ranking import ap_bound_terms
+from ...spec import ALL as ALL  # re-exported: the metric modules' group key
+from .state import column_exprs
 
 if TYPE_CHECKING:
-    from ..spec import Spec
-    from ..states.data import StateData
+    from ...spec import Spec
+    from ...states.data import StateData
 
 CHUNK_ROWS = 4_000_000
 
@@ -90,25 +92,6 @@ def average_precision_error() -> pl.Expr:
     """
     worst = pl.max_horizontal(pl.col("_ap_over"), pl.col("_ap_under"))
     return pl.when(P > 0).then(worst / _P * (2 * pl.col("_bound_factor")))
-
-
-def ap_bound_terms(p: pl.Expr, n: pl.Expr, cpos: pl.Expr, cneg: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
-    """Per bucket with positives: how far its AP term may lie below and above the exact one.
-
-    ``p``, ``n``: the bucket's positive and negative weight; ``cpos``, ``cneg``: those from
-    the top score down to the bucket's end. With A, B the weights above the bucket, the
-    bucketed term is T = p·cpos/(cpos + cneg). Any order inside the bucket puts a positive
-    at cumulative positive weight a ∈ (0, p] at precision ≤ (A + p)/(A + B + p), so the
-    exact term is at most U = p·cpos/(cpos + cneg − n): ``over`` = U − T. Its precision is
-    at least f(a) = (A + a)/(A + B + n + a), increasing in a, so the exact term is at least
-    ∫₀ᵖ f = T − cneg·h(u), u = p/(cpos + cneg), h(u) = −ln(1 − u) − u = Σ_{k≥2} uᵏ/k
-    ≤ u²/(2(1 − u)): ``under`` = cneg·p²/(2·(cpos + cneg)·(cpos + cneg − p)), no log (so
-    every path computes the same float).
-    """
-    total = cpos + cneg
-    over = p * cpos * n / ((total - n) * total)
-    under = pl.when(cneg > 0).then(cneg * p * p / (2.0 * total * (total - p))).otherwise(0.0)
-    return over, under
 
 
 def _probability_mean(column: str) -> pl.Expr:
@@ -321,14 +304,6 @@ DECLARED = (
 RANKING = formulas(DECLARED, "ranking")
 CONFUSION = formulas(DECLARED, "confusion")
 COLUMNS = [m.name for m in DECLARED]
-
-
-def with_group_key(table: pl.DataFrame, keys: list[str]) -> tuple[pl.LazyFrame, list[str]]:
-    """A state table as a LazyFrame and its keys (a constant key when there are none)."""
-    lf = table.lazy()
-    if keys:
-        return lf, keys
-    return lf.with_columns(pl.lit(0, pl.Int8).alias(ALL)), [ALL]
 
 
 def _pair_scale(table: pl.DataFrame) -> float:

@@ -20,16 +20,17 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ..bucketing import EPS
-from ..errors import DomainWarning, InputError, caller_level
-from ..options import check_alpha as check_alpha  # re-exported
-from .binary import ALL, with_group_key
-from .declare import Metric, bound, count, formulas
+from ...bucketing import EPS
+from ...errors import DomainWarning, InputError, caller_level
+from ...metrics.declare import Metric, bound, count, formulas
+from ...metrics.groups import with_group_key
+from ...metrics.select import select_metrics
+from ...options import check_alpha as check_alpha  # re-exported
+from ...spec import ALL
 from .histograms import QUANTILES, aggregates
-from .select import select_metrics
 
 if TYPE_CHECKING:
-    from ..states.data import StateData
+    from ...states.data import StateData
 
 
 W, N = pl.col("_W"), pl.col("n")

@@ -24,14 +24,16 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ..errors import InputError
-from .binary import ALL, metric_table, with_group_key
+from ...errors import InputError
+from ...metrics.declare import Metric, bound
+from ...metrics.groups import with_group_key
+from ...spec import ALL
 from .costs import expected_cost
 from .curves import points, pr_curve
-from .declare import Metric, bound
+from .metrics import metric_table
 
 if TYPE_CHECKING:
-    from ..states.data import StateData
+    from ...states.data import StateData
 
 CRITERIA = ("youden", "f1", "fbeta", "cost", "recall", "precision", "fpr")
 #: The columns of :func:`areas` (after the keys).

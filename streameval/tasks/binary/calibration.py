@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from ..bucketing import key_to_float
-from ..errors import InputError
-from ..states.binary import column_exprs
-from .binary import ALL, with_group_key
+from ...bucketing import key_to_float
+from ...errors import InputError
+from ...metrics.groups import with_group_key
+from ...spec import ALL
+from .state import column_exprs
 
 if TYPE_CHECKING:
-    from ..states.data import StateData
+    from ...states.data import StateData
 
 STRATEGIES = ("uniform", "quantile")
 

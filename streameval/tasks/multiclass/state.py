@@ -32,9 +32,9 @@ from typing import Any
 
 import polars as pl
 
-from ..bucketing import EPS, bucket_expr
-from ..errors import InputError
-from ..spec import Spec
+from ...bucketing import EPS, bucket_expr
+from ...errors import InputError
+from ...spec import Spec
 
 ROW_SUMS = ("log_loss", "brier", "top_k", "n_outside", "n_unnormalized")
 CLASS_SUMS = ("log_loss", "brier", "top_k")  # on score rows: the terms if the class were k

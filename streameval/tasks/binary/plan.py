@@ -8,20 +8,20 @@ from typing import Any
 
 import polars as pl
 
-from ..bucketing import ABOVE_ONE, EXACT_BITS, is_bucket_edge
-from ..errors import InputError
-from ..kernels.collect import collect_unit
-from ..metrics.binary import COLUMNS
-from ..metrics.binary import metric_table as binary_metrics
-from ..metrics.registry import names as registered
-from ..metrics.select import select_metrics
-from ..resample_draw import ROW_KEY
-from ..spec import Spec
-from ..states import binary
-from ..states.data import StateData
-from ..stats.tables import binary_table
-from ..validate import diagnose_bad_rows, label_expr
-from . import Inputs, MetricOptions, Opened, TaskPlan, unit_reader, weight_expr
+from ...bucketing import ABOVE_ONE, EXACT_BITS, is_bucket_edge
+from ...errors import InputError
+from ...kernels.collect import collect_unit
+from ...metrics.registry import names as registered
+from ...metrics.select import select_metrics
+from ...resample_draw import ROW_KEY
+from ...spec import Spec
+from ...states.data import StateData
+from ...stats.tables import binary_table
+from ...validate import diagnose_bad_rows, label_expr
+from ..common import Inputs, MetricOptions, Opened, TaskPlan, unit_reader, weight_expr
+from . import state as binary
+from .metrics import COLUMNS
+from .metrics import metric_table as binary_metrics
 
 RESERVED = {"bucket", *binary.ALL_COLUMNS, *COLUMNS}
 #: What a binary state offers: a metric table of declared metrics, a label with a positive

@@ -7,16 +7,13 @@ from typing import Any
 
 import polars as pl
 
-from ..errors import InputError
-from ..kernels.regression import collect_regression
-from ..metrics.regression import COLUMNS, grouped_table
-from ..metrics.regression import metric_table as regression_metrics
-from ..resample import data_warnings
-from ..resample_draw import ROW_KEY
-from ..spec import Spec
-from ..states import regression
-from ..states.data import StateData
-from . import (
+from ...errors import InputError
+from ...kernels.regression import collect_regression
+from ...resample import data_warnings
+from ...resample_draw import ROW_KEY
+from ...spec import Spec
+from ...states.data import StateData
+from ..common import (
     Check,
     Inputs,
     MetricOptions,
@@ -28,6 +25,9 @@ from . import (
     unit_reader,
     weight_expr,
 )
+from . import state as regression
+from .metrics import COLUMNS, grouped_table
+from .metrics import metric_table as regression_metrics
 
 RESERVED = {*regression.ALL_COLUMNS, *COLUMNS}
 #: What a regression state offers: a metric table of declared metrics, which takes the

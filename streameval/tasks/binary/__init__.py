@@ -1,0 +1,1 @@
+"""The binary task: its planning (``plan``), its state's columns (``state``) and its metrics."""

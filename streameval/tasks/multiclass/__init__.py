@@ -1,0 +1,1 @@
+"""The multiclass task: its planning (``plan``), its state's columns (``state``) and its metrics."""
