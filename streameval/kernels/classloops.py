@@ -17,6 +17,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .sums import twice_pairs
 from .weightedloops import drawn
 
 _LOW52 = (1 << 52) - 1
@@ -261,7 +262,7 @@ def replicate_pairs(  # type: ignore[no-untyped-def]
                     times[b] = base * t
                 for b in range(reps):
                     w = times[b]
-                    num[b, group, k] += w * (2.0 * higher[c, b] + window[c, b])
+                    num[b, group, k] += twice_pairs(window[c, b], w, higher[c, b])
                     ties[b, group, k] += w * window[c, b]
             for r in range(begin, end):
                 c = (words[r] & _LOW52) >> shift
@@ -317,7 +318,7 @@ def pair_sums(words, weights, bounds, occupied, tops, p, column, num, ties):  # 
                     if b != column:
                         c = (word & _LOW52) >> shift
                         w = weights[r] if weighted else 1.0
-                        num[group, b] += w * (2.0 * higher[c] + window[c])
+                        num[group, b] += twice_pairs(window[c], w, higher[c])
                         ties[group, b] += w * window[c]
                 window[:] = 0.0
                 continue
@@ -342,6 +343,6 @@ def pair_sums(words, weights, bounds, occupied, tops, p, column, num, ties):  # 
                     up = np.searchsorted(sorted_slots, c, side="right")
                     own = suffix[low] - suffix[up]
                     w = weights[r] if weighted else 1.0
-                    num[group, b] += w * (2.0 * (above + suffix[up]) + own)
+                    num[group, b] += twice_pairs(own, w, above + suffix[up])
                     ties[group, b] += w * own
             above += suffix[0]

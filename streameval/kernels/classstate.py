@@ -35,6 +35,7 @@ from . import buffer, give_back, small_pages
 from .classloops import class_terms, first_max, score_checks
 from .collect import table_groups
 from .loops import _key
+from .sums import twice_pairs
 
 jit = numba.njit(cache=True, nogil=True)
 
@@ -430,7 +431,7 @@ def segment_pairs(bounds, keys, actual, weights, segments, shape):  # type: igno
                 b = actual[rank[v]]
                 if b != a:
                     w = weights[rank[v]]
-                    num[b] += w * (above + 0.5 * own)
+                    num[b] += 0.5 * twice_pairs(own, w, above)
                     ties[b] += w * own
                     mass[b] += w
                     if not seen[b]:

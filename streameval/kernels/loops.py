@@ -34,6 +34,7 @@ import numba
 import numpy as np
 
 from ..bucketing import KEY_FLIP
+from .sums import ap_bound_terms, twice_pairs
 
 #: Added to a key's top 12 bits (sign and exponent, -2048 … 2047) to index a binade table.
 OFFSET = 2048
@@ -275,7 +276,7 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
     columns, in ascending order). In float64, a row each of ``sums``: Σ pos times the
     precision at or above the bucket (a second pass over the group's buckets, kept aside),
     minus the log-loss terms' sum, the squared errors' sum, and the AP bound's two sums
-    (:func:`_ap_bound_terms`, in that second pass); with ``delong``, also the sums behind
+    (:func:`_ap_terms`, in that second pass); with ``delong``, also the sums behind
     DeLong's variance of the AUC, Σ pos·(V₁₀ − A)² and Σ neg·(V₀₁ − A)² over the buckets
     (:func:`_placement_terms`; 0 without ``delong`` or without both classes).
 
@@ -306,7 +307,7 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
         nkept = 0
         below_pos = 0
         below_neg = 0
-        pairs = 0
+        pairs = 0  # twice the pairs, ties once (twice_pairs)
         ties = 0
         mark = 0
         product = 1.0
@@ -352,7 +353,7 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
                     mark += 1
                 largest = max(largest, cn, cp)
                 ties += cp * cn
-                pairs += cp * below_neg
+                pairs += twice_pairs(cn, cp, below_neg)
                 below_pos += cp
                 below_neg += cn
                 kept[nkept, 0] = cp
@@ -371,14 +372,14 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
         P = np.float64(below_pos)
         N = np.float64(below_neg)
         placed = delong and below_pos > 0 and below_neg > 0
-        auc = (2.0 * np.float64(pairs) + np.float64(ties)) / (2.0 * P * N) if placed else 0.0
+        auc = np.float64(pairs) / (2.0 * P * N) if placed else 0.0
         s10 = 0.0
         s01 = 0.0
         for k in range(nkept):  # from the lowest bucket up, as the runs' order
             cp = kept[k, 0]
             if cp > 0:
                 ap += cp * (np.float64(above_pos) / np.float64(above_pos + above_neg))
-                up, down = _ap_bound_terms(cp, kept[k, 1], above_pos, above_neg)
+                up, down = _ap_terms(cp, kept[k, 1], above_pos, above_neg)
                 over += up
                 under += down
             if placed:
@@ -389,7 +390,7 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
             above_neg -= kept[k, 1]
         counts[0, g] = below_pos
         counts[1, g] = below_neg
-        counts[2, g] = 2 * pairs + ties
+        counts[2, g] = pairs
         counts[3, g] = ties
         sums[0, g] = ap
         loss = -(np.log(product) + power * _LN2_HIGH + power * _LN2_LOW)
@@ -422,16 +423,9 @@ def _placement_terms(cp, cn, cpos, cneg, P, N, auc):  # type: ignore[no-untyped-
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _ap_bound_terms(cp, cn, cpos, cneg):  # type: ignore[no-untyped-def]
-    """A bucket's AP bound terms (over, under), as :func:`.metrics.ap_bound_terms` does."""
-    p = np.float64(cp)
-    c = np.float64(cpos)
-    d = np.float64(cneg)
-    total = c + d
-    over = p * c * np.float64(cn) / ((total - np.float64(cn)) * total)
-    if cneg == 0:
-        return over, 0.0
-    return over, d * p * p / (2.0 * total * (total - p))
+def _ap_terms(cp, cn, cpos, cneg):  # type: ignore[no-untyped-def]
+    """A bucket's AP bound terms (over, under) of counts: :func:`.sums.ap_bound_terms`."""
+    return ap_bound_terms(np.float64(cp), np.float64(cn), np.float64(cpos), np.float64(cneg))
 
 
 @jit

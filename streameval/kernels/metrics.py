@@ -22,6 +22,7 @@ import numpy.typing as npt
 import polars as pl
 
 from ..bucketing import EPS, float_to_key_scalar, key_floats
+from ..pairsums import ap_bound_terms, twice_pairs
 from ..spec import ALL, Spec
 from . import small_pages
 from .buckets import bucket_runs
@@ -54,15 +55,6 @@ def _suffix(x: I64) -> I64:
     """Sums from each index to the end, with a 0 appended."""
     out = np.zeros(x.size + 1, np.int64)
     np.cumsum(x[::-1], out=out[-2::-1])
-    return out
-
-
-def _segment_sums(x: I64, starts: I64) -> I64:
-    """Sums of ``x`` over ``[starts[i], starts[i + 1])`` (the last to the end); 0 when empty."""
-    out = np.zeros(starts.size, np.int64)
-    full = starts < np.append(starts[1:], x.size)
-    if full.any():
-        out[full] = np.add.reduceat(x, starts[full])
     return out
 
 
@@ -139,16 +131,17 @@ def aggregates(
     positives, negatives = g.totals(firsts)
     scale = pair_scale(float(max(int(pos.max()), int(runs.neg.max()))))
     at = np.flatnonzero(pos)  # runs with positives
-    # Σ neg·(2·cpos − pos) over runs, cpos = rpos[r] − rpos[end]: exact in Int64.
-    if runs.single:  # neg = 1 − pos: Σ neg·rpos = Σ rpos − Σ over positive runs of rpos
+    # the pair sum, each run's negatives against the positives above it (twice_pairs), exact
+    # in Int64: those above a run are rpos[r + 1] − rpos[end], the second term summed apart
+    if runs.single:  # a run is one row: neg = 1 − pos, and no ties
         ties = np.zeros(firsts.size, np.int64)
-        over_neg = np.add.reduceat(rpos[:-1], firsts) - _segment_sums(
-            rpos[at], np.searchsorted(at, firsts)
-        )
+        neg = 1 - pos
     else:
         neg = runs.neg.astype(np.int64, copy=False)
         ties = np.add.reduceat(pos * neg, firsts)
-        over_neg = np.add.reduceat(neg * rpos[:-1], firsts)
+    pairs = np.add.reduceat(twice_pairs(pos, neg, rpos[1:]), firsts)
+    pairs -= 2 * rpos[g.ends] * negatives
+    del neg
     floats: dict[str, npt.NDArray[np.generic]] = dict(_ap_sums(pos, at, g, scale))
     if losses is None:
         with np.errstate(over="ignore", invalid="ignore"):  # huge scores: null metrics later
@@ -159,7 +152,6 @@ def aggregates(
     counts = []
     for t in thresholds:
         counts.append(g.totals(_threshold_index(runs, g, float_to_key_scalar(t))))
-    pairs = 2 * (over_neg - rpos[g.ends] * negatives) - ties
     if variance:
         floats.update(_placement_sums(runs, pos, g, pairs, (positives, negatives)))
     return grouped_frame(
@@ -331,7 +323,8 @@ def _placement_sums(
 def _ap_sums(pos: I64, at: I64, g: _Groups, scale: float) -> dict[str, F64]:
     """Σ over runs with positives (``at``) of pos·precision there (scaled as the Polars path).
 
-    Also the AP bound's sums ``_ap_over`` and ``_ap_under`` (:func:`ap_bound_terms`).
+    Also the AP bound's sums ``_ap_over`` and ``_ap_under``
+    (:func:`streameval.pairsums.ap_bound_terms`).
     """
     group = np.searchsorted(g.firsts, at, side="right") - 1
     end = g.ends[group]
@@ -347,20 +340,6 @@ def _ap_sums(pos: I64, at: I64, g: _Groups, scale: float) -> dict[str, F64]:
     out["_ap_over"] *= scale
     out["_ap_under"] *= scale
     return out
-
-
-def ap_bound_terms(p: F64, n: F64, cpos: F64, cneg: F64) -> tuple[F64, F64]:
-    """:func:`streameval.tasks.binary.metrics.ap_bound_terms` of arrays (unscaled counts).
-
-    >>> over, under = ap_bound_terms(*(np.array([x]) for x in (1.0, 1.0, 1.0, 1.0)))
-    >>> float(over[0]), float(under[0])  # U − T = 1 − ½; T − ∫₀¹ x/(1 + x) = 0.193… ≤ ¼
-    (0.5, 0.25)
-    """
-    total = cpos + cneg
-    over: F64 = p * cpos * n / ((total - n) * total)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        under: F64 = np.where(cneg > 0, cneg * p * p / (2.0 * total * (total - p)), 0.0)
-    return over, under
 
 
 def _losses(runs: Runs, pos: I64, firsts: I64) -> dict[str, npt.NDArray[np.generic]]:

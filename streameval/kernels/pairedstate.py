@@ -29,6 +29,7 @@ from ..tasks.paired.state import bucket_columns
 from . import small_pages
 from .classstate import by_segment, permute
 from .collect import table_groups
+from .sums import twice_pairs
 
 jit = numba.njit(cache=True, nogil=True)
 
@@ -56,7 +57,8 @@ def joint_sums(bounds, buckets, weights, bound, span, out):  # type: ignore[no-u
         ``(auc, error, variance, difference, ap, totals)``, filled with NaN beforehand
         (``totals`` with anything); the span's groups are written. ``totals[g]`` holds P, N
         and the rows. ``auc[g, i]`` is Σ pos·V10 / P (V10: the negatives' weight below the
-        row's bucket and half of it in the bucket, over N), ``error[g, i]`` ``bound`` × the
+        row's bucket and half of it in the bucket, over N; the sum taken as
+        Σ :func:`.sums.twice_pairs` / (2·P·N)), ``error[g, i]`` ``bound`` × the
         buckets' tied pairs / (P·N), and ``difference[g, i, j]`` (i < j) is
         D = Σ pos·(V10ᵢ − V10ⱼ) / P, all NaN without a positive or a negative;
         ``ap[g, i]`` is the average precision (NaN without a positive);
@@ -117,13 +119,13 @@ def joint_sums(bounds, buckets, weights, bound, span, out):  # type: ignore[no-u
                     for v in range(u + 1, t + 1):
                         v10[rank[v], i] = below
                         v01[rank[v], i] = above
-                    area += pos * below
+                    area += twice_pairs(neg, pos, N - cneg)
                 ties += pos * neg
                 t = u
             if P > 0.0:
                 ap[g, i] = precision / P
             if both:
-                auc[g, i] = area / P
+                auc[g, i] = area / (2.0 * P * N)
                 error[g, i] = ties / P / N * bound
         if not both:
             continue

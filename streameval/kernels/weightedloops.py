@@ -14,7 +14,8 @@ import math
 import numba
 import numpy as np
 
-from .loops import _ap_bound_terms, _coarse, _layout, _placement_terms, _row, _score, _slots
+from .loops import _ap_terms, _coarse, _layout, _placement_terms, _row, _score, _slots
+from .sums import twice_pairs
 
 _LOW52 = (1 << 52) - 1
 _TOP = 52
@@ -110,13 +111,13 @@ def _finish(kept, crossed, rows, sums, scales, g, at, loss, brier, delong):  # t
         above_neg += kept[k, 1]
         cp = kept[k, 0] * scale
         cn = kept[k, 1] * scale
-        pairs += cn * (2.0 * scaled_pos + cp)
+        pairs += twice_pairs(cp, cn, scaled_pos)
         ties += cp * cn
         scaled_pos += cp
         scaled_neg += cn
         if cp > 0.0:
             ap += cp * (scaled_pos / (scaled_pos + scaled_neg))
-            up, down = _ap_bound_terms(cp, cn, scaled_pos, scaled_neg)
+            up, down = _ap_terms(cp, cn, scaled_pos, scaled_neg)
             over += up
             under += down
     while mark >= 0:

@@ -4,7 +4,7 @@ Input rows: group columns, ``bucket`` (ordered score key), ``pos`` and ``neg`` (
 weights of positives and negatives in the bucket). Output per group: ``_P``, ``_N``,
 ``roc_auc`` (ties ½, as sklearn), ``roc_auc_error`` (the bound ½·Σ P_b·N_b / (P·N), 0 in
 exact mode), ``average_precision`` (sklearn's step sum) and its bound
-``average_precision_error`` (:func:`ap_bound_terms`). One sort
+``average_precision_error`` (:func:`streameval.pairsums.ap_bound_terms`). One sort
 and one group_by serve every group: the one-vs-rest and one-vs-one problems of a multiclass
 state are all computed in one query.
 """
@@ -13,24 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-
-def ap_bound_terms(p: pl.Expr, n: pl.Expr, cpos: pl.Expr, cneg: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
-    """Per bucket with positives: how far its AP term may lie below and above the exact one.
-
-    ``p``, ``n``: the bucket's positive and negative weight; ``cpos``, ``cneg``: those from
-    the top score down to the bucket's end. With A, B the weights above the bucket, the
-    bucketed term is T = p·cpos/(cpos + cneg). Any order inside the bucket puts a positive
-    at cumulative positive weight a ∈ (0, p] at precision ≤ (A + p)/(A + B + p), so the
-    exact term is at most U = p·cpos/(cpos + cneg − n): ``over`` = U − T. Its precision is
-    at least f(a) = (A + a)/(A + B + n + a), increasing in a, so the exact term is at least
-    ∫₀ᵖ f = T − cneg·h(u), u = p/(cpos + cneg), h(u) = −ln(1 − u) − u = Σ_{k≥2} uᵏ/k
-    ≤ u²/(2(1 − u)): ``under`` = cneg·p²/(2·(cpos + cneg)·(cpos + cneg − p)), no log (so
-    every path computes the same float).
-    """
-    total = cpos + cneg
-    over = p * cpos * n / ((total - n) * total)
-    under = pl.when(cneg > 0).then(cneg * p * p / (2.0 * total * (total - p))).otherwise(0.0)
-    return over, under
+from ..pairsums import ap_bound_terms, twice_pairs
 
 
 def ranking(lf: pl.LazyFrame, groups: list[str], *, exact: bool) -> pl.LazyFrame:
@@ -58,7 +41,7 @@ def ranking(lf: pl.LazyFrame, groups: list[str], *, exact: bool) -> pl.LazyFrame
         .agg(
             pos.sum().alias("_P"),
             neg.sum().alias("_N"),
-            (neg * (cpos - 0.5 * pos)).sum().alias("_auc"),
+            (0.5 * twice_pairs(pos, neg, cpos - pos)).sum().alias("_auc"),
             (pos * neg).sum().alias("_ties"),
             (pos * cpos / (cpos + cneg)).filter(pos > 0).sum().alias("_ap"),
             over.filter(pos > 0).sum().alias("_ap_over"),

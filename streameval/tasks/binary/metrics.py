@@ -26,7 +26,7 @@ from ...kernels.metrics import pair_scale, runs_grouped
 from ...kernels.runs import Runs
 from ...metrics.declare import Metric, bound, count, formulas
 from ...metrics.groups import with_group_key
-from ...metrics.ranking import ap_bound_terms
+from ...pairsums import ap_bound_terms, twice_pairs
 from ...spec import ALL as ALL  # re-exported: the metric modules' group key
 from .state import column_exprs
 
@@ -87,8 +87,8 @@ def average_precision() -> pl.Expr:
 def average_precision_error() -> pl.Expr:
     """Bound on |bucketed − exact| AP: max(Σ_b over_b, Σ_b under_b) / P; 0 in exact mode.
 
-    Per bucket (:func:`ap_bound_terms`): how far the orderings of its positives and
-    negatives could move its term up (``_ap_over``) or down (``_ap_under``).
+    Per bucket (:func:`streameval.pairsums.ap_bound_terms`): how far the orderings of its
+    positives and negatives could move its term up (``_ap_over``) or down (``_ap_under``).
     """
     worst = pl.max_horizontal(pl.col("_ap_over"), pl.col("_ap_under"))
     return pl.when(P > 0).then(worst / _P * (2 * pl.col("_bound_factor")))
@@ -434,7 +434,7 @@ def _finalize(
             neg.sum().cast(count_type).alias("negatives"),
             fpos.sum().alias("_P"),
             fneg.sum().alias("_N"),
-            (fneg * (pl.col("_cpos") - 0.5 * fpos)).sum().alias("_auc_num"),
+            (0.5 * twice_pairs(fpos, fneg, pl.col("_cpos") - fpos)).sum().alias("_auc_num"),
             (fpos * fneg).sum().alias("_tie_pairs"),
             (fpos * (pl.col("_cpos") / (pl.col("_cpos") + pl.col("_cneg"))))
             .filter(pos > 0)
