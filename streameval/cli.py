@@ -36,7 +36,7 @@ from .metrics.registry import summary_columns
 from .progress import at_terminal, showing
 from .report import write_report
 from .spec import parse_precision
-from .tasks.registry import offers
+from .tasks.registry import TASKS, offers
 from .version import __version__
 
 __all__ = ["check_output_path", "main", "one_line", "output_format"]
@@ -80,9 +80,7 @@ def _add_output(parser: argparse.ArgumentParser) -> None:
 def _add_inputs(parser: argparse.ArgumentParser) -> None:
     """The source, task and column options shared by ``evaluate`` and ``report``."""
     parser.add_argument("source", nargs="+", help="Parquet files, directories or globs")
-    parser.add_argument(
-        "--task", default="binary", choices=["binary", "multiclass", "regression", "paired"]
-    )
+    parser.add_argument("--task", default="binary", choices=list(TASKS))
     parser.add_argument("--label", required=True, help="label column")
     parser.add_argument("--score", help="binary: score column (any numeric range)")
     parser.add_argument("--prediction", help="multiclass: predicted class; regression: prediction")

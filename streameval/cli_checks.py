@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import StreamevalError
-from .tasks.registry import offering, offers
+from .tasks.registry import offering, offers, taking
 
 FORMATS = ("csv", "json", "parquet")
 
@@ -106,10 +106,10 @@ def output_format(output: str | None, fmt: str | None) -> str | None:
 def check_inputs(args: argparse.Namespace) -> None:
     """Options of ``evaluate`` and ``report`` that belong to another task."""
     task = args.task
-    _belongs("--classes", args.classes, task, ["multiclass"])
-    _belongs("--top-k", args.top_k, task, ["multiclass"])
-    _belongs("--power", args.power, task, ["regression"])
-    _belongs("--positive", args.positive, task, ["binary", "paired"])
+    _belongs("--classes", args.classes, task, taking("classes"))
+    _belongs("--top-k", args.top_k, task, taking("top_k"))
+    _belongs("--power", args.power, task, taking("power"))
+    _belongs("--positive", args.positive, task, taking("positive"))
     if args.top_k is not None and args.top_k < 1:
         raise _fail(f"expected --top-k of 1 or more, got {args.top_k}", "--top-k 2")
 
@@ -124,16 +124,16 @@ def check_evaluate(args: argparse.Namespace) -> str | None:
     """Every ``evaluate`` argument, before any data is read; returns the output format."""
     task, ci, table = args.task, args.ci, args.table
     check_inputs(args)
-    _belongs("--alpha", args.alpha, task, ["regression"])
-    _belongs("--threshold", args.threshold, task, ["binary"])
+    _belongs("--alpha", args.alpha, task, taking("alpha"))
+    _belongs("--threshold", args.threshold, task, taking("threshold"))
     if args.summary and not offers(task, "summary"):
         raise _fail(
             f"expected --task {' or '.join(offering('summary'))} with --summary, got --task {task}",
             "drop --summary",
         )
     if table != "metrics":
-        wanted = "paired" if table == "tests" else "multiclass"
-        _belongs(f"--table {table}", True, task, [wanted])
+        wanted = offering("models" if table == "tests" else "classes")
+        _belongs(f"--table {table}", True, task, wanted)
     intervals = ci is not None or args.summary or table == "tests"
     _needs("--level", args.level, intervals, "--ci (or --summary, --table tests)")
     _needs("--auc-method", args.auc_method, ci is not None, "--ci")

@@ -38,10 +38,11 @@ from .tasks.registry import offering, offers
 if TYPE_CHECKING:
     from .state import State
 
-#: The metric whose worst groups the report lists first, per task (worst: by its direction).
-RANKING = {"binary": "roc_auc", "multiclass": "accuracy", "regression": "rmse"}
 #: The metrics drawn over days, per task (those the table has).
 TRENDS = {task: trends(TABLES[task]) for task in offering("metrics")}
+#: The metric whose worst groups the report lists first, per task (worst: by its direction):
+#: its first trend.
+RANKING = {task: names[0] for task, names in TRENDS.items()}
 #: Curves are drawn from buckets of at most this many mantissa bits, fewer while a group
 #: has more than CURVE_POINTS buckets on average (a panel is 240 pixels wide).
 CURVE_BITS, CURVE_POINTS = 7, 2000

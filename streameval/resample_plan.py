@@ -26,13 +26,13 @@ from .resample_draw import (
 )
 from .source import collect
 from .tasks.common import Inputs, Opened, TaskPlan
-from .tasks.registry import Task
+from .tasks.registry import Task, offering
 
 DUPLICATE_SHARE = 0.05  # the share of repeated rows above which row_id= is required
 EXACT_DISTINCT = 1 << 20  # up to this many rows, distinct rows are counted exactly
 WEIGHT = "_se_bootstrap_weight"  # the weight column of an unweighted source's replicates
 #: The tasks whose kernels draw bootstrap replicates from the rows' keys.
-DRAWN = ("binary", "regression", "multiclass")
+DRAWN = offering("replicates")
 
 
 def bootstrap_options(inputs: Inputs) -> Bootstrap | None:

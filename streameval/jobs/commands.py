@@ -14,6 +14,7 @@ from ..display import FittedStream, note, print_text, terminal_width
 from ..errors import StreamevalError
 from ..progress import at_terminal, showing
 from ..spec import Spec
+from ..tasks.registry import taking
 from .runner import run_job
 from .tools import _manifest, inspect_text, is_store, load_states, window_metrics
 
@@ -146,7 +147,7 @@ def _store_kind(path: str) -> str | None:
     return Spec.from_json(spec).kind if spec else None
 
 
-_OPTION_TASKS = {"--alpha": ("regression",), "--threshold": ("binary",)}
+_OPTION_TASKS = {"--alpha": taking("alpha"), "--threshold": taking("threshold")}
 
 
 def _metrics(args: argparse.Namespace) -> int:

@@ -11,19 +11,15 @@ from typing import Any
 
 from ..errors import InputError
 from ..spec import parse_precision
-from ..tasks.registry import offers
+from ..tasks.registry import TASKS, offers
 from .tomlkeys import Table, choice, type_name
 
-KINDS = ("binary", "multiclass", "regression", "paired")
+KINDS = tuple(TASKS)
 # Which [task] keys apply to which task kind (the names of se.evaluate's keywords).
-_COMMON = ("kind", "label", "weight", "precision", "metrics", "by", "drop_nulls")
+_COMMON = ("kind", "label", "weight", "precision", "by", "drop_nulls")
 _INTERVALS = ("ci", "level", "auc_method")
-TASK_KEYS = {
-    "binary": (*_COMMON, "score", "positive", "threshold", *_INTERVALS),
-    "multiclass": (*_COMMON, "prediction", "scores", "classes", "top_k", *_INTERVALS),
-    "regression": (*_COMMON, "prediction", "power", "alpha"),
-    "paired": (*_COMMON, "scores", "positive", "level"),
-}
+#: Each task's keys: those of every task, and the task's own options.
+TASK_KEYS = {name: (*_COMMON, *sorted(task.OPTIONS)) for name, task in TASKS.items()}
 ALL_TASK_KEYS = sorted({k for keys in TASK_KEYS.values() for k in keys})
 
 
@@ -128,20 +124,15 @@ def read_task(file: str, data: Any) -> TaskConfig:
     )  # fmt: skip
     o["drop_nulls"] = t.take("drop_nulls", "bool", False)
     t.done()
-    needs = {"binary": "score", "regression": "prediction", "paired": "scores"}
-    if kind in needs and o[needs[kind]] is None:
-        raise t.error(f"task.{needs[kind]}", f"missing; a {kind} task needs it")
-    if offers(kind, "classes"):
-        if o["prediction"] is None and o["scores"] is None:
-            raise t.error(
-                "task.prediction", "missing; a multiclass task needs prediction or scores"
-            )
-        if o["classes"] is None and not isinstance(o["scores"], dict):
-            raise t.error(
-                "task.classes",
-                "missing; a job accumulates each partition on its own, so it must declare every "
-                "class (classes = [...], or scores as a table class = column) for states to merge",
-            )
+    needs = TASKS[kind].REQUIRED
+    if all(o[name] is None for name in needs):
+        raise t.error(f"task.{needs[0]}", f"missing; a {kind} task needs {' or '.join(needs)}")
+    if offers(kind, "classes") and o["classes"] is None and not isinstance(o["scores"], dict):
+        raise t.error(
+            "task.classes",
+            "missing; a job accumulates each partition on its own, so it must declare every "
+            "class (classes = [...], or scores as a table class = column) for states to merge",
+        )
     if len(set(o["by"])) < len(o["by"]):
         raise t.error("task.by", f"expected distinct group keys, got {o['by']!r}")
     return TaskConfig(kind, label, o)

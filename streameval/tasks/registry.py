@@ -42,6 +42,16 @@ class Task(Protocol):
         ...
 
     @property
+    def OPTIONS(self) -> Set[str]:
+        """Its own options, by their names in :func:`streameval.evaluate`."""
+        ...
+
+    @property
+    def REQUIRED(self) -> tuple[str, ...]:
+        """The options of which it needs one (``score``, ``prediction``, ``scores``)."""
+        ...
+
+    @property
     def CAPABILITIES(self) -> Set[str]:
         """What the task offers, among :data:`CAPABILITIES`."""
         ...
@@ -68,6 +78,7 @@ CAPABILITIES: dict[str, str] = {
     "alpha": "a metric table taking the pinball loss's quantile alpha=",
     "models": "a model table per score column, and DeLong's paired tests of the models",
     "one_column": "a column may serve two roles (a label compared with itself)",
+    "replicates": "its kernel draws bootstrap replicates from the rows' keys",
 }
 
 #: Every task, by the name ``task=`` takes.
@@ -102,6 +113,15 @@ def offering(capability: str) -> list[str]:
     (['binary'], ['multiclass'])
     """
     return [name for name, task in TASKS.items() if _known(capability) in task.CAPABILITIES]
+
+
+def taking(option: str) -> list[str]:
+    """The tasks that take the option ``option`` (a name in :func:`streameval.evaluate`).
+
+    >>> taking("positive"), taking("alpha")
+    (['binary', 'paired'], ['regression'])
+    """
+    return [name for name, task in TASKS.items() if option in task.OPTIONS]
 
 
 def offers(task: str, capability: str) -> bool:

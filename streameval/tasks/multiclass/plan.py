@@ -41,7 +41,14 @@ _INTERNAL = {"k", "t", "p", "c", "s", "t_n", "p_n", "tp", "fp", "fn", "tn", "a",
 RESERVED = {*multiclass.ALL_COLUMNS, *COLUMNS, *PER_CLASS, *SCORE_COLUMNS, "class", *_INTERNAL}
 #: What a multiclass state offers: a metric table of declared metrics, per-class tables and
 #: its confusion matrix, and caret's summary.
-CAPABILITIES = frozenset({"metrics", "classes", "summary"})
+CAPABILITIES = frozenset({"replicates", "metrics", "classes", "summary"})
+#: Its own options, by their names in :func:`streameval.evaluate` (and keys of a job's
+#: ``[task]`` table), beyond those of every task (label, weight, by, precision, drop_nulls).
+OPTIONS = frozenset(
+    {"prediction", "scores", "classes", "top_k", "metrics", "ci", "level", "auc_method"}
+)
+#: The options of which it needs one (the columns it scores).
+REQUIRED = ("prediction", "scores")
 
 
 def _score_columns(inputs: Inputs) -> list[str]:

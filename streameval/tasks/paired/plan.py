@@ -40,6 +40,11 @@ RESERVED = {
 #: paired tests of its models (not a table of declared metrics: ``metrics=`` and ``ci=``
 #: do not apply).
 CAPABILITIES = frozenset({"positive", "models"})
+#: Its own options, by their names in :func:`streameval.evaluate` (and keys of a job's
+#: ``[task]`` table), beyond those of every task (label, weight, by, precision, drop_nulls).
+OPTIONS = frozenset({"scores", "positive", "level"})
+#: The options of which it needs one (the columns it scores).
+REQUIRED = ("scores",)
 
 
 def _scores(inputs: Inputs) -> list[str]:

@@ -32,7 +32,12 @@ from .metrics import metric_table as regression_metrics
 RESERVED = {*regression.ALL_COLUMNS, *COLUMNS}
 #: What a regression state offers: a metric table of declared metrics, which takes the
 #: pinball loss's quantile; and its label and prediction may be one column.
-CAPABILITIES = frozenset({"metrics", "alpha", "one_column"})
+CAPABILITIES = frozenset({"replicates", "metrics", "alpha", "one_column"})
+#: Its own options, by their names in :func:`streameval.evaluate` (and keys of a job's
+#: ``[task]`` table), beyond those of every task (label, weight, by, precision, drop_nulls).
+OPTIONS = frozenset({"prediction", "power", "alpha", "metrics"})
+#: The options of which it needs one (the columns it scores).
+REQUIRED = ("prediction",)
 
 
 def roles(inputs: Inputs) -> list[tuple[str, str]]:
