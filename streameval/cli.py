@@ -135,10 +135,11 @@ def _build() -> argparse.ArgumentParser:
     ev.add_argument("--metric", action="append", help="only these metrics (repeatable)")
     ev.add_argument(
         "--table",
-        choices=["metrics", "per-class", "confusion", "tests"],
+        choices=["metrics", "per-class", "confusion", "tests", "report"],
         default="metrics",
         help="multiclass: the per-class table or the confusion matrix instead of the metrics; "
-        "paired: DeLong's tests of each pair of models",
+        "paired: DeLong's tests of each pair of models; binary, multiclass: print "
+        "scikit-learn's classification report per group (report)",
     )
     ev.add_argument(
         "--ci",
@@ -272,6 +273,11 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(state.summary(thresholds[0], level=level), end="")
         return 0
     hint = "--all prints them, --output FILE saves them"
+    if args.table == "report":
+        with showing("evaluate", at_terminal()):
+            state = accumulate(source, **columns, thresholds=thresholds)  # type: ignore[arg-type]
+        print(state.report_text(thresholds[0]), end="")
+        return 0
     if args.table != "metrics":
         with showing("evaluate", at_terminal()):
             state = accumulate(source, **columns)  # type: ignore[arg-type]

@@ -132,8 +132,8 @@ def check_evaluate(args: argparse.Namespace) -> str | None:
             "drop --summary",
         )
     if table != "metrics":
-        wanted = offering("models" if table == "tests" else "classes")
-        _belongs(f"--table {table}", True, task, wanted)
+        needed = {"tests": "models", "report": "classification"}.get(table, "classes")
+        _belongs(f"--table {table}", True, task, offering(needed))
     intervals = ci is not None or args.summary or table == "tests"
     _needs("--level", args.level, intervals, "--ci (or --summary, --table tests)")
     _needs("--auc-method", args.auc_method, ci is not None, "--ci")
@@ -145,7 +145,7 @@ def check_evaluate(args: argparse.Namespace) -> str | None:
     metrics_table = table == "metrics" and not args.summary
     for option, value in (("--metric", args.metric), ("--folds", args.folds)):
         _needs(option, value, metrics_table, "the metric table (no --table, no --summary)")
-    if ci is not None and (table in ("confusion", "tests") or args.summary):
+    if ci is not None and (table in ("confusion", "tests", "report") or args.summary):
         raise _fail(
             f"expected --ci with the metric or per-class table, got it with "
             f"{'--summary' if args.summary else f'--table {table}'}",
@@ -173,6 +173,16 @@ def check_evaluate(args: argparse.Namespace) -> str | None:
             f"expected --replicates of 1 or more, got {args.replicates}", "--replicates 200"
         )
     check_level(args.level)
+    if table == "report" and (args.output or args.format):
+        raise _fail(
+            "expected --table report without --output or --format: it prints text",
+            "drop them, and redirect the printout (> report.txt)",
+        )
+    if table == "report" and len(args.threshold or []) > 1:
+        raise _fail(
+            f"expected one --threshold with --table report, got {len(args.threshold)}",
+            "pass the one the report's predictions are cut at",
+        )
     for t in args.threshold or []:
         if not math.isfinite(t):
             raise _fail(f"expected a finite --threshold, got {t}", "--threshold 0.5")

@@ -16,6 +16,7 @@ from .resample import bootstrap_intervals, jackknife_intervals
 from .spec import merged_spec
 from .states import kind_module
 from .states.data import StateData
+from .stats.classification import binary_reports, class_reports
 from .stats.compare import paired_test, unpaired_test
 from .stats.proportions import check_level
 from .stats.summary import binary_summary, multiclass_summary
@@ -236,6 +237,57 @@ class State(StateData):
         self._require("curves", "summary")
         table = self.metrics(threshold, ci="clopper-pearson", level=level)
         return binary_summary(self, table, level)
+
+    def report_text(self, threshold: float = 0.5, *, digits: int = 2) -> str:
+        """scikit-learn's ``classification_report`` of each group, as text.
+
+        Each group's block is what ``sklearn.metrics.classification_report(y_true, y_pred,
+        labels=classes, sample_weight=w, digits=digits)`` prints for the group's rows: a row
+        per class (precision, recall, F1, support), accuracy, the macro and the weighted
+        averages. A binary state's classes are its negative and positive label values
+        (sorted, as scikit-learn orders them), predicted at ``threshold``; a multiclass
+        state's are its classes. Undefined precision, recall or F1 print as 0 (scikit-learn's
+        ``zero_division`` default, without its warning).
+
+        Parameters
+        ----------
+        threshold : float
+            A binary state's cut: scores at or above it predict the positive class.
+        digits : int
+            Digits after the decimal point.
+
+        Returns
+        -------
+        str
+            A block per group, under a ``key = value`` heading where the state has keys.
+
+        Raises
+        ------
+        InputError
+            A state that is neither binary nor multiclass, or a threshold inside a score
+            bucket.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 0, 0, 1, 1, 1], "p": [0.1, 0.6, 0.2, 0.8, 0.9, 0.7]})
+        >>> print(se.accumulate(df, label="y", score="p").report_text(), end="")
+                      precision    recall  f1-score   support
+        <BLANKLINE>
+                   0       1.00      0.67      0.80         3
+                   1       0.75      1.00      0.86         3
+        <BLANKLINE>
+            accuracy                           0.83         6
+           macro avg       0.88      0.83      0.83         6
+        weighted avg       0.88      0.83      0.83         6
+
+        """
+        self._require("classification", "report_text")
+        if not isinstance(digits, int) or isinstance(digits, bool) or digits < 0:
+            raise InputError(f"expected digits to be an integer of 0 or more, got {digits!r}")
+        if offers(self.spec.kind, "classes"):
+            return class_reports(self, self.confusion_matrix(), digits)
+        return binary_reports(self, self.metrics(threshold), digits)
 
     def roc_test(
         self,

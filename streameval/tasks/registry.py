@@ -74,6 +74,8 @@ CAPABILITIES: dict[str, str] = {
     "thresholds": "metrics per threshold over one score",
     "curves": "curves, operating points and areas from one score's histogram",
     "summary": "caret's summary (State.summary, the CLI's --summary)",
+    "classification": "predicted classes against actual ones: scikit-learn's classification "
+    "report (State.report_text, the CLI's --table report)",
     "classes": "per-class tables and a confusion matrix over the classes",
     "alpha": "a metric table taking the pinball loss's quantile alpha=",
     "models": "a model table per score column, and DeLong's paired tests of the models",

@@ -27,7 +27,9 @@ RESERVED = {"bucket", *binary.ALL_COLUMNS, *COLUMNS}
 #: What a binary state offers: a metric table of declared metrics, a label with a positive
 #: class, metrics per threshold, and the curves, operating points, areas, coarsening and
 #: caret's summary of a score histogram.
-CAPABILITIES = frozenset({"replicates", "metrics", "positive", "thresholds", "curves", "summary"})
+CAPABILITIES = frozenset(
+    {"classification", "replicates", "metrics", "positive", "thresholds", "curves", "summary"}
+)
 #: Its own options, by their names in :func:`streameval.evaluate` (and keys of a job's
 #: ``[task]`` table), beyond those of every task (label, weight, by, precision, drop_nulls).
 OPTIONS = frozenset({"score", "positive", "threshold", "metrics", "ci", "level", "auc_method"})

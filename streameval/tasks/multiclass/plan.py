@@ -41,7 +41,7 @@ _INTERNAL = {"k", "t", "p", "c", "s", "t_n", "p_n", "tp", "fp", "fn", "tn", "a",
 RESERVED = {*multiclass.ALL_COLUMNS, *COLUMNS, *PER_CLASS, *SCORE_COLUMNS, "class", *_INTERNAL}
 #: What a multiclass state offers: a metric table of declared metrics, per-class tables and
 #: its confusion matrix, and caret's summary.
-CAPABILITIES = frozenset({"replicates", "metrics", "classes", "summary"})
+CAPABILITIES = frozenset({"classification", "replicates", "metrics", "classes", "summary"})
 #: Its own options, by their names in :func:`streameval.evaluate` (and keys of a job's
 #: ``[task]`` table), beyond those of every task (label, weight, by, precision, drop_nulls).
 OPTIONS = frozenset(

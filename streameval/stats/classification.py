@@ -1,0 +1,171 @@
+"""scikit-learn's ``classification_report`` printout, per group, from a state's confusion counts.
+
+Each group's block is the text ``sklearn.metrics.classification_report(y_true, y_pred,
+labels=classes, sample_weight=w, digits=digits)`` prints for that group's rows: a row per
+class (precision, recall, F1 and support), then accuracy and the macro and weighted
+averages. A class with no prediction (or no support) has precision (or recall) 0, and F1 is
+``2·tp / (2·tp + fp + fn)``, 0 where that is 0/0: scikit-learn's ``zero_division="warn"``
+values, without its warning. Supports are counts, or weights (to 12 significant digits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from ..errors import InputError
+from ..states.data import StateData
+
+HEADERS = ("precision", "recall", "f1-score", "support")
+#: The longest heading of the averages' rows, which sets the names' column's least width.
+LONGEST = "weighted avg"
+
+
+def _ratio(num: npt.NDArray[np.float64], den: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """``num / den``, 0 where ``den`` is 0."""
+    out = np.zeros_like(num)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def classification_report(
+    names: Sequence[str], matrix: Sequence[Sequence[float]], digits: int = 2, weighted: bool = False
+) -> str:
+    """The report of one confusion matrix (rows: actual class, columns: predicted).
+
+    Parameters
+    ----------
+    names : sequence of str
+        The classes' names, in the matrix's order.
+    matrix : 2-d sequence of float
+        The weight of each (actual, predicted) pair.
+    digits : int
+        Digits after the decimal point.
+    weighted : bool
+        Whether the counts are weights (supports printed as floats).
+
+    Returns
+    -------
+    str
+        scikit-learn's layout, ending in a newline.
+
+    Examples
+    --------
+    >>> print(classification_report(["0", "1"], [[2, 1], [0, 3]]), end="")
+                  precision    recall  f1-score   support
+    <BLANKLINE>
+               0       1.00      0.67      0.80         3
+               1       0.75      1.00      0.86         3
+    <BLANKLINE>
+        accuracy                           0.83         6
+       macro avg       0.88      0.83      0.83         6
+    weighted avg       0.88      0.83      0.83         6
+
+    """
+    cells = np.asarray(matrix, dtype=np.float64)
+    tp = np.diagonal(cells).copy()
+    support = cells.sum(axis=1)
+    predicted = cells.sum(axis=0)
+    precision = _ratio(tp, predicted)
+    recall = _ratio(tp, support)
+    f1 = _ratio(2 * tp, 2 * tp + (predicted - tp) + (support - tp))
+    total = float(support.sum())
+
+    def count(value: float) -> Any:
+        # (weights: to 12 significant digits, where scikit-learn prints its own sum's last bits)
+        return float(f"{value:.12g}") if weighted else int(np.rint(value))
+
+    width = max(max((len(n) for n in names), default=0), len(LONGEST), digits)
+    head = "{:>{width}s} " + " {:>9}" * len(HEADERS)
+    row = "{:>{width}s} " + " {:>9.{digits}f}" * 3 + " {:>9}\n"
+    text = head.format("", *HEADERS, width=width) + "\n\n"
+    for i, name in enumerate(names):
+        values = (precision[i], recall[i], f1[i], count(support[i]))
+        text += row.format(name, *values, width=width, digits=digits)
+    text += "\n"
+    accuracy = float(tp.sum()) / total if total else 0.0
+    accuracy_row = "{:>{width}s} " + " {:>9.{digits}}" * 2 + " {:>9.{digits}f}" + " {:>9}\n"
+    text += accuracy_row.format(
+        "accuracy", "", "", accuracy, count(total), width=width, digits=digits
+    )
+    for heading, weights in (("macro avg", np.ones_like(support)), ("weighted avg", support)):
+        scale = float(weights.sum())
+        means = [
+            float((v * weights).sum()) / scale if scale else 0.0 for v in (precision, recall, f1)
+        ]
+        text += row.format(heading, *means, count(total), width=width, digits=digits)
+    return text
+
+
+def group_title(keys: Sequence[str], row: dict[str, Any]) -> str:
+    """A group's heading: ``segment = a, day = 2026-10-01``.
+
+    >>> group_title(["segment"], {"segment": "a"})
+    'segment = a'
+    """
+    return ", ".join(f"{k} = {row[k]}" for k in keys)
+
+
+def _reports(
+    keys: Sequence[str],
+    groups: Sequence[dict[str, Any]],
+    names: Sequence[str],
+    matrices: Sequence[npt.NDArray[np.float64]],
+    digits: int,
+    weighted: bool,
+) -> str:
+    """Each group's report, under its heading where there are keys, a blank line apart."""
+    if not isinstance(digits, int) or isinstance(digits, bool) or digits < 0:
+        raise InputError(f"expected digits to be an integer of 0 or more, got {digits!r}")
+    blocks = []
+    for group, matrix in zip(groups, matrices, strict=True):
+        report = classification_report(names, matrix.tolist(), digits, weighted)
+        blocks.append(f"{group_title(keys, group)}\n\n{report}" if keys else report)
+    return "\n".join(blocks)
+
+
+def binary_reports(state: StateData, table: pl.DataFrame, digits: int) -> str:
+    """The report of each group of a binary state's metric table at one threshold.
+
+    The classes are the negative and the positive label value, in scikit-learn's (sorted)
+    order; a negative value never seen is named ``not <positive>`` and comes first.
+    """
+    keys = state.keys
+    positive, negative = state.spec.positive, state.spec.negative
+    names = [f"not {positive}" if negative is None else str(negative), str(positive)]
+    try:
+        flip = negative is not None and bool(positive < negative)
+    except TypeError:
+        flip = False
+    table = table.sort(keys, nulls_last=False) if keys else table
+    groups = table.select(keys).to_dicts() if keys else [{}] * table.height
+    counts = table.select("tn", "fp", "fn", "tp").cast(pl.Float64).to_numpy()
+    matrices = [c.reshape(2, 2)[::-1, ::-1] if flip else c.reshape(2, 2) for c in counts]
+    return _reports(
+        keys, groups, names[::-1] if flip else names, matrices, digits, state.spec.weighted
+    )
+
+
+def class_reports(state: StateData, cells: pl.DataFrame, digits: int) -> str:
+    """The report of each group of a multiclass state, from its confusion matrix's cells."""
+    keys = state.keys
+    classes = list(state.spec.classes)
+    at = {c: i for i, c in enumerate(classes)}
+    if keys:  # the groups in key order, nulls first (as the metric tables)
+        ordered = cells.with_columns(pl.struct(keys).rank("dense").alias("_g"))
+        parts = ordered.sort("_g", *keys, nulls_last=False).partition_by("_g", maintain_order=True)
+    else:
+        parts = [cells]
+    groups, matrices = [], []
+    for part in parts:
+        groups.append(part.select(keys).row(0, named=True) if keys else {})
+        matrix = np.zeros((len(classes), len(classes)))
+        for actual, predicted, count in part.select("actual", "predicted", "count").iter_rows():
+            matrix[at[actual], at[predicted]] += float(count)
+        matrices.append(matrix)
+    names = [str(c) for c in classes]
+    return _reports(keys, groups, names, matrices, digits, state.spec.weighted)
