@@ -23,7 +23,9 @@ from .tasks.registry import offers
 if TYPE_CHECKING:
     from .state import State
 
-KINDS = ("roc", "pr", "det", "cost", "gains", "calibration")
+KINDS = ("roc", "pr", "det", "cost", "gains", "calibration", "threshold")
+#: The measures of the threshold curve, each a line (the long table's ``measure``).
+MEASURES = ("precision", "recall", "f1")
 MAX_PANELS = 36
 AXES = {
     "roc": ("fpr", "tpr", "false positive rate", "true positive rate"),
@@ -32,6 +34,7 @@ AXES = {
     "cost": ("probability_cost", "normalized_cost", "probability cost", "normalized cost"),
     "gains": ("population", "gain", "population reached", "positives captured"),
     "calibration": ("mean_predicted", "observed_rate", "mean prediction", "observed rate"),
+    "threshold": ("threshold", "value", "threshold", "precision, recall, F1"),
 }
 
 
@@ -127,16 +130,19 @@ def curve_table(state: State, kind: str) -> pl.DataFrame:
     ----------
     state : State
         A binary state.
-    kind : {"roc", "pr", "det", "cost", "gains", "calibration"}
+    kind : {"roc", "pr", "det", "cost", "gains", "calibration", "threshold"}
         The curve: :meth:`State.roc_curve` (collinear points dropped),
         :meth:`~State.pr_curve`, :meth:`~State.det_curve`, :meth:`~State.cost_curve`,
-        :meth:`~State.calibration_curve` (10 bins), or :meth:`~State.gains` at 20 quantiles
-        with each group's origin (population 0, gain 0) added.
+        :meth:`~State.calibration_curve` (10 bins), :meth:`~State.gains` at 20 quantiles
+        with each group's origin (population 0, gain 0) added, or
+        :meth:`~State.threshold_curve` as a long table (a row per group, ``measure`` —
+        precision, recall, f1 — and threshold, its ``value``).
 
     Returns
     -------
     DataFrame
-        The curve's table, as the state method gives it (gains: sorted by population).
+        The curve's table, as the state method gives it (gains: sorted by population;
+        threshold: long).
 
     Raises
     ------
@@ -175,6 +181,12 @@ def curve_table(state: State, kind: str) -> pl.DataFrame:
         return state.cost_curve()
     if kind == "calibration":
         return state.calibration_curve(10)
+    if kind == "threshold":  # long: a line per measure
+        wide = state.threshold_curve()
+        long = wide.unpivot(list(MEASURES), index=[*state.keys, "threshold"],
+                            variable_name="measure", value_name="value")  # fmt: skip
+        order = pl.col("measure").replace_strict(list(MEASURES), range(len(MEASURES)))
+        return long.sort(*state.keys, order, "threshold", nulls_last=False)
     curve = state.gains(20)
     start = curve.group_by(state.keys).first() if state.keys else curve.head(1)
     origin = start.with_columns(pl.lit(0.0).alias("population"), pl.lit(0.0).alias("gain"))
@@ -202,14 +214,15 @@ def plot_curve(
     path: str | os.PathLike[str] | None = None,
     title: str | None = None,
 ) -> Any:
-    """Draw ROC, PR, DET, cost, gains or calibration curves of binary states.
+    """Draw ROC, PR, DET, cost, gains, calibration or threshold curves of binary states.
 
     Parameters
     ----------
     states : State or mapping of name to State
         One state, or several (models, days) drawn over each other.
-    kind : {"roc", "pr", "det", "cost", "gains", "calibration"}
-        The curve.
+    kind : {"roc", "pr", "det", "cost", "gains", "calibration", "threshold"}
+        The curve; ``"threshold"`` draws precision, recall and F1 against the threshold, a
+        line each (the reference texts' plot of precision and recall by threshold).
     facet : str, optional
         A group key: one panel per value (at most 36, the others are left out with a note).
     path : path, optional
@@ -267,6 +280,7 @@ def plot_curve(
         for name, table in tables.items():
             part = table if facet is None else table.filter(pl.col(facet).eq_missing(value))
             others = [k for k in named[name].keys if k != facet]
+            others += ["measure"] if "measure" in part.columns else []
             groups = part.partition_by(others, as_dict=True) if others else {(): part}
             for key, group in sorted(groups.items(), key=lambda kv: natural_key(kv[0])):
                 label = " ".join(str(v) for v in (name, *key) if v != "") or None

@@ -46,7 +46,12 @@ RANKING = {task: names[0] for task, names in TRENDS.items()}
 #: Curves are drawn from buckets of at most this many mantissa bits, fewer while a group
 #: has more than CURVE_POINTS buckets on average (a panel is 240 pixels wide).
 CURVE_BITS, CURVE_POINTS = 7, 2000
-CURVES = [("roc", "ROC"), ("pr", "Precision–recall"), ("cost", "Cost curves")]
+CURVES = [
+    ("roc", "ROC"),
+    ("pr", "Precision–recall"),
+    ("threshold", "Precision, recall and F1 by threshold"),
+    ("cost", "Cost curves"),
+]
 SCRIPT = """
 document.querySelectorAll("table.sortable th").forEach(function (th, i) {
   th.addEventListener("click", function () {
@@ -213,8 +218,8 @@ def build_report(
     >>> from streameval.report import build_report
     >>> df = pl.DataFrame({"g": ["a", "a", "b", "b"], "y": [0, 1, 0, 1], "p": [0.2, 0.7, 0.6, 0.4]})
     >>> text = build_report(se.accumulate(df, label="y", score="p", by="g"))
-    >>> text.count('<svg class="chart"'), "http:" in text.split("<body")[1]  # 2 groups × 4 curves
-    (8, False)
+    >>> text.count('<svg class="chart"'), "http:" in text.split("<body")[1]  # 2 groups × 5 curves
+    (10, False)
 
     """
     return _build(state, title, level, trend, baseline)[0]
@@ -335,6 +340,19 @@ def _legend(labels: list[str], kind: str) -> str:
 
 
 _DASHES = {"-": "solid", "--": "dashed", ":": "dotted", "-.": "dashed"}
+
+
+def _span(values: pl.Series) -> tuple[float, float]:
+    """The finite range of ``values`` (scores: any scale), widened where it is one point.
+
+    >>> _span(pl.Series([0.2, 0.9, float("inf")])), _span(pl.Series([3.0]))
+    ((0.2, 0.9), (2.5, 3.5))
+    """
+    finite = values.cast(pl.Float64).filter(values.cast(pl.Float64).is_finite())
+    if finite.is_empty():
+        return 0.0, 1.0
+    low, high = float(finite.min()), float(finite.max())  # type: ignore[arg-type]
+    return (low, high) if high > low else (low - 0.5, high + 0.5)
 
 
 def _figure(
@@ -471,6 +489,8 @@ def _figures(state: State, day: str | None) -> list[str]:
             table = curve_table(state, kind)
             ys = table[y].cast(pl.Float64).drop_nulls().drop_nans().to_numpy()
             top = float(ys.max()) if kind == "cost" and ys.size else 1.0
+            lines = [*keys, "measure"] if "measure" in table.columns else keys
+            x_range = _span(table[x]) if kind == "threshold" else (0.0, 1.0)
 
             def line(
                 label: str, frame: pl.DataFrame, i: int, x: str = x, y: str = y
@@ -482,12 +502,12 @@ def _figures(state: State, day: str | None) -> list[str]:
                     name,
                     kind,
                     table,
-                    keys,
+                    lines,
                     facet,
                     make=line,
                     xlabel=xlabel,
                     ylabel=ylabel,
-                    x_range=(0.0, 1.0),
+                    x_range=x_range,
                     y_range=(0.0, max(top, 1e-9)),
                     diagonal=kind in ("roc", "calibration"),
                 )

@@ -23,7 +23,7 @@ from .stats.summary import binary_summary, multiclass_summary
 from .stats.tables import check_ci, per_class
 from .tasks.binary.calibration import calibration_curve, calibration_error
 from .tasks.binary.costs import cost_curve, gains
-from .tasks.binary.curves import det_curve, pr_curve, roc_curve
+from .tasks.binary.curves import det_curve, pr_curve, roc_curve, threshold_curve
 from .tasks.binary.metrics import as_thresholds
 from .tasks.binary.operating import areas, cost_sensitive_error, operating_points
 from .tasks.common import MetricOptions
@@ -1023,6 +1023,48 @@ class State(StateData):
         """
         self._require("curves", "pr_curve")
         return pr_curve(self)
+
+    def threshold_curve(self) -> pl.DataFrame:
+        """Precision, recall and F1 against the threshold, per group.
+
+        The thresholds of sklearn's ``precision_recall_curve``: each distinct score in exact
+        mode, each bucket's lowest score in bucketed mode (the exact values there). A row
+        predicts positive at ``score >= threshold``.
+
+        Returns
+        -------
+        DataFrame
+            The keys, ``threshold`` (ascending), ``precision``, ``recall`` and ``f1``: one
+            row per group and threshold. F1 is 2·TP / (2·TP + FP + FN), 0 in a group without
+            positives, where recall is null.
+
+        Raises
+        ------
+        InputError
+            A state that is not binary.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"y": [0, 0, 1, 1, 0, 1], "p": [0.1, 0.4, 0.35, 0.8, 0.2, 0.7]})
+        >>> se.accumulate(df, label="y", score="p", precision="exact").threshold_curve()
+        shape: (6, 4)
+        ┌───────────┬───────────┬──────────┬──────────┐
+        │ threshold ┆ precision ┆ recall   ┆ f1       │
+        │ ---       ┆ ---       ┆ ---      ┆ ---      │
+        │ f64       ┆ f64       ┆ f64      ┆ f64      │
+        ╞═══════════╪═══════════╪══════════╪══════════╡
+        │ 0.1       ┆ 0.5       ┆ 1.0      ┆ 0.666667 │
+        │ 0.2       ┆ 0.6       ┆ 1.0      ┆ 0.75     │
+        │ 0.35      ┆ 0.75      ┆ 1.0      ┆ 0.857143 │
+        │ 0.4       ┆ 0.666667  ┆ 0.666667 ┆ 0.666667 │
+        │ 0.7       ┆ 1.0       ┆ 0.666667 ┆ 0.8      │
+        │ 0.8       ┆ 1.0       ┆ 0.333333 ┆ 0.5      │
+        └───────────┴───────────┴──────────┴──────────┘
+
+        """
+        self._require("curves", "threshold_curve")
+        return threshold_curve(self)
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Write to Parquet (atomically), spec and schema version in the file metadata.

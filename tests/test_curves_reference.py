@@ -285,3 +285,34 @@ def test_cost_sensitive_error_matches_its_definition(data, costs):
     expected = per_group(df, ["g"], rows_of)
     for mine, theirs in zip(ours, expected, strict=True):
         assert close(mine["cost_sensitive_error"], theirs["cost_sensitive_error"], 1e-9)
+
+
+@given(binary_frames(), st.sampled_from(["exact", 3]))
+def test_threshold_curve_matches_sklearn_at_every_threshold(data, precision):
+    # scikit-learn's precision_recall_curve (and F1 from its confusion counts) at each of the
+    # curve's thresholds; bucketed, those are the buckets' lowest scores, whose values are exact
+    df, cuts, weighted = data
+    w = "w" if weighted else None
+    state = se.merge(
+        se.accumulate(c, label="y", score="p", by="g", weight=w, precision=precision)
+        for c in chunks(df, cuts)
+    )
+    curve = state.threshold_curve()
+    for (g,), part in df.partition_by("g", as_dict=True).items():
+        y, p, wt = _arrays(part)
+        ours = curve.filter(pl.col("g") == g)
+        if precision == "exact":
+            prec, rec, thr = skm.precision_recall_curve(y, p, sample_weight=wt)
+            if y.sum() > 0:
+                np.testing.assert_allclose(ours["threshold"], thr)
+                np.testing.assert_allclose(ours["precision"], prec[:-1], rtol=1e-9)
+                np.testing.assert_allclose(ours["recall"], rec[:-1], rtol=1e-9)
+        for row in ours.iter_rows(named=True):
+            predicted = (p >= row["threshold"]).astype(int)
+            f1 = skm.f1_score(y, predicted, sample_weight=wt, zero_division=0.0)
+            assert close(row["f1"], f1, 1e-9)
+            if y.sum() > 0 and (wt is None or wt[y == 1].sum() > 0):
+                recall = skm.recall_score(y, predicted, sample_weight=wt, zero_division=0.0)
+                assert close(row["recall"], recall, 1e-9)
+            else:
+                assert row["recall"] is None

@@ -116,9 +116,10 @@ def test_report_renders_in_chromium(tmp_path, task):
     groups = 6 if task == "binary" else 2  # three segments × two days, or two days
     assert metrics is not None and metrics.group(1).count("<tr") == groups
     charts = text.count('<svg class="chart"')
-    # binary: a trend panel per metric (6) and ROC, PR, cost and calibration per segment (12);
-    # multiclass: accuracy, balanced accuracy, macro F1 and kappa over days, the confusion matrix
-    assert charts == (18 if task == "binary" else 5)
+    # binary: a trend panel per metric (6) and ROC, PR, threshold, cost and calibration per
+    # segment (15); multiclass: accuracy, balanced accuracy, macro F1 and kappa over days, the
+    # confusion matrix
+    assert charts == (21 if task == "binary" else 5)
     assert f'data-charts-drawn="{charts}"' in dom  # each one laid out, with its lines
     width = re.search(r'data-metrics-width="(\d+)"', dom)
     assert width is not None and int(width.group(1)) <= 1400  # the table fits a 1400 px window
@@ -128,3 +129,32 @@ def test_report_renders_in_chromium(tmp_path, task):
         capture_output=True, timeout=120, check=True,
     )  # fmt: skip
     assert _nonblank(shot) > 0.02
+
+
+def test_the_threshold_plot_draws_precision_recall_and_f1_per_group(tmp_path):
+    from streameval.plot import curve_table, plot_curve
+
+    state = se.accumulate(_frame(), label="y", score="a", by=["segment", "day"])
+    long = curve_table(state, "threshold")
+    wide = state.threshold_curve()
+    assert long.height == 3 * wide.height
+    precision = long.filter(pl.col("measure") == "precision").drop("measure", "value")
+    assert precision.equals(wide.select(precision.columns))
+    fig = plot_curve(state, "threshold", facet="segment", path=tmp_path / "t.png")
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == 3
+    labels = visible[0].get_legend_handles_labels()[1]
+    assert labels == [f"{day} {m}" for day in ("2026-10-01", "2026-10-02")
+                      for m in ("f1", "precision", "recall")]  # fmt: skip
+    assert visible[0].get_xlabel() == "threshold" and _nonblank(tmp_path / "t.png") > 0.01
+
+
+def test_the_report_has_the_threshold_panel_with_a_line_per_group_and_measure():
+    from streameval.report import build_report
+
+    state = se.accumulate(_frame(), label="y", score="a", by=["segment"])
+    text = build_report(state)
+    figure = text.split('data-kind="threshold"')[1].split("</div>")[0]
+    assert figure.count('<svg class="chart"') == 3  # a panel per segment
+    legend = text.split('<ul class="legend" data-kind="threshold">')[1].split("</ul>")[0]
+    assert legend.count("<li") == 3  # precision, recall, f1 (one group per panel)

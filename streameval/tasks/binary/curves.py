@@ -125,6 +125,30 @@ def pr_curve(state: StateData) -> pl.DataFrame:
     return _finish(ordered.drop("_o"), keys)
 
 
+def threshold_curve(state: StateData) -> pl.DataFrame:
+    """Precision, recall and F1 at each threshold: keys, threshold (ascending), the three.
+
+    The thresholds of sklearn's ``precision_recall_curve`` (each distinct score in exact
+    mode, each bucket's lowest score otherwise), predicted positive at ``score >= threshold``;
+    F1 is 2·TP / (TP + FP + P), 0 where there is no positive, and recall null there.
+
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.4, 0.35, 0.8]})
+    >>> se.accumulate(df, label="y", score="p", precision="exact").threshold_curve()["f1"].to_list()
+    [0.6666666666666666, 0.8, 0.5, 0.6666666666666666]
+    """
+    lf, keys = _cumulative(state, descending=False)
+    tps, fps, P = pl.col("_tps"), pl.col("_fps"), pl.col("_P")
+    points = lf.select(
+        *keys,
+        "threshold",
+        (tps / (tps + fps)).alias("precision"),
+        pl.when(P > 0).then(tps / P).alias("recall"),
+        (2 * tps / (tps + fps + P)).alias("f1"),
+    )
+    return _finish(points, keys)
+
+
 def _drop_intermediate(lf: pl.LazyFrame, keys: list[str], columns: list[str]) -> pl.LazyFrame:
     """A group's first and last points, and those where a column bends.
 
