@@ -160,7 +160,7 @@ def test_evaluate_paired_gives_procs_delong_intervals(case: str) -> None:
         assert close(row["roc_auc_hi"], theirs["ci_delong_95"][2], 1e-9)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     paired_frames(),
     st.sampled_from(["exact", 2, 11]),

@@ -44,7 +44,7 @@ def merged(df: pl.DataFrame, cut: int, **kw: Any) -> se.State:
     return se.accumulate(df[:cut], **kw).merge(se.accumulate(df[cut:], **kw))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     st.integers(2, 60),
     st.sampled_from(["int", "str", "bool"]),
