@@ -267,17 +267,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     source = args.source if len(args.source) > 1 else args.source[0]
     columns = _columns(args)
     intervals = {"ci": args.ci, "level": level, "auc_method": args.auc_method or "delong"}
-    if args.summary:
+    if args.summary or args.table == "report":  # printouts: caret's, or scikit-learn's report
         with showing("evaluate", at_terminal()):
             state = accumulate(source, **columns, thresholds=thresholds)  # type: ignore[arg-type]
-        print(state.summary(thresholds[0], level=level), end="")
+        cut = thresholds[0]
+        print(state.summary(cut, level=level) if args.summary else state.report_text(cut), end="")
         return 0
     hint = "--all prints them, --output FILE saves them"
-    if args.table == "report":
-        with showing("evaluate", at_terminal()):
-            state = accumulate(source, **columns, thresholds=thresholds)  # type: ignore[arg-type]
-        print(state.report_text(thresholds[0]), end="")
-        return 0
     if args.table != "metrics":
         with showing("evaluate", at_terminal()):
             state = accumulate(source, **columns)  # type: ignore[arg-type]

@@ -55,15 +55,17 @@ def classification_report(
 
     Examples
     --------
-    >>> print(classification_report(["0", "1"], [[2, 1], [0, 3]]), end="")
+    >>> matrix = [[3, 1, 0], [0, 2, 0], [1, 0, 0]]  # rows: actual; columns: predicted
+    >>> print(classification_report(["ant", "bee", "cat"], matrix), end="")
                   precision    recall  f1-score   support
     <BLANKLINE>
-               0       1.00      0.67      0.80         3
-               1       0.75      1.00      0.86         3
+             ant       0.75      0.75      0.75         4
+             bee       0.67      1.00      0.80         2
+             cat       0.00      0.00      0.00         1
     <BLANKLINE>
-        accuracy                           0.83         6
-       macro avg       0.88      0.83      0.83         6
-    weighted avg       0.88      0.83      0.83         6
+        accuracy                           0.71         7
+       macro avg       0.47      0.58      0.52         7
+    weighted avg       0.62      0.71      0.66         7
 
     """
     cells = np.asarray(matrix, dtype=np.float64)
@@ -154,18 +156,20 @@ def class_reports(state: StateData, cells: pl.DataFrame, digits: int) -> str:
     """The report of each group of a multiclass state, from its confusion matrix's cells."""
     keys = state.keys
     classes = list(state.spec.classes)
-    at = {c: i for i, c in enumerate(classes)}
-    if keys:  # the groups in key order, nulls first (as the metric tables)
-        ordered = cells.with_columns(pl.struct(keys).rank("dense").alias("_g"))
-        parts = ordered.sort("_g", *keys, nulls_last=False).partition_by("_g", maintain_order=True)
-    else:
-        parts = [cells]
-    groups, matrices = [], []
-    for part in parts:
-        groups.append(part.select(keys).row(0, named=True) if keys else {})
-        matrix = np.zeros((len(classes), len(classes)))
-        for actual, predicted, count in part.select("actual", "predicted", "count").iter_rows():
-            matrix[at[actual], at[predicted]] += float(count)
-        matrices.append(matrix)
+    index = range(len(classes))
+    groups = cells.select(keys).unique().sort(keys, nulls_last=False) if keys else pl.DataFrame()
+    numbered = groups.with_row_index("_g")
+    coded = (cells.join(numbered, on=keys, how="left", nulls_equal=True) if keys else cells).select(
+        pl.col("_g") if keys else pl.lit(0, pl.UInt32).alias("_g"),
+        *(
+            pl.col(c).replace_strict(classes, index, return_dtype=pl.Int64)
+            for c in ("actual", "predicted")
+        ),
+        pl.col("count").cast(pl.Float64),
+    )
+    matrices = np.zeros((groups.height if keys else 1, len(classes), len(classes)))
+    g, actual, predicted, count = (coded[c].to_numpy() for c in coded.columns)
+    np.add.at(matrices, (g, actual, predicted), count)
+    rows = groups.to_dicts() if keys else [{}]
     names = [str(c) for c in classes]
-    return _reports(keys, groups, names, matrices, digits, state.spec.weighted)
+    return _reports(keys, rows, names, list(matrices), digits, state.spec.weighted)
