@@ -132,6 +132,7 @@ def _build() -> argparse.ArgumentParser:
     ev.add_argument("--repeats", help="repeat column of repeated cross-validation (with --folds)")
     ev.add_argument("--threshold", action="append", type=float, help="binary: threshold")
     ev.add_argument("--alpha", type=float, help="regression: pinball quantile (0.5)")
+    ev.add_argument("--beta", type=float, help="binary, multiclass: beta of the fbeta columns (1)")
     ev.add_argument("--metric", action="append", help="only these metrics (repeatable)")
     ev.add_argument(
         "--table",
@@ -298,6 +299,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         source,
         threshold=thresholds if len(thresholds) > 1 else thresholds[0],
         alpha=0.5 if args.alpha is None else args.alpha,
+        beta=1.0 if args.beta is None else args.beta,
         metrics=args.metric,
         folds=args.folds,
         repeats=args.repeats,

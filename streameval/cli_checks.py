@@ -120,11 +120,18 @@ def check_level(level: float | None) -> None:
         raise _fail(f"expected --level between 0 and 1, got {level}", "--level 0.95")
 
 
+def check_beta_option(beta: float | None) -> None:
+    """F-beta's beta, 0 or more (None: not given)."""
+    if beta is not None and not beta >= 0:
+        raise _fail(f"expected --beta of 0 or more, got {beta}", "--beta 2")
+
+
 def check_evaluate(args: argparse.Namespace) -> str | None:
     """Every ``evaluate`` argument, before any data is read; returns the output format."""
     task, ci, table = args.task, args.ci, args.table
     check_inputs(args)
     _belongs("--alpha", args.alpha, task, taking("alpha"))
+    _belongs("--beta", args.beta, task, taking("beta"))
     _belongs("--threshold", args.threshold, task, taking("threshold"))
     if args.summary and not offers(task, "summary"):
         raise _fail(
@@ -188,4 +195,5 @@ def check_evaluate(args: argparse.Namespace) -> str | None:
             raise _fail(f"expected a finite --threshold, got {t}", "--threshold 0.5")
     if args.alpha is not None and not 0 < args.alpha < 1:
         raise _fail(f"expected --alpha between 0 and 1, got {args.alpha}", "--alpha 0.5")
+    check_beta_option(args.beta)
     return output_format(args.output, args.format)

@@ -74,6 +74,7 @@ def fold_metrics(
     *,
     threshold: float | Sequence[float] | None = None,
     alpha: float = 0.5,
+    beta: float = 1.0,
     metrics: Sequence[str] | None = None,
     ddof: int = 1,
     ci: str | None = None,
@@ -94,7 +95,9 @@ def fold_metrics(
         Binary: predicted positive means ``score >= threshold`` (default 0.5); a list gives
         rows per threshold. As :meth:`State.metrics`.
     alpha : float
-        Regression: the quantile of ``mean_pinball_loss``.
+        Regression: the quantile of ``mean_pinball_loss`` and ``d2_pinball``.
+    beta : float
+        Binary and multiclass: the ``beta`` of the ``fbeta`` columns (default 1).
     metrics : list of str, optional
         Only these metric columns, as :meth:`State.metrics`.
     ddof : int
@@ -179,10 +182,10 @@ def fold_metrics(
 
     def table(s: State, *, again: bool = False) -> pl.DataFrame:
         if not again:
-            return s.metrics(threshold, alpha=alpha, metrics=metrics, **inference)
+            return s.metrics(threshold, alpha=alpha, beta=beta, metrics=metrics, **inference)
         with warnings.catch_warnings():  # the same rows' warnings were issued per fold
             warnings.simplefilter("ignore")
-            return s.metrics(threshold, alpha=alpha, metrics=metrics, **inference)
+            return s.metrics(threshold, alpha=alpha, beta=beta, metrics=metrics, **inference)
 
     per_fold = table(state)
     # the threshold, and a label such as the paired task's model, are row keys, not values

@@ -54,6 +54,7 @@ def bootstrap_estimate(
     oob_estimate: Literal["loo", "mean", "pooled"] = "loo",
     threshold: float | Sequence[float] = 0.5,
     alpha: float = 0.5,
+    beta: float = 1.0,
     precision: int | str | None = None,
     metrics: Sequence[str] | None = None,
     engine: Engine = "streaming",
@@ -103,7 +104,9 @@ def bootstrap_estimate(
         Binary: predicted positive means ``score >= threshold``; a list gives rows per
         threshold.
     alpha : float
-        Regression: the quantile of ``mean_pinball_loss``.
+        Regression: the quantile of ``mean_pinball_loss`` and ``d2_pinball``.
+    beta : float
+        Binary and multiclass: the ``beta`` of the ``fbeta`` columns (default 1).
     precision : "exact" or int, optional
         Mantissa bits of score (and error) buckets, as :func:`streameval.evaluate`.
     metrics : list of str, optional
@@ -168,7 +171,7 @@ def bootstrap_estimate(
     }  # fmt: skip
     if binary:
         common["thresholds"] = threshold
-    options: dict[str, Any] = {"alpha": alpha, "metrics": metrics}
+    options: dict[str, Any] = {"alpha": alpha, "beta": beta, "metrics": metrics}
     thresholds = threshold if binary else None
     resub_lf = to_lazyframe(resubstitution)
     resub = accumulate(resub_lf, by=keys, **common)

@@ -10,7 +10,7 @@ import polars as pl
 from . import progress as bar
 from . import spark
 from .local import local_evaluate
-from .options import Evaluation, check_options
+from .options import Evaluation, check_alpha, check_beta, check_options
 from .source import Engine, Source, is_spark_frame
 
 
@@ -33,6 +33,7 @@ def evaluate(
     top_k: int = 2,
     power: float = 1.5,
     alpha: float = 0.5,
+    beta: float = 1.0,
     metrics: Sequence[str] | None = None,
     ci: str | None = None,
     level: float = 0.95,
@@ -93,7 +94,9 @@ def evaluate(
     power : float
         Regression: Tweedie power of ``mean_tweedie_deviance`` (≤ 0 or ≥ 1; default 1.5).
     alpha : float
-        Regression: the quantile of ``mean_pinball_loss``.
+        Regression: the quantile of ``mean_pinball_loss`` and ``d2_pinball``.
+    beta : float
+        Binary and multiclass: the ``beta`` of the ``fbeta`` columns (default 1).
     metrics : list of str, optional
         Only these metric columns; one asked for by name whose domain the data violates
         raises instead of being null with a warning.
@@ -170,6 +173,7 @@ def evaluate(
 
     """
     check_options(locals())
+    check_alpha(alpha), check_beta(beta)  # (before any pass over the data)
     options = Evaluation(**{k: v for k, v in locals().items() if k not in ("source", "progress")})
     if is_spark_frame(source):
         return spark.evaluate_options(source, options)

@@ -51,7 +51,8 @@ def local_evaluate(source: Source, evaluation: Evaluation) -> pl.DataFrame:
     inputs = inputs_of(e.accumulation(row_id=None, seed=0))
     if e.ci == "bootstrap" and e.task in resample_plan.DRAWN and e.metrics is None:
         drawn = replace(inputs, bootstrap=e.bootstrap, row_id=e.row_id, seed=e.seed)
-        table = _drawn_bootstrap(source, drawn, e.by, (e.level, e.alpha), e.drop_nulls, e.engine)
+        parameters = {"alpha": e.alpha, "beta": e.beta}
+        table = _drawn_bootstrap(source, drawn, e.by, e.level, parameters, e.drop_nulls, e.engine)
         if table is not None:
             return table
     if e.ci in ("bootstrap", "jackknife"):
@@ -59,13 +60,13 @@ def local_evaluate(source: Source, evaluation: Evaluation) -> pl.DataFrame:
         state = local_accumulate(source, e.accumulation(bootstrap=replicates))
         return state.metrics(
             e.threshold if offers(e.task, "thresholds") else None, alpha=e.alpha,
-            metrics=e.metrics,
+            beta=e.beta, metrics=e.metrics,
             ci=e.ci, level=e.level, jackknife=e.jackknife,
         )  # fmt: skip
     plan = prepare(source, inputs, by=e.by, drop_nulls=e.drop_nulls, engine=e.engine, tables=True)
     thresholded = offers(e.task, "thresholds")
     options: dict[str, Any] = {"threshold": thresholds} if thresholded else {}
-    options["metrics"] = e.metrics
+    options.update(metrics=e.metrics, beta=e.beta)
     direct_ok = not e.metrics and e.ci is None
     if e.ci is not None:
         check_ci(e.ci, e.level, e.auc_method)
@@ -129,8 +130,8 @@ def _tables(
         if paired:
             return grouped_model_table(grouped, spec, options["level"])
         if replicates:
-            return _replicate_metrics(grouped, spec, thresholds)
-        table = grouped_metrics(grouped, spec, thresholds)
+            return _replicate_metrics(grouped, spec, thresholds, options["beta"])
+        table = grouped_metrics(grouped, spec, thresholds, options["beta"])
         if ci is None:
             return table
         keys = list(spec.keys)
@@ -184,13 +185,15 @@ def _tables(
     return out.sort(order, nulls_last=False, maintain_order=True) if order else out
 
 
-def _replicate_metrics(grouped: pl.DataFrame, spec: Spec, thresholds: list[float]) -> pl.DataFrame:
+def _replicate_metrics(
+    grouped: pl.DataFrame, spec: Spec, thresholds: list[float], beta: float
+) -> pl.DataFrame:
     """The metric table of replicates' grouped frames (key ``replicate`` last).
 
     The warnings are those of replicate 0, the data itself: the replicates' would count
     replicate rows.
     """
-    return data_warnings(lambda g: grouped_metrics(g, spec, thresholds), grouped)
+    return data_warnings(lambda g: grouped_metrics(g, spec, thresholds, beta), grouped)
 
 
 def _state_metrics(state: State, options: dict[str, Any]) -> pl.DataFrame:
@@ -204,7 +207,8 @@ def _drawn_bootstrap(
     source: Any,
     inputs: Inputs,
     by: str | Sequence[str] | None,
-    levels: tuple[float, float],
+    level: float,
+    parameters: dict[str, float],
     drop_nulls: bool,
     engine: Engine,
 ) -> pl.DataFrame | None:
@@ -214,20 +218,19 @@ def _drawn_bootstrap(
     (:meth:`streameval.kernels.staged.Staged.replicated`, or
     :meth:`~streameval.kernels.staged.Staged.replicated_sums`): the same draws, replicate
     tables and intervals as the state's Polars passes (``State.metrics(ci="bootstrap")``),
-    up to the order of float additions. ``levels`` are the intervals' level and a
-    regression's ``alpha``. None where the kernel does not apply (exact mode, a precision
-    above its windows, the compiled loops off): the caller takes the state.
+    up to the order of float additions. ``level`` is the intervals' level, ``parameters``
+    the metric table's ``alpha`` and ``beta``. None where the kernel does not apply (exact
+    mode, a precision above its windows, the compiled loops off): the caller takes the state.
     """
     if loops() is None or inputs.precision > MAX_WINDOW_BITS or inputs.bootstrap is None:
         return None
-    level, alpha = levels
     thresholds = list(inputs.thresholds)
     plan = prepare(source, inputs, by=by, drop_nulls=drop_nulls, engine=engine, drawn=True)
-    options: dict[str, Any] = {"metrics": None}
+    options: dict[str, Any] = {"metrics": None, "beta": parameters["beta"]}
     if offers(inputs.task, "thresholds"):
         options["threshold"] = thresholds
     if offers(inputs.task, "alpha"):
-        options["alpha"] = alpha
+        options["alpha"] = parameters["alpha"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         table = _tables(plan, thresholds, options, False, inputs.bootstrap)
@@ -317,6 +320,7 @@ def evaluate_folds(source: Source, evaluation: Evaluation) -> pl.DataFrame:
         e.repeats,
         threshold=e.threshold if binary else None,
         alpha=e.alpha,
+        beta=e.beta,
         metrics=e.metrics,
         ci=e.ci,
         level=e.level,

@@ -6,8 +6,8 @@ pairing of a label with a prediction of the same (resubstitution) model,
 the resubstitution state and, for the score moments, one more streaming pass over the
 resubstitution predictions:
 
-- error rate (binary at a threshold, multiclass): γ = Σₗ pₗ (1 − qₗ), pₗ the share of class
-  ``l`` among labels and qₗ among predictions; accuracy 1 − γ;
+- error rate and zero-one loss (binary at a threshold, multiclass): γ = Σₗ pₗ (1 − qₗ),
+  pₗ the share of class ``l`` among labels and qₗ among predictions; accuracy 1 − γ;
 - balanced accuracy: the mean over the classes present of qₗ (½ for two classes);
 - any ROC AUC: ½;
 - binary Brier score: π·E[(1 − p)²] + (1 − π)·E[p²], π the positive share;
@@ -88,6 +88,7 @@ def gamma_table(
             *keys,
             *extra,
             pl.col("_err").alias("error_rate"),
+            pl.col("_err").alias("zero_one_loss"),
             (1 - pl.col("_err")).alias("accuracy"),
             pl.lit(0.5).alias("balanced_accuracy"),
             (pi * pl.col("_q2") + (1 - pi) * pl.col("_p2")).alias("brier"),
@@ -108,6 +109,7 @@ def gamma_table(
         present = pl.col("_q").filter(pl.col("_p") > 0)
         agg = [
             (1 - share).alias("error_rate"),
+            (1 - share).alias("zero_one_loss"),
             share.alias("accuracy"),
             (present.sum() / present.len() / total).alias("balanced_accuracy"),
         ]

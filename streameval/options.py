@@ -80,6 +80,7 @@ class Evaluation(Reading):
     repeats: str | None = None
     threshold: float | Sequence[float] = 0.5
     alpha: float = 0.5
+    beta: float = 1.0
     metrics: Sequence[str] | None = None
     ci: str | None = None
     level: float = 0.95
@@ -186,6 +187,7 @@ EXPECTED: dict[str, tuple[Check, str, str]] = {
     "top_k": (_integer, "an integer (int)", "top_k=2"),
     "power": (_real, "a number", "power=1.5"),
     "alpha": (_real, "a number", "alpha=0.5"),
+    "beta": (_real, "a number", "beta=2"),
     "level": (_real, "a number", "level=0.95"),
     "metrics": (
         _optional(_names),
@@ -232,3 +234,17 @@ def check_alpha(alpha: object) -> float:
     if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 <= alpha <= 1:
         raise InputError(f"expected alpha (the pinball quantile) in [0, 1], got {alpha!r}")
     return float(alpha)
+
+
+def check_beta(beta: object) -> float:
+    """``beta`` (F-beta's weight of recall) as a float in [0, inf], or an InputError.
+
+    >>> check_beta(2), check_beta(float("inf"))
+    (2.0, inf)
+    """
+    if isinstance(beta, bool) or not isinstance(beta, int | float) or not beta >= 0:
+        raise InputError(
+            f"expected beta (F-beta's weight of recall) ≥ 0, got {beta!r}; hint: beta=2 weighs "
+            "recall twice as much as precision, beta=0.5 half as much"
+        )
+    return float(beta)

@@ -12,6 +12,7 @@ import polars as pl
 from .bucketing import key_bucket
 from .errors import InputError, SpecMismatchError
 from .io import read_state_file, write_state
+from .options import check_beta
 from .resample import bootstrap_intervals, jackknife_intervals
 from .spec import merged_spec
 from .states import kind_module
@@ -117,6 +118,7 @@ class State(StateData):
         threshold: float | Sequence[float] | None = None,
         *,
         alpha: float = 0.5,
+        beta: float = 1.0,
         metrics: Sequence[str] | None = None,
         ci: str | None = None,
         level: float = 0.95,
@@ -130,7 +132,10 @@ class State(StateData):
         threshold : float or list of float, optional
             Binary: predicted positive means ``score >= threshold`` (default 0.5).
         alpha : float
-            Regression: the quantile of ``mean_pinball_loss``.
+            Regression: the quantile of ``mean_pinball_loss`` and ``d2_pinball``.
+        beta : float
+            Binary and multiclass: the ``beta`` of the ``fbeta`` columns (recall weighs
+            ``beta`` times as much as precision; 0 gives precision, ``inf`` recall).
         metrics : list of str, optional
             Only these metric columns (after the keys and ``n``). A metric asked for by name
             whose domain the data violates raises instead of being null with a warning.
@@ -187,9 +192,11 @@ class State(StateData):
 
         """
         check_ci(ci, level, auc_method)
+        check_beta(beta)
         if ci in ("bootstrap", "jackknife"):
-            return _resampled_metrics(self, ci, level, jackknife, threshold, alpha, metrics)
-        options = MetricOptions(threshold, alpha, metrics, ci, level, auc_method)
+            parameters = {"alpha": alpha, "beta": beta}
+            return _resampled_metrics(self, ci, level, jackknife, threshold, parameters, metrics)
+        options = MetricOptions(threshold, alpha, beta, metrics, ci, level, auc_method)
         return task_of(self.spec.kind).metric_table(self, options)
 
     def summary(self, threshold: float = 0.5, *, level: float = 0.95) -> str:
@@ -1240,17 +1247,19 @@ def _resampled_metrics(
     level: float,
     jackknife: str | None,
     threshold: float | Sequence[float] | None,
-    alpha: float,
+    parameters: dict[str, float],
     metrics: Sequence[str] | None,
 ) -> pl.DataFrame:
-    """The metric table with bootstrap or jackknife intervals of every metric column."""
+    """The metric table with bootstrap or jackknife intervals of every metric column.
+
+    ``parameters``: the metric table's ``alpha`` and ``beta``.
+    """
     options: dict[str, Any] = {"metrics": metrics}
     if offers(state.spec.kind, "thresholds"):
         options["threshold"] = threshold
     elif threshold is not None:
         raise InputError(f"expected no threshold for a {state.spec.kind} state, got {threshold!r}")
-    if offers(state.spec.kind, "alpha"):
-        options["alpha"] = alpha
+    options |= parameters
 
     def table(s: State) -> pl.DataFrame:
         return s.metrics(**options)

@@ -72,7 +72,9 @@ def _ratio(num: float, den: float) -> float:
     return num / den if den > 0 else 0.0
 
 
-def _metrics(y: np.ndarray, p: np.ndarray, w: np.ndarray | None, t: float) -> dict[str, Any]:
+def _metrics(
+    y: np.ndarray, p: np.ndarray, w: np.ndarray | None, t: float, beta: float = 1.0
+) -> dict[str, Any]:
     sw = np.ones_like(p) if w is None else w
     P, N = float(sw[y == 1].sum()), float(sw[y == 0].sum())
     pred = (p >= t).astype(int)
@@ -94,6 +96,7 @@ def _metrics(y: np.ndarray, p: np.ndarray, w: np.ndarray | None, t: float) -> di
         "tp": tp, "fp": fp, "tn": tn, "fn": fn,
         "accuracy": skm.accuracy_score(y, pred, sample_weight=w) if P + N > 0 else None,
         "error_rate": 1 - skm.accuracy_score(y, pred, sample_weight=w) if P + N > 0 else None,
+        "zero_one_loss": skm.zero_one_loss(y, pred, sample_weight=w),
         "precision": skm.precision_score(y, pred, sample_weight=w, zero_division=0, labels=[0, 1]),
         "recall": skm.recall_score(y, pred, sample_weight=w, zero_division=0, labels=[0, 1]),
         "specificity": skm.recall_score(
@@ -105,6 +108,9 @@ def _metrics(y: np.ndarray, p: np.ndarray, w: np.ndarray | None, t: float) -> di
         "fpr": _ratio(fp, fp + tn),
         "fnr": _ratio(fn, fn + tp),
         "f1": skm.f1_score(y, pred, sample_weight=w, zero_division=0, labels=[0, 1]),
+        "fbeta": skm.fbeta_score(
+            y, pred, beta=beta, sample_weight=w, zero_division=0, labels=[0, 1]
+        ),
         "mcc": skm.matthews_corrcoef(y, pred, sample_weight=w),
         "cohen_kappa": None if math.isnan(kappa) else kappa,
         "balanced_accuracy": skm.balanced_accuracy_score(y, pred, sample_weight=w)
@@ -119,11 +125,11 @@ def _all_zero_weight(n: int, t: float) -> dict[str, Any]:
     """sklearn refuses all-zero weights; streameval's definition: no weight, nothing defined."""
     zero = dict.fromkeys(["positives", "negatives", "tp", "fp", "tn", "fn"], 0.0)
     ratios = dict.fromkeys(
-        ["precision", "recall", "specificity", "npv", "fpr", "fnr", "f1", "mcc"], 0.0
+        ["precision", "recall", "specificity", "npv", "fpr", "fnr", "f1", "fbeta", "mcc"], 0.0
     )
     undefined = dict.fromkeys(
         ["prevalence", "roc_auc", "average_precision", "log_loss", "brier", "accuracy",
-         "error_rate", "cohen_kappa", "balanced_accuracy"]
+         "error_rate", "zero_one_loss", "cohen_kappa", "balanced_accuracy"]
     )  # fmt: skip
     return {"n": n, **zero, **ratios, **undefined, "threshold": t}
 
@@ -149,13 +155,14 @@ def reference_table(
     df: pl.DataFrame,
     thresholds: list[float],
     keys: list[str] = ["g"],  # noqa: B006
+    beta: float = 1.0,
 ) -> list[dict[str, Any]]:
-    """scikit-learn's metrics per group and threshold, sorted like streameval's table."""
+    """scikit-learn's metrics per group and threshold (F-beta at ``beta``), sorted as ours."""
 
     def rows_of(part: pl.DataFrame) -> list[dict[str, Any]]:
         y, p = part["y"].to_numpy(), part["p"].to_numpy()
         w = part["w"].to_numpy() if "w" in part.columns else None
-        return [_metrics(y, p, w, t) for t in sorted(thresholds)]
+        return [_metrics(y, p, w, t, beta) for t in sorted(thresholds)]
 
     return per_group(df, keys, rows_of)
 

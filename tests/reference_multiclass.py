@@ -86,7 +86,7 @@ def _ovo(y: np.ndarray, p: np.ndarray, w: np.ndarray, k: int) -> tuple[Any, Any]
     return float(np.mean(scores)), float(np.average(scores, weights=prevalence))
 
 
-def _group(part: pl.DataFrame, classes: list[Any]) -> dict[str, Any]:
+def _group(part: pl.DataFrame, classes: list[Any], beta: float = 1.0) -> dict[str, Any]:
     k = len(classes)
     index = {c: i for i, c in enumerate(classes)}
     y = np.array([index[v] for v in part["y"].to_list()])
@@ -101,11 +101,12 @@ def _group(part: pl.DataFrame, classes: list[Any]) -> dict[str, Any]:
     sw = np.ones(len(y)) if w is None else w
     out: dict[str, Any] = {"n": len(y)}
     if sw.sum() == 0:
-        return out | {"accuracy": None, "error_rate": None}
+        return out | {"accuracy": None, "error_rate": None, "zero_one_loss": None}
     labels = list(range(k))
     out["accuracy"] = skm.accuracy_score(y, pred, sample_weight=w)
     out["error_rate"] = 1 - out["accuracy"]
     out["hamming_loss"] = skm.hamming_loss(y, pred, sample_weight=w)
+    out["zero_one_loss"] = skm.zero_one_loss(y, pred, sample_weight=w)
     out["balanced_accuracy"] = skm.balanced_accuracy_score(y, pred, sample_weight=w)
     for name, weights in [("cohen_kappa", None), ("kappa_linear", "linear"),
                           ("kappa_quadratic", "quadratic")]:  # fmt: skip
@@ -116,6 +117,10 @@ def _group(part: pl.DataFrame, classes: list[Any]) -> dict[str, Any]:
                      ("f1", skm.f1_score), ("jaccard", skm.jaccard_score)]:  # fmt: skip
         for avg in ("macro", "micro", "weighted"):
             out[f"{name}_{avg}"] = fn(y, pred, average=avg, sample_weight=w, zero_division=0)
+    for avg in ("macro", "micro", "weighted"):
+        out[f"fbeta_{avg}"] = skm.fbeta_score(
+            y, pred, beta=beta, average=avg, sample_weight=w, zero_division=0
+        )
     pm, rm = out["precision_macro"], out["recall_macro"]
     out["f1_macro_harmonic"] = 2 * pm * rm / (pm + rm) if pm + rm > 0 else 0.0
     true_classes = [c for c in labels if sw[y == c].sum() > 0]
@@ -154,6 +159,7 @@ def multiclass_reference(
     df: pl.DataFrame,
     classes: list[Any],
     keys: list[str] = ["g"],  # noqa: B006
+    beta: float = 1.0,
 ) -> list[dict[str, Any]]:
-    """sklearn's multiclass metrics per group, sorted like streameval's table."""
-    return per_group(df, keys, lambda part: [_group(part, classes)])
+    """sklearn's multiclass metrics per group (F-beta at ``beta``), sorted like ours."""
+    return per_group(df, keys, lambda part: [_group(part, classes, beta)])

@@ -23,6 +23,10 @@ from reference import (
 pytestmark = pytest.mark.filterwarnings("ignore:log_loss and brier are null:UserWarning")
 
 
+#: F-beta's beta: precision (0), recall (inf) and in between.
+BETAS = st.sampled_from([0.0, 0.5, 1.0, 2.0, float("inf")]) | st.floats(0.01, 100)
+
+
 def accumulate_chunked(df, cuts, weighted, **kw):
     w = "w" if weighted else None
     parts = [
@@ -32,12 +36,12 @@ def accumulate_chunked(df, cuts, weighted, **kw):
 
 
 @given(binary_frames(), st.lists(st.sampled_from([0.0, 0.25, 0.3, 0.5, 0.7, 1.0]), min_size=1,
-                                 max_size=3, unique=True))  # fmt: skip
-def test_metric_table_matches_sklearn_exact(data, thresholds):
+                                 max_size=3, unique=True), BETAS)  # fmt: skip
+def test_metric_table_matches_sklearn_exact(data, thresholds, beta):
     df, cuts, weighted = data
     state = accumulate_chunked(df, cuts, weighted, precision="exact")
-    ours = state.metrics(thresholds)
-    assert_tables_match(ours, reference_table(df, thresholds))
+    ours = state.metrics(thresholds, beta=beta)
+    assert_tables_match(ours, reference_table(df, thresholds, beta=beta))
     assert (ours["roc_auc_error"].drop_nulls() == 0).all()
 
 

@@ -41,6 +41,7 @@ pytestmark = [
 
 PRECISIONS = st.one_of(st.just("exact"), st.integers(0, 12))
 ROWS = ("g", "threshold", "class", "model")
+BETA = 0.7  # (F-beta away from F1, where a mistake in β would show)
 
 
 @dataclass(frozen=True)
@@ -94,13 +95,13 @@ def _paired() -> st.SearchStrategy[tuple[pl.DataFrame, dict[str, Any], list[int]
 CASES = {
     "binary": Case(
         _binary(),
-        lambda s: s.metrics(),
-        lambda df, kw: ref.reference_table(df, [0.5]),
+        lambda s: s.metrics(beta=BETA),
+        lambda df, kw: ref.reference_table(df, [0.5], beta=BETA),
     ),
     "multiclass": Case(
         _multiclass(),
-        lambda s: s.metrics(),
-        lambda df, kw: ref_multiclass.multiclass_reference(df, kw["classes"]),
+        lambda s: s.metrics(beta=BETA),
+        lambda df, kw: ref_multiclass.multiclass_reference(df, kw["classes"], beta=BETA),
     ),
     "regression": Case(
         _regression(),

@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 from hypothesis import example, given
+from hypothesis import strategies as st
 from sklearn import metrics as skm
 
 import streameval as se
@@ -29,12 +30,12 @@ def accumulate_chunked(df, classes, cuts, weighted, **kw):
     return se.merge(parts)
 
 
-@given(multiclass_frames())
-def test_multiclass_metrics_match_sklearn_exact(data):
+@given(multiclass_frames(), st.sampled_from([0.0, 0.5, 2.0, float("inf")]) | st.floats(0.01, 100))
+def test_multiclass_metrics_match_sklearn_exact(data, beta):
     df, classes, cuts, weighted = data
     state = accumulate_chunked(df, classes, cuts, weighted, precision="exact")
-    ours = state.metrics()
-    assert_tables_match(ours, multiclass_reference(df, classes))
+    ours = state.metrics(beta=beta)
+    assert_tables_match(ours, multiclass_reference(df, classes, beta=beta))
     if "p0" in df.columns:
         for name in [c for c in ours.columns if c.endswith("_error")]:
             assert (ours[name].drop_nulls() == 0).all()

@@ -109,7 +109,7 @@ def test_every_task_equals_local_path(spark, data: str, case: str) -> None:
 
 
 def test_evaluate_equals_local_evaluate(spark, data: str) -> None:
-    options = dict(label="y", score="p", by=["seg", "day"], threshold=[0.3, 0.5])
+    options = dict(label="y", score="p", by=["seg", "day"], threshold=[0.3, 0.5], beta=2.0)
     same_table(
         ses.evaluate(read(spark, data), ci="wilson", **options),
         se.evaluate(data, ci="wilson", **options),
@@ -118,7 +118,7 @@ def test_evaluate_equals_local_evaluate(spark, data: str) -> None:
 
 def test_evaluate_folds_bootstrap_and_regression(spark_classic, data: str) -> None:
     df = spark_classic.read.parquet(data)
-    folds = dict(label="y", score="p", folds="day", metrics=["roc_auc", "f1"])
+    folds = dict(label="y", score="p", folds="day", metrics=["roc_auc", "fbeta"], beta=0.5)
     same_table(ses.evaluate(df, **folds), se.evaluate(data, **folds))
     boot = dict(label="y", score="p", by="seg", ci="bootstrap", bootstrap=5, row_id="rid")
     same_table(ses.evaluate(df, **boot), se.evaluate(data, **boot))

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cli_checks import check_output_path, output_format
+from ..cli_checks import check_beta_option, check_output_path, output_format
 from ..cli_help import add_command
 from ..cli_output import emit, output_errors
 from ..display import FittedStream, note, print_text, terminal_width
@@ -77,6 +77,7 @@ def register(sub: Any) -> None:
     metrics.add_argument("--threshold", action="append", type=float, help="binary: threshold")
     metrics.add_argument("--metric", action="append", help="only these metrics (repeatable)")
     metrics.add_argument("--alpha", type=float, help="regression: pinball quantile")
+    metrics.add_argument("--beta", type=float, help="binary, multiclass: beta of the fbeta columns")
     metrics.add_argument(
         "--output", help="write the table to FILE.parquet, .csv or .json, or '-' for stdout"
     )
@@ -147,7 +148,11 @@ def _store_kind(path: str) -> str | None:
     return Spec.from_json(spec).kind if spec else None
 
 
-_OPTION_TASKS = {"--alpha": taking("alpha"), "--threshold": taking("threshold")}
+_OPTION_TASKS = {
+    "--alpha": taking("alpha"),
+    "--beta": taking("beta"),
+    "--threshold": taking("threshold"),
+}
 
 
 def _metrics(args: argparse.Namespace) -> int:
@@ -164,6 +169,9 @@ def _metrics(args: argparse.Namespace) -> int:
         options["metrics"] = args.metric
     if args.alpha is not None:
         options["alpha"] = args.alpha
+    if args.beta is not None:
+        check_beta_option(args.beta)
+        options["beta"] = args.beta
     if args.by_window and not is_store(args.path):
         raise StreamevalError(
             f"expected a store folder with --by-window, got {args.path!r}; hint: a state "
@@ -171,7 +179,7 @@ def _metrics(args: argparse.Namespace) -> int:
         )
     state = None if args.by_window else load_states([args.path])
     kind = state.spec.kind if state is not None else _store_kind(args.path)
-    given = {"--alpha": args.alpha, "--threshold": args.threshold}
+    given = {"--alpha": args.alpha, "--beta": args.beta, "--threshold": args.threshold}
     for option, tasks in _OPTION_TASKS.items():
         if given[option] and kind is not None and kind not in tasks:
             raise StreamevalError(

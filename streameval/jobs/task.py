@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..spec import parse_precision
-from ..tasks.registry import TASKS, offers
+from ..tasks.registry import TASKS, offers, taking
 from .tomlkeys import Table, choice, type_name
 
 KINDS = tuple(TASKS)
@@ -56,6 +56,8 @@ class TaskConfig:
             kwargs["threshold"] = thresholds if len(thresholds) > 1 else thresholds[0]
         if offers(self.kind, "alpha") and o.get("alpha") is not None:
             kwargs["alpha"] = o["alpha"]
+        if self.kind in taking("beta") and o.get("beta") is not None:
+            kwargs["beta"] = o["beta"]
         if offers(self.kind, "metrics") and o.get("metrics") is not None:
             kwargs["metrics"] = list(o["metrics"])
         # (a model table always has each model's DeLong interval: only its level applies)
@@ -113,6 +115,9 @@ def read_task(file: str, data: Any) -> TaskConfig:
     o["top_k"] = t.take("top_k", "int", None)
     o["power"] = t.take("power", "num", None)
     o["alpha"] = t.take("alpha", "num", None)
+    o["beta"] = t.take("beta", "num", None)
+    if o["beta"] is not None and not o["beta"] >= 0:
+        raise t.error(t.path("beta"), f"expected a beta of 0 or more, got {o['beta']!r}")
     ci = t.take("ci", "str", None)
     o["ci"] = None if ci is None else choice(t, "ci", ci, ("wilson", "clopper-pearson"))
     o["level"] = t.take("level", "num", None)

@@ -370,8 +370,8 @@ def evaluate_options(df: Any, options: Evaluation, block_rows: int = 1_000_000) 
     partial = _partial_states(df, block_rows, arguments, whole)
     finish = Finish(
         folds=folds, repeats=repeats, threshold=a["threshold"] if binary else None,
-        alpha=a["alpha"], metrics=a["metrics"], jackknife=a["jackknife"], ci=ci,
-        level=a["level"], auc_method=a["auc_method"],
+        alpha=a["alpha"], beta=a["beta"], metrics=a["metrics"], jackknife=a["jackknife"],
+        ci=ci, level=a["level"], auc_method=a["auc_method"],
     )  # fmt: skip
     empty = finish(partial.target)  # option errors raise here, before any Spark job
     shuffled = partial.states.repartition(partial.parts, "part")

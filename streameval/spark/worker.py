@@ -250,6 +250,7 @@ class Finish:
     repeats: str | None = None
     threshold: float | Sequence[float] | None = None
     alpha: float = 0.5
+    beta: float = 1.0
     metrics: Sequence[str] | None = None
     jackknife: str | None = None
     ci: str | None = None
@@ -262,10 +263,11 @@ class Finish:
         if self.folds is not None:
             return fold_metrics(
                 state, self.folds, self.repeats, threshold=self.threshold, alpha=self.alpha,
-                metrics=self.metrics, **inference,  # type: ignore[arg-type]
+                beta=self.beta, metrics=self.metrics, **inference,  # type: ignore[arg-type]
             )  # fmt: skip
         return state.metrics(
-            self.threshold, alpha=self.alpha, metrics=self.metrics, jackknife=self.jackknife,
+            self.threshold, alpha=self.alpha, beta=self.beta, metrics=self.metrics,
+            jackknife=self.jackknife,
             **inference,  # type: ignore[arg-type]
         )  # fmt: skip
 

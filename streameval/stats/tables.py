@@ -133,13 +133,14 @@ def multiclass_metrics(
     ci: str | None,
     level: float,
     pairs: pl.DataFrame | None = None,
+    beta: float = 1.0,
 ) -> pl.DataFrame:
-    """A multiclass state's metric table, with intervals for ``ci``.
+    """A multiclass state's metric table, with intervals for ``ci``, F-beta at ``beta``.
 
     ``pairs``: the AUCs' pair sums from the rows (:mod:`streameval.kernels.classes`), for a
     state of confusion rows only.
     """
-    table = metric_table(state, metrics=metrics, pairs=pairs)
+    table = metric_table(state, metrics=metrics, pairs=pairs, beta=beta)
     if ci is None:
         return table
     names = table.columns[len(state.keys) + 1 :]

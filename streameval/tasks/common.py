@@ -54,6 +54,7 @@ class MetricOptions:
 
     threshold: float | Sequence[float] | None = None
     alpha: float = 0.5
+    beta: float = 1.0
     metrics: Sequence[str] | None = None
     ci: str | None = None
     level: float = 0.95

@@ -26,6 +26,7 @@ from ...kernels.metrics import pair_scale, runs_grouped
 from ...kernels.runs import Runs
 from ...metrics.declare import Metric, bound, count, formulas
 from ...metrics.groups import with_group_key
+from ...options import check_beta
 from ...pairsums import ap_bound_terms, twice_pairs
 from ...spec import ALL as ALL  # re-exported: the metric modules' group key
 from .state import column_exprs
@@ -42,6 +43,7 @@ COUNTS = {
     "prevalence": lambda: (pl.col("positives"), pl.col("positives") + pl.col("negatives")),
     "accuracy": lambda: (_TP + _TN, _TP + _FP + _TN + _FN),
     "error_rate": lambda: (_FP + _FN, _TP + _FP + _TN + _FN),
+    "zero_one_loss": lambda: (_FP + _FN, _TP + _FP + _TN + _FN),
     "precision": lambda: (_TP, _TP + _FP),
     "recall": lambda: (_TP, _TP + _FN),
     "specificity": lambda: (_TN, _TN + _FP),
@@ -154,6 +156,16 @@ def f1() -> pl.Expr:
     return _ratio(2 * tp, 2 * tp + fp + fn)
 
 
+def fbeta() -> pl.Expr:
+    """(1 + β²)·TP / ((1 + β²)·TP + β²·FN + FP) at the table's ``beta`` (column ``_beta2``).
+
+    β = 0 gives precision, β = ∞ recall (as scikit-learn's ``fbeta_score``).
+    """
+    b2 = pl.col("_beta2")
+    general = _ratio((1 + b2) * tp, b2 * (tp + fn) + (tp + fp))
+    return pl.when(b2.is_infinite()).then(recall()).otherwise(general)
+
+
 def mcc() -> pl.Expr:
     """Matthews correlation (sklearn's covariance form); 0 when undefined.
 
@@ -257,6 +269,15 @@ DECLARED = (
         noinfo="computed",
     ),
     Metric(
+        "zero_one_loss",
+        error_rate,
+        "confusion",
+        direction="lower",
+        interval="proportion",
+        counts=COUNTS["zero_one_loss"],
+        noinfo="computed",
+    ),
+    Metric(
         "precision",
         precision,
         "confusion",
@@ -290,6 +311,7 @@ DECLARED = (
     Metric("fpr", fpr, "confusion", direction="lower", interval="proportion", counts=COUNTS["fpr"]),
     Metric("fnr", fnr, "confusion", direction="lower", interval="proportion", counts=COUNTS["fnr"]),
     Metric("f1", f1, "confusion", direction="higher", summary=10),
+    Metric("fbeta", fbeta, "confusion", direction="higher"),
     Metric("mcc", mcc, "confusion", direction="higher"),
     Metric("cohen_kappa", cohen_kappa, "confusion", direction="higher"),
     Metric(
@@ -349,7 +371,9 @@ def check_thresholds(state: StateData, thresholds: Sequence[float]) -> None:
             )
 
 
-def metric_table(state: StateData, threshold: float | Sequence[float] = 0.5) -> pl.DataFrame:
+def metric_table(
+    state: StateData, threshold: float | Sequence[float] = 0.5, beta: float = 1.0
+) -> pl.DataFrame:
     """Finalize a binary state into the metric table (one row per group and threshold).
 
     >>> import polars as pl, streameval as se
@@ -362,12 +386,12 @@ def metric_table(state: StateData, threshold: float | Sequence[float] = 0.5) -> 
     check_thresholds(state, thresholds)
     if kernels.enabled():  # the state's rows as runs, read by the compiled loops
         runs = state_runs(state.table, state.spec)
-        table = None if runs is None else runs_metrics(runs, state.spec, thresholds)
+        table = None if runs is None else runs_metrics(runs, state.spec, thresholds, beta)
         if table is not None:
             return table
     scale = _pair_scale(state.table)
     parts = [
-        _finalize(chunk, state.spec, thresholds, scale)
+        _finalize(chunk, state.spec, thresholds, scale, beta)
         for chunk in _key_chunks(state.table, state.keys)
     ]
     return finish_rows(parts, state.keys)
@@ -403,7 +427,7 @@ def _key_chunks(table: pl.DataFrame, keys: list[str]) -> list[pl.DataFrame]:
 
 
 def _finalize(
-    table: pl.DataFrame, spec: Spec, thresholds: list[float], scale: float
+    table: pl.DataFrame, spec: Spec, thresholds: list[float], scale: float, beta: float
 ) -> pl.DataFrame:
     """Metric rows of every group of a state table (``_n_outside`` still attached)."""
     lf, keys = with_group_key(table, list(spec.keys))
@@ -448,7 +472,7 @@ def _finalize(
             *per_threshold,
         )
     )
-    return metric_rows(grouped, keys, spec, thresholds)
+    return metric_rows(grouped, keys, spec, thresholds, beta)
 
 
 def ranking_columns(grouped: pl.LazyFrame, exact: bool) -> pl.LazyFrame:
@@ -459,9 +483,9 @@ def ranking_columns(grouped: pl.LazyFrame, exact: bool) -> pl.LazyFrame:
 
 
 def metric_rows(
-    grouped: pl.LazyFrame, keys: list[str], spec: Spec, thresholds: list[float]
+    grouped: pl.LazyFrame, keys: list[str], spec: Spec, thresholds: list[float], beta: float
 ) -> pl.DataFrame:
-    """Metric rows from per-group aggregates (``_n_outside`` still attached).
+    """Metric rows from per-group aggregates (``_n_outside`` still attached), F-beta at ``beta``.
 
     ``grouped`` has the key columns, ``n``, ``positives``, ``negatives`` and the ``_``
     aggregates of :func:`_finalize` (also computed from sorted runs by
@@ -479,7 +503,7 @@ def metric_rows(
             )
             for i, t in enumerate(thresholds)
         ]
-    )
+    ).with_columns(pl.lit(check_beta(beta) ** 2).alias("_beta2"))
     out = (
         long.with_columns([f().alias(name) for name, f in CONFUSION.items()])
         .select([*keys, *COLUMNS, "_n_outside"])
@@ -488,20 +512,24 @@ def metric_rows(
     return out.drop(ALL) if keys == [ALL] else out
 
 
-def runs_metrics(runs: Runs, spec: Spec, thresholds: list[float]) -> pl.DataFrame | None:
+def runs_metrics(
+    runs: Runs, spec: Spec, thresholds: list[float], beta: float = 1.0
+) -> pl.DataFrame | None:
     """The metric table of unweighted runs, as ``State(spec, table).metrics(thresholds)``.
 
     None when :func:`runs_grouped` is None.
     """
     grouped = runs_grouped(runs, spec, thresholds)
-    return None if grouped is None else grouped_metrics(grouped, spec, thresholds)
+    return None if grouped is None else grouped_metrics(grouped, spec, thresholds, beta)
 
 
-def grouped_metrics(grouped: pl.DataFrame, spec: Spec, thresholds: list[float]) -> pl.DataFrame:
+def grouped_metrics(
+    grouped: pl.DataFrame, spec: Spec, thresholds: list[float], beta: float = 1.0
+) -> pl.DataFrame:
     """The metric table from grouped frames (:func:`aggregates`, :func:`grouped_frame`).
 
     Frames of several units may come concatenated: each row's metrics read that row alone.
     """
     keys = list(spec.keys)
-    part = metric_rows(grouped.lazy(), keys or [ALL], spec, thresholds)
+    part = metric_rows(grouped.lazy(), keys or [ALL], spec, thresholds, beta)
     return finish_rows([part], keys).select(*keys, *COLUMNS)

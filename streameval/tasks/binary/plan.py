@@ -32,7 +32,9 @@ CAPABILITIES = frozenset(
 )
 #: Its own options, by their names in :func:`streameval.evaluate` (and keys of a job's
 #: ``[task]`` table), beyond those of every task (label, weight, by, precision, drop_nulls).
-OPTIONS = frozenset({"score", "positive", "threshold", "metrics", "ci", "level", "auc_method"})
+OPTIONS = frozenset(
+    {"score", "positive", "threshold", "beta", "metrics", "ci", "level", "auc_method"}
+)
 #: The options of which it needs one (the columns it scores).
 REQUIRED = ("score",)
 
@@ -109,12 +111,12 @@ def metric_table(state: StateData, options: MetricOptions) -> pl.DataFrame:
     names = select_metrics(options.metrics, [c for c in COLUMNS if c not in fixed])
     t = 0.5 if options.threshold is None else options.threshold
     if options.metrics is None or not set(registered("binary", need="probabilities")) & set(names):
-        table = binary_metrics(state, t)
+        table = binary_metrics(state, t, options.beta)
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("error", UserWarning)
             try:
-                table = binary_metrics(state, t)
+                table = binary_metrics(state, t, options.beta)
             except UserWarning as exc:
                 raise InputError(f"expected probabilities, but {exc}") from None
     if options.ci is None:

@@ -13,6 +13,7 @@ present), each with its error bound in bucketed mode (the bounds averaged alike)
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ import polars as pl
 from ...errors import InputError, caller_level
 from ...metrics.declare import SCORES, Metric, Need, bound, count, formulas
 from ...metrics.select import select_metrics
+from ...options import check_beta
 from ...spec import ALL
 from .classes import class_counts, confusion_rows, one_vs_rest
 from .pairs import score_aggregates
@@ -70,6 +72,16 @@ def mcc() -> pl.Expr:
 
 def _micro(num: pl.Expr, den: pl.Expr) -> Callable[[], pl.Expr]:
     return lambda: pl.when(den > 0).then(num / den).otherwise(0.0)
+
+
+def _fbeta(beta: float) -> pl.Expr:
+    """A class's F-beta from its one-vs-rest counts (sklearn's; recall at β = ∞)."""
+    tp, fp, fn = (pl.col(c) for c in ("tp", "fp", "fn"))
+    if math.isinf(beta):
+        return pl.col("recall")
+    b2 = beta * beta
+    den = b2 * (tp + fn) + (tp + fp)
+    return pl.when(den > 0).then((1 + b2) * tp / den).otherwise(0.0)
 
 
 def f1_macro_harmonic() -> pl.Expr:
@@ -163,10 +175,20 @@ DECLARED = (
     *_averaged("precision"),
     *_averaged("recall"),
     *_averaged("f1", summary={"macro": 4, "weighted": 5}, trend={"macro": 3}),
+    *_averaged("fbeta"),
     *_averaged("jaccard"),
     Metric("f1_macro_harmonic", f1_macro_harmonic, "confusion", direction="higher"),
     Metric("g_mean", _mean("g_mean"), "confusion", direction="higher"),
     Metric("hamming_loss", error_rate, "confusion", direction="lower"),
+    Metric(
+        "zero_one_loss",
+        error_rate,
+        "confusion",
+        direction="lower",
+        interval="proportion",
+        counts=lambda: (pl.col("_n") - pl.col("_x"), pl.col("_n")),
+        noinfo="computed",
+    ),
     Metric(
         "log_loss",
         _per_weight("log_loss"),
@@ -221,10 +243,10 @@ SCORE_METRICS = formulas(DECLARED, "scores")
 COLUMNS = [m.name for m in DECLARED]
 
 
-def _class_aggregates(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
-    """Per group: totals, averaged per-class metrics and the kappa/MCC sums."""
+def _class_aggregates(state: StateData, beta: float) -> tuple[pl.LazyFrame, list[str]]:
+    """Per group: totals, averaged per-class metrics (F-beta at ``beta``), kappa/MCC sums."""
     counts, keys = class_counts(state)
-    per_class = one_vs_rest(counts)
+    per_class = one_vs_rest(counts).with_columns(_fbeta(beta).alias("fbeta"))
     t, p, k = pl.col("t"), pl.col("p"), pl.col("k")
     present = (pl.col("t_n") + pl.col("p_n")) > 0
     recall = pl.col("recall").filter(t > 0)
@@ -241,7 +263,7 @@ def _class_aggregates(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
         recall.mean().alias("_balanced_accuracy"),
         pl.when(recall.min() > 0).then(recall.log().mean().exp()).otherwise(0.0).alias("_g_mean"),
     ]
-    for m in ("precision", "recall", "f1", "jaccard"):
+    for m in ("precision", "recall", "f1", "fbeta", "jaccard"):
         aggs += [
             pl.col(m).filter(present).mean().fill_null(0.0).alias(f"_{m}_macro"),
             weighted(m).alias(f"_{m}_weighted"),
@@ -269,7 +291,11 @@ def _class_aggregates(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
 
 
 def metric_table(
-    state: StateData, *, metrics: Sequence[str] | None = None, pairs: pl.DataFrame | None = None
+    state: StateData,
+    *,
+    metrics: Sequence[str] | None = None,
+    pairs: pl.DataFrame | None = None,
+    beta: float = 1.0,
 ) -> pl.DataFrame:
     """Finalize a multiclass state into the metric table (one row per group).
 
@@ -284,7 +310,7 @@ def metric_table(
     """
     available = {**METRICS, **(SCORE_METRICS if state.spec.scores else {})}
     names = select_metrics(metrics, list(available))
-    out, keys = _class_aggregates(state)
+    out, keys = _class_aggregates(state, check_beta(beta))
     rows, _ = confusion_rows(state)
     out = out.join(rows.group_by(keys).agg(pl.col("n").sum()), on=keys, nulls_equal=True)
     if state.spec.scores:

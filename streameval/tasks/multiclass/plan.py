@@ -45,7 +45,7 @@ CAPABILITIES = frozenset({"classification", "replicates", "metrics", "classes", 
 #: Its own options, by their names in :func:`streameval.evaluate` (and keys of a job's
 #: ``[task]`` table), beyond those of every task (label, weight, by, precision, drop_nulls).
 OPTIONS = frozenset(
-    {"prediction", "scores", "classes", "top_k", "metrics", "ci", "level", "auc_method"}
+    {"prediction", "scores", "classes", "top_k", "beta", "metrics", "ci", "level", "auc_method"}
 )
 #: The options of which it needs one (the columns it scores).
 REQUIRED = ("prediction", "scores")
@@ -313,17 +313,18 @@ def finish(
     """The metric table of a unit's confusion rows and pair sums (from the kernel)."""
     confusion, pairs = sums
     metrics, ci, level = options.get("metrics"), options.get("ci"), options.get("level", 0.95)
-    return multiclass_metrics(StateData(spec, confusion), metrics, ci, level, pairs)
+    beta = options.get("beta", 1.0)
+    return multiclass_metrics(StateData(spec, confusion), metrics, ci, level, pairs, beta)
 
 
 def replicated(
     sums: tuple[pl.DataFrame, pl.DataFrame], spec: Spec, options: Mapping[str, Any]
 ) -> pl.DataFrame:
     """The metric table of replicates' confusion rows and pair sums; the data's warnings only."""
-    level = options.get("level", 0.95)
+    level, beta = options.get("level", 0.95), options.get("beta", 1.0)
 
     def table(confusion: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
-        return multiclass_metrics(StateData(spec, confusion), None, None, level, pairs)
+        return multiclass_metrics(StateData(spec, confusion), None, None, level, pairs, beta)
 
     return data_warnings(table, *sums)
 
@@ -331,4 +332,4 @@ def replicated(
 def metric_table(state: StateData, options: MetricOptions) -> pl.DataFrame:
     """The multiclass metric table: a row per group, intervals as ``ci`` asks."""
     refuse_threshold("multiclass", options.threshold)
-    return multiclass_metrics(state, options.metrics, options.ci, options.level)
+    return multiclass_metrics(state, options.metrics, options.ci, options.level, beta=options.beta)
