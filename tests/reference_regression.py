@@ -68,7 +68,9 @@ def _metrics(y: np.ndarray, f: np.ndarray, w: np.ndarray | None) -> dict[str, An
     e = f - y
     out: dict[str, Any] = {"n": len(y), "max_error": skm.max_error(y, f)}
     if sw.sum() == 0:
-        return out | dict.fromkeys(["mse", "mae", "r2", "median_ae", "residual_p90"])
+        return out | dict.fromkeys(
+            ["mse", "mae", "r2", "median_ae", "residual_p90", "d2_pinball", "d2_tweedie"]
+        )
     kept = sw > 0
     y_constant = np.ptp(y[kept]) == 0
     e_constant = np.ptp(e[kept]) == 0
@@ -120,6 +122,13 @@ def _metrics(y: np.ndarray, f: np.ndarray, w: np.ndarray | None) -> dict[str, An
         "d2_absolute_error": None
         if len(y) < 2
         else _explained(float(np.sum(sw * np.abs(e))), d2_den, d2_den == 0),
+        "d2_pinball": None
+        if len(y) < 2
+        else skm.d2_pinball_score(y, f, sample_weight=w, alpha=ALPHA),
+        # (sklearn's quotient for a constant label is −inf or NaN: null)
+        "d2_tweedie": skm.d2_tweedie_score(y, f, sample_weight=w, power=POWER)
+        if len(y) >= 2 and not y_constant and (y >= 0).all() and (f > 0).all()
+        else None,
         "residual_p50": _weighted_percentile(np.abs(e), sw, 50, average=True),
         "residual_p90": _weighted_percentile(np.abs(e), sw, 90, average=True),
         "residual_p99": _weighted_percentile(np.abs(e), sw, 99, average=True),

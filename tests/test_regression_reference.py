@@ -7,9 +7,15 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.metrics import d2_absolute_error_score, explained_variance_score, r2_score
+from sklearn.metrics import (
+    d2_absolute_error_score,
+    d2_pinball_score,
+    d2_tweedie_score,
+    explained_variance_score,
+    r2_score,
+)
 
 import streameval as se
 from reference import assert_tables_match, chunks
@@ -100,14 +106,56 @@ def test_large_offsets_keep_variances_accurate(offset, precision):
     st.sampled_from([1, 2, 4, 11, 23, "exact"]),
     st.booleans(),
 )
-def test_a_constant_label_gives_sklearns_d2_absolute_error(value, rows, precision, perfect):
+def test_a_constant_label_gives_sklearns_d2_scores(value, rows, precision, perfect):
     # Σ|y − median(y)| is zero: the score is 0, or 1 when every prediction is right. A
     # bucket's sum (low end × weight + deviations) must not leave a rounding residue that
-    # turns 0 into −1e14 (seen at precision=1 with y = 26.89257).
+    # turns 0 into −1e14 (seen at precision=1 with y = 26.89257). Likewise the pinball
+    # loss's from the label's quantile; the Tweedie deviance's from its mean is null (sklearn
+    # divides by 0: −inf or NaN, or by a rounding residue of the mean).
     y = np.full(rows, value)
     f = y.copy() if perfect else np.r_[y[:-1], value + 1.0]
-    want = d2_absolute_error_score(y, f)
+    want = {
+        "d2_absolute_error": d2_absolute_error_score(y, f),
+        "d2_pinball": d2_pinball_score(y, f, alpha=ALPHA),
+        "d2_tweedie": None,
+    }
     df = pl.DataFrame({"y": y, "f": f})
     options = {"task": "regression", "label": "y", "prediction": "f", "precision": precision}
-    assert se.accumulate(df, **options).metrics()["d2_absolute_error"].item() == want
-    assert se.evaluate(df, **options)["d2_absolute_error"].item() == want
+    options["power"] = 0.0
+    for table in (
+        se.accumulate(df, **options).metrics(alpha=ALPHA),
+        se.evaluate(df, alpha=ALPHA, **options),
+    ):
+        assert table.select(*want).row(0, named=True) == want
+
+
+@pytest.mark.parametrize("power", [0.0, 1.0, 2.0, 3.0, -1.0, 1.2])
+@settings(max_examples=25, deadline=None)
+@given(data=regression_frames(), alpha=st.sampled_from([0.0, 0.1, 0.5, 0.9, 1.0]))
+def test_d2_scores_match_sklearn_at_every_power_and_alpha(power, data, alpha):
+    df, cuts, weighted = data
+    # positive values: inside every power's domain (and a mean whose powers are real)
+    df = df.with_columns(pl.col("y").abs() + 0.5, pl.col("f").abs() + 0.5)
+    parts = [
+        se.accumulate(
+            c, task="regression", label="y", prediction="f", by="g",
+            weight="w" if weighted else None, power=power, precision="exact",
+        )
+        for c in chunks(df, cuts)
+    ]  # fmt: skip
+    ours = se.merge(parts).metrics(alpha=alpha).to_dicts()
+    groups = sorted(df.partition_by("g", as_dict=True).items())
+    for row, (_, part) in zip(ours, groups, strict=True):
+        y, f = part["y"].to_numpy(), part["f"].to_numpy()
+        w = part["w"].to_numpy() if weighted else None
+        sw = np.ones_like(y) if w is None else w
+        if len(y) < 2 or sw.sum() == 0:
+            assert row["d2_pinball"] is None and row["d2_tweedie"] is None
+            continue
+        want = d2_pinball_score(y, f, alpha=alpha, sample_weight=w)
+        assert row["d2_pinball"] == pytest.approx(want, rel=1e-9, abs=1e-9)
+        if np.ptp(y[sw > 0]) == 0:
+            assert row["d2_tweedie"] is None
+        else:
+            want = d2_tweedie_score(y, f, power=power, sample_weight=w)
+            assert row["d2_tweedie"] == pytest.approx(want, rel=1e-9, abs=1e-9)

@@ -45,6 +45,20 @@ from .staged import Staged
 
 #: The residual quantiles' levels, in :data:`streameval.tasks.regression.state.QUANTILES` order.
 _QUANTILES = np.array(list(QUANTILES.values()), np.float64)
+_ROW = regressionloops.QUANTILE_ROW
+
+
+def _options(alpha: float, absolute: int, power: float) -> tuple[Any, ...]:
+    """The options of :func:`.regressionloops.part_aggregates` for the label or the error.
+
+    The label's quantiles are its median and its ``alpha`` quantile (of ``d2_pinball``),
+    the error's those reported (:data:`QUANTILES`).
+    """
+    label = np.array([50.0, alpha * 100], np.float64)
+    quantiles = _QUANTILES if absolute else label
+    return (alpha, bool(absolute), EPS, quantiles, float(power))
+
+
 #: Replicates per read of the rows for the losses at most, and their sums' cells at most.
 TOTALS_BATCH = 32
 TOTALS_CELLS = 1 << 22
@@ -121,8 +135,9 @@ class Histograms(Staged):
         aggregate = regressionloops.part_aggregates
         with ThreadPoolExecutor(2) as pool:  # the label's values, and the error's
             jobs = []
-            for absolute, (group, bucket, count, cells) in enumerate(histograms):
-                job = (group, bucket, count, cells, size, alpha, bool(absolute), EPS, _QUANTILES)
+            for absolute, cells in enumerate(histograms):
+                options = _options(alpha, absolute, self.spec.power)
+                job = (*cells, size, options)
                 jobs.append(pool.submit(aggregate, *job))
             y, e = (job.result() for job in jobs)
         return keys, y, e, totals
@@ -138,7 +153,7 @@ class Histograms(Staged):
             with small_pages():
                 at = place_values(kernel, codes, values, labels, weights, size)
                 placed = (at.words, none, at.weights, at.bounds, at.occupied, at.tops)
-                options = (alpha, bool(absolute), EPS, _QUANTILES)
+                options = _options(alpha, absolute, self.spec.power)
                 out = regressionloops.replicate_aggregates(*placed, p, once, limits, size, options)
             at.give_back()
             return tuple(part[0] for part in out)
@@ -183,7 +198,7 @@ class Histograms(Staged):
             parts = []
             for at, at_keys, at_weights, absolute in placed:
                 drawn = at_keys if members[0] else at_keys[:0]
-                options = (alpha, absolute, EPS, _QUANTILES)
+                options = _options(alpha, absolute, spec.power)
                 rows = (at.words, drawn, at_weights, at.bounds, at.occupied, at.tops, p)
                 parts.append(
                     regressionloops.replicate_aggregates(*rows, salts, limits, size, options)
@@ -308,17 +323,19 @@ def _grouped(
     columns["_W"] = e[0]
     columns.update(_se=e[1], _sse=e[3], _sae=e[4], _pinball=e[5], _m2_e=e[2])
     columns["_zero_e"] = _zero(e)
-    quantile = {name: np.where(has_e, e[9 + i], np.nan) for i, name in enumerate(QUANTILES)}
+    quantile = {name: np.where(has_e, e[_ROW + i], np.nan) for i, name in enumerate(QUANTILES)}
     columns["_q50"] = quantile["residual_p50"]
     columns.update({f"_{name}": values for name, values in quantile.items()})
-    columns.update(_m2_y=y[2], _zero_y=_zero(y), _median_y=np.where(has_y, y[9], np.nan))
-    columns["_dev_median"] = y[8]
+    columns.update(_m2_y=y[2], _zero_y=_zero(y))
+    columns.update(_median_y=np.where(has_y, y[_ROW], np.nan))
+    columns["_alpha_y"] = np.where(has_y, y[_ROW + 1], np.nan)
+    columns.update(_dev_median=y[8], _dev_alpha=y[9], _dev_tweedie=y[10])
     columns.update({f"_{name}": sums[i] + 0.0 for i, name in enumerate(LOSSES)})
     columns.update({f"_{name}": bad[i] for i, name in enumerate(DOMAINS)})
     columns["_amax"] = amax
     rel = 0.0 if spec.exact else math.ldexp(1.0, 1 - spec.precision)
     columns["_rel_error"] = np.full(rows.size, rel)
-    undefined = [c for c in ("_q50", *(f"_{n}" for n in QUANTILES), "_median_y")]
+    undefined = ["_q50", *(f"_{n}" for n in QUANTILES), "_median_y", "_alpha_y"]
     return pl.DataFrame(columns).with_columns(pl.col(undefined).fill_nan(None))
 
 

@@ -283,24 +283,34 @@ def _next(means, start, i, j, stop, absolute):  # type: ignore[no-untyped-def]
     return j, i, j + 1
 
 
+#: The first row of :func:`part_aggregates`' floats that holds a quantile.
+QUANTILE_ROW = 11
+
+
 @jit
-def part_aggregates(group, bucket, count, sums, groups, alpha, absolute, eps, quantiles):  # type: ignore[no-untyped-def]
+def part_aggregates(group, bucket, count, sums, groups, options):  # type: ignore[no-untyped-def]
     """Per group, the aggregates of one value's buckets (:func:`histogram_cells`' output).
 
     As :func:`streameval.tasks.regression.histograms.aggregates` computes them from a state: each
-    bucket's weight W_b, sum s_b = W_b·lo + d1, mean lo + d1/W_b and centred M2
+    bucket's weight W_b, sum s_b = W_b·lo + d1, mean m_b = lo + d1/W_b and centred M2_b =
     max(d2 − d1²/W_b, 0); per group, rows, ΣW_b, Σs_b, M2 (Chan's formula over the buckets),
     Σ squares, Σ|s_b|, the pinball sum at ``alpha``, max |lo| and Σd2; the ``quantiles``
-    (percentages) of the bucket means (of their absolute values when ``absolute``), as
-    sklearn's averaged weighted percentile; and Σ|s_b − median·W_b|.
+    (percentages, the first the median) of the bucket means (of their absolute values when
+    ``absolute``), as sklearn's averaged weighted percentile; and the deviations of the
+    label (not ``absolute``) from its fits as a constant: Σ|s_b − median·W_b|, the pinball
+    sum of s_b − q·W_b at ``alpha`` (q the second quantile, the ``alpha`` one), and the
+    Tweedie deviance at ``power`` from the mean μ, Σ W_b·d(m_b, μ) + M2_b·m_b^(−power) (the
+    within-bucket spread to second order; exact for power 0, and in exact mode).
 
-    Returns the row counts, whether each group has weight (else its quantiles are
-    undefined), and the floats: a row each of ΣW_b, Σs_b, M2, Σ squares, Σ|s_b|, pinball,
-    max |lo|, Σd2, Σ|s_b − median·W_b|, then one per quantile.
+    ``options`` holds ``alpha``, ``absolute``, ``eps``, the quantiles and ``power``. Returns
+    the row counts, whether each group has weight (else its quantiles are undefined), and
+    the floats: a row each of ΣW_b, Σs_b, M2, Σ squares, Σ|s_b|, pinball, max |lo|, Σd2,
+    the three deviations (0 for ``absolute``), then one per quantile (:data:`QUANTILE_ROW`).
     """
+    quantiles = options[3]
     rows = np.zeros(groups, np.int64)
     has = np.zeros(groups, np.bool_)
-    out = np.zeros((9 + quantiles.size, groups), np.float64)
+    out = np.zeros((QUANTILE_ROW + quantiles.size, groups), np.float64)
     size = group.size
     scratch = np.empty((2, size), np.float64)
     start = 0
@@ -310,19 +320,20 @@ def part_aggregates(group, bucket, count, sums, groups, alpha, absolute, eps, qu
         while stop < size and group[stop] == g:
             stop += 1
         cells = (bucket, count, sums, start, stop)
-        rows[g], has[g] = _aggregate(cells, scratch, alpha, absolute, eps, quantiles, out[:, g])
+        rows[g], has[g] = _aggregate(cells, scratch, options, out[:, g])
         start = stop
     return rows, has, out
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _aggregate(cells, scratch, alpha, absolute, eps, quantiles, out):  # type: ignore[no-untyped-def]
+def _aggregate(cells, scratch, options, out):  # type: ignore[no-untyped-def]
     """One group's aggregates (:func:`part_aggregates`) of its buckets ``start … stop − 1``.
 
     ``cells`` holds the bucket keys, counts and sums and the span; ``scratch`` two rows of
-    room for the buckets' lows and means; ``out`` is the group's column. Returns the group's
-    rows and whether it has weight.
+    room for the buckets' lows and means; ``options`` those of :func:`part_aggregates`;
+    ``out`` is the group's column. Returns the group's rows and whether it has weight.
     """
+    alpha, absolute, eps, quantiles, power = options
     bucket, count, sums, start, stop = cells
     lows = scratch[0]
     mean_b = scratch[1]
@@ -372,8 +383,40 @@ def _aggregate(cells, scratch, alpha, absolute, eps, quantiles, out):  # type: i
     out[6] = vmax
     out[7] = d2sum
     if occupied:
-        _quantiles(sums, mean_b, lows, (start, stop), bucket, absolute, eps, quantiles, out)
+        _quantiles(sums, mean_b, (start, stop), bucket, absolute, eps, quantiles, out)
+        if not absolute:
+            _deviations(sums, mean_b, lows, (start, stop), (alpha, power, mean), out)
     return n, occupied > 0
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _deviations(sums, mean_b, lows, span, fits, out):  # type: ignore[no-untyped-def]
+    """The label's deviations from its median, ``alpha`` quantile and mean (``out[8:11]``).
+
+    ``fits`` holds ``alpha``, ``power`` and the mean μ; the quantiles are in place.
+    """
+    start, stop = span
+    alpha, power, mean = fits
+    median = out[QUANTILE_ROW]
+    q = out[QUANTILE_ROW + 1]
+    absolute = 0.0
+    pinball = 0.0
+    tweedie = 0.0
+    for c in range(start, stop):
+        wb = sums[0, c]
+        s = sums[0, c] * lows[c] + sums[1, c]
+        absolute += abs(s - median * wb)
+        below = s - q * wb
+        pinball += alpha * below if below >= 0 else (alpha - 1) * below
+        if wb > 0:
+            m = mean_b[c]
+            m2 = max(sums[2, c] - sums[1, c] * sums[1, c] / wb, 0.0)
+            tweedie += wb * _deviance(m, mean, power)[0]
+            if m2 > 0 and (power == 0.0 or m > 0):
+                tweedie += m2 * (1.0 if power == 0.0 else m ** (-power))
+    out[8] = absolute
+    out[9] = pinball
+    out[10] = tweedie
 
 
 @jit
@@ -391,7 +434,7 @@ def replicate_aggregates(  # type: ignore[no-untyped-def]
     ``eps`` and the quantiles. Returns :func:`part_aggregates`' arrays with a leading
     replicate axis.
     """
-    alpha, absolute, eps, quantiles = options
+    quantiles = options[3]
     reps = salts.size
     ntops = tops.size
     shift = _TOP - p
@@ -416,7 +459,7 @@ def replicate_aggregates(  # type: ignore[no-untyped-def]
     scratch = np.empty((2, most), np.float64)
     rows = np.zeros((reps, groups), np.int64)
     has = np.zeros((reps, groups), np.bool_)
-    out = np.zeros((reps, 9 + quantiles.size, groups), np.float64)
+    out = np.zeros((reps, QUANTILE_ROW + quantiles.size, groups), np.float64)
     o = 0
     while o < occupied.size:
         g = occupied[o] // ntops
@@ -456,14 +499,14 @@ def replicate_aggregates(  # type: ignore[no-untyped-def]
         for b in range(reps):
             if filled[b]:
                 kept = (bucket[b], count[b], sums[b], 0, filled[b])
-                got = _aggregate(kept, scratch, alpha, absolute, eps, quantiles, out[b, :, g])
+                got = _aggregate(kept, scratch, options, out[b, :, g])
                 rows[b, g], has[b, g] = got
     return rows, has, out
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _quantiles(sums, mean_b, lows, span, bucket, absolute, eps, quantiles, out):  # type: ignore[no-untyped-def]
-    """A group's quantiles (``out[9:]``) and Σ|s_b − median·W_b| (``out[8]``)."""
+def _quantiles(sums, mean_b, span, bucket, absolute, eps, quantiles, out):  # type: ignore[no-untyped-def]
+    """A group's quantiles, in the order given, from ``out[QUANTILE_ROW]`` on."""
     start, stop = span
     nq = quantiles.size
     # the occupied buckets in value order: |value| order reads the negative ones down
@@ -477,12 +520,12 @@ def _quantiles(sums, mean_b, lows, span, bucket, absolute, eps, quantiles, out):
         c, i, j = _next(mean_b, start, i, j, stop, absolute)
         if sums[0, c] > 0:
             cdf_total += sums[0, c]
-    # one pass for every quantile (ascending): each takes the first bucket whose cumulative
-    # weight reaches its rank, and the next bucket's value
-    nq = quantiles.size
+    # one pass for every quantile (in ascending order): each takes the first bucket whose
+    # cumulative weight reaches its rank, and the next bucket's value
+    order = np.argsort(quantiles, kind="mergesort")
     ranks = np.empty(nq, np.float64)
     for q in range(nq):
-        ranks[q] = quantiles[q] / 100.0 * cdf_total
+        ranks[q] = quantiles[order[q]] / 100.0 * cdf_total
     first = np.full(nq, np.nan)
     after = np.full(nq, np.nan)
     above = np.zeros(nq, np.float64)
@@ -514,9 +557,4 @@ def _quantiles(sums, mean_b, lows, span, bucket, absolute, eps, quantiles, out):
             value = first[k]
         else:
             value = (first[k] + (first[k] if np.isnan(after[k]) else after[k])) / 2
-        out[9 + k] = value
-    median = out[9]
-    dev = 0.0
-    for c in range(start, stop):
-        dev += abs((sums[0, c] * lows[c] + sums[1, c]) - median * sums[0, c])
-    out[8] = dev
+        out[QUANTILE_ROW + order[k]] = value

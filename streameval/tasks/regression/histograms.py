@@ -15,15 +15,15 @@ import polars as pl
 
 from ...bucketing import EPS, key_to_float
 from ...metrics.groups import with_group_key
-from .state import DOMAINS, LOSSES
+from .state import DOMAINS, LOSSES, tweedie_terms
 from .state import QUANTILES as QUANTILES  # re-exported: the metric names
 
 if TYPE_CHECKING:
     from ...states.data import StateData
 
 
-def _quantile(q: int) -> pl.Expr:
-    """Averaged inverted-CDF quantile (sklearn's weighted percentile) in a sorted group."""
+def _quantile(q: float) -> pl.Expr:
+    """Averaged inverted-CDF ``q`` % quantile (sklearn's weighted percentile), sorted group."""
     cdf, v = pl.col("_cdf"), pl.col("_v")
     rank = pl.lit(q / 100) * cdf.last()
     sel = cdf >= rank
@@ -39,7 +39,14 @@ def _quantile(q: int) -> pl.Expr:
 
 
 def aggregates(state: StateData, alpha: float) -> tuple[pl.LazyFrame, list[str]]:
-    """Per group: totals, moments of y and e (Chan over buckets), quantiles, deviations."""
+    """Per group: totals, moments of y and e (Chan over buckets), quantiles, deviations.
+
+    The label's deviations from its fits as a constant (the D² scores' denominators):
+    Σ|s_b − median·W_b|, the pinball sum of s_b − q·W_b at ``alpha`` (q its ``alpha``
+    quantile), and the Tweedie deviance from its mean μ at the state's power,
+    Σ W_b·d(m_b, μ) + M2_b·m_b^(−power): the spread within a bucket to second order (d'' =
+    2·y^(−power)), exact for power 0 and in exact mode.
+    """
     spec = state.spec
     lf, keys = with_group_key(state.table, state.keys)
     weight = pl.col("w") if spec.weighted else pl.col("n").cast(pl.Float64)
@@ -84,7 +91,10 @@ def aggregates(state: StateData, alpha: float) -> tuple[pl.LazyFrame, list[str]]
         .sort("_v")
         .with_columns(wb.cum_sum().over(by_part).alias("_cdf"))
         .group_by(by_part)
-        .agg([_quantile(q).alias(f"_{name}") for name, q in QUANTILES.items()])
+        .agg(
+            *[_quantile(q).alias(f"_{name}") for name, q in QUANTILES.items()],
+            _quantile(alpha * 100).alias("_alpha_q"),
+        )
     )
     per_part = moments.join(quantiles, on=by_part, how="left", nulls_equal=True)
     y_stats = per_part.filter(pl.col("part") == 0).select(
@@ -92,6 +102,7 @@ def aggregates(state: StateData, alpha: float) -> tuple[pl.LazyFrame, list[str]]
         pl.col("_m2").alias("_m2_y"),
         zero.alias("_zero_y"),
         pl.col("_residual_p50").alias("_median_y"),
+        pl.col("_alpha_q").alias("_alpha_y"),
     )
     e_stats = per_part.filter(pl.col("part") == 1).select(
         *keys,
@@ -106,11 +117,26 @@ def aggregates(state: StateData, alpha: float) -> tuple[pl.LazyFrame, list[str]]
         pl.col("_residual_p50").alias("_q50"),
         *[f"_{name}" for name in QUANTILES],
     )
+    below = s - pl.col("_alpha_y") * wb
+    power = spec.power
+    within = pl.col("_m2b") * (1.0 if power == 0 else mb ** (-power))
+    within = pl.when((pl.col("_m2b") > 0) & ((mb > 0) | (power == 0))).then(within)
     deviation = (
         hist.filter(pl.col("part") == 0)
-        .join(y_stats.select(*keys, "_median_y"), on=keys, nulls_equal=True)
+        .join(y_stats.select(*keys, "_median_y", "_alpha_y"), on=keys, nulls_equal=True)
         .group_by(keys)
-        .agg((s - pl.col("_median_y") * wb).abs().sum().alias("_dev_median"))
+        .agg(
+            (s - pl.col("_median_y") * wb).abs().sum().alias("_dev_median"),
+            pl.when(below >= 0)
+            .then(alpha * below)
+            .otherwise((alpha - 1) * below)
+            .sum()
+            .alias("_dev_alpha"),
+            (wb * tweedie_terms(mb, pl.col("_mean"), power)[0] + within.fill_null(0.0))
+            .filter(wb > 0)
+            .sum()
+            .alias("_dev_tweedie"),
+        )
     )
     totals = lf.filter(pl.col("part") == 2).select(
         *keys,

@@ -146,6 +146,29 @@ def d2_absolute_error() -> pl.Expr:
     return _explained(pl.col("_sae"), pl.col("_dev_median"), zero, rounding)
 
 
+def d2_pinball() -> pl.Expr:
+    """1 − Σw·pinball(e) / Σw·pinball(y − q_alpha(y)) (sklearn's ``d2_pinball_score``).
+
+    q_alpha(y) is the label's ``alpha`` quantile (sklearn's averaged weighted percentile);
+    the denominator is read as zero at the rounding of its terms, as in
+    :func:`d2_absolute_error`.
+    """
+    rounding = 16 * EPS * pl.col("_alpha_y").abs() * W
+    return _explained(pl.col("_pinball"), pl.col("_dev_alpha"), pl.lit(0.0), rounding)
+
+
+def d2_tweedie() -> pl.Expr:
+    """1 − Σw·d(y, ŷ) / Σw·d(y, ȳ) at the state's power (sklearn's ``d2_tweedie_score``).
+
+    Null below two rows, outside the deviance's domain, and where the label is constant
+    (the denominator is 0: sklearn's quotient is −inf or NaN).
+    """
+    den = pl.col("_dev_tweedie")
+    varies = pl.col("_m2_y") > pl.col("_zero_y")
+    ok = (N >= 2) & (W > 0) & (pl.col("_bad_tweedie") == 0) & varies & den.is_finite()
+    return pl.when(ok & (den > 0)).then(1.0 - pl.col("_tweedie") / den)
+
+
 def median_ae() -> pl.Expr:
     """Median |e|."""
     return pl.col("_q50")
@@ -207,6 +230,14 @@ DECLARED = (
     ),
     Metric("mean_pinball_loss", mean_pinball_loss, "histograms", direction="lower"),
     Metric("d2_absolute_error", d2_absolute_error, "histograms", direction="higher"),
+    Metric("d2_pinball", d2_pinball, "histograms", direction="higher"),
+    Metric(
+        "d2_tweedie",
+        d2_tweedie,
+        "histograms",
+        direction="higher",
+        domain=("bad_tweedie", "the Tweedie power's domain"),
+    ),
     *(Metric(name, residual_quantile(name), "histograms", direction="lower") for name in QUANTILES),
     bound(
         "residual_quantile_error",
