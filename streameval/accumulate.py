@@ -29,6 +29,8 @@ def accumulate(
     thresholds: float | Sequence[float] = (0.5,),
     top_k: int = 2,
     power: float = 1.5,
+    query: str | Sequence[str] | None = None,
+    k: int | Sequence[int | None] | None = 10,
     drop_nulls: bool = False,
     engine: Engine = "streaming",
     bootstrap: int | None = None,
@@ -75,6 +77,11 @@ def accumulate(
         Multiclass: ``k`` of ``top_k_accuracy`` (sklearn's default 2).
     power : float
         Regression: Tweedie power of ``mean_tweedie_deviance`` (≤ 0 or ≥ 1; default 1.5).
+    query : str or list of str, optional
+        Ranking: the query key column(s); a query's rows are its items.
+    k : int, None or list of those
+        Ranking: the cutoffs of the metrics at k (None: the whole list); a row per group
+        and cutoff. Default 10.
     drop_nulls : bool
         Drop rows with a null in a column read (with a warning giving the count) instead of
         raising.

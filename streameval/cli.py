@@ -80,7 +80,13 @@ def _add_output(parser: argparse.ArgumentParser) -> None:
 def _add_inputs(parser: argparse.ArgumentParser) -> None:
     """The source, task and column options shared by ``evaluate`` and ``report``."""
     parser.add_argument("source", nargs="+", help="Parquet files, directories or globs")
-    parser.add_argument("--task", default="binary", choices=list(TASKS))
+    parser.add_argument(
+        "--task",
+        default="binary",
+        choices=list(TASKS),
+        metavar="TASK",
+        help=f"{', '.join(TASKS)} (default binary)",
+    )
     parser.add_argument("--label", required=True, help="label column")
     parser.add_argument("--score", help="binary: score column (any numeric range)")
     parser.add_argument("--prediction", help="multiclass: predicted class; regression: prediction")
@@ -98,6 +104,15 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--top-k", type=int, help="multiclass: k of top_k_accuracy (2)")
     parser.add_argument("--power", type=float, help="regression: Tweedie power (1.5)")
+    parser.add_argument(
+        "--query", action="append", help="ranking: query key column(s) (repeatable)"
+    )
+    parser.add_argument(
+        "--k",
+        action="append",
+        type=_cutoff,
+        help="ranking: cutoff of the metrics at k, or 'all' for the whole list (repeatable; 10)",
+    )
     parser.add_argument(
         "--precision", type=_precision, help="'exact' or mantissa bits (default 11)"
     )
@@ -204,6 +219,15 @@ def _build() -> argparse.ArgumentParser:
 # ---------------------------------------------------------------------------- commands
 
 
+def _cutoff(text: str) -> int | None:
+    """A ranking cutoff: a positive integer, or ``all`` (the whole list: None)."""
+    if text.strip().lower() == "all":
+        return None
+    if text.strip().isdigit() and int(text) >= 1:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a positive integer or 'all', got {text!r}")
+
+
 def _split(items: Sequence[str] | None) -> list[str]:
     return [part.strip() for item in items or [] for part in item.split(",") if part.strip()]
 
@@ -236,6 +260,8 @@ def _columns(args: argparse.Namespace) -> dict[str, object]:
         "precision": args.precision,
         "top_k": 2 if args.top_k is None else args.top_k,
         "power": 1.5 if args.power is None else args.power,
+        "query": _split(args.query) or None,
+        "k": 10 if not args.k else args.k,
         "drop_nulls": args.drop_nulls,
     }
 

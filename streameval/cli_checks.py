@@ -110,6 +110,8 @@ def check_inputs(args: argparse.Namespace) -> None:
     _belongs("--top-k", args.top_k, task, taking("top_k"))
     _belongs("--power", args.power, task, taking("power"))
     _belongs("--positive", args.positive, task, taking("positive"))
+    _belongs("--query", args.query, task, taking("query"))
+    _belongs("--k", args.k, task, taking("k"))
     if args.top_k is not None and args.top_k < 1:
         raise _fail(f"expected --top-k of 1 or more, got {args.top_k}", "--top-k 2")
 

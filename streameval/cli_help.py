@@ -26,6 +26,8 @@ EXAMPLES = {
          "--prediction guess --scores p_cat,p_dog,p_bird --classes cat,dog,bird"),
         ("regression", "streameval evaluate preds/ --task regression --label y --prediction "
          "y_hat --by segment"),
+        ("ranking, at 5 and 10", "streameval evaluate clicks/ --task ranking --label relevance "
+         "--score s --query query_id --k 5 --k 10"),
     ],
     "report": [
         ("metric table, trends over days and curves", "streameval report preds/ --label label "

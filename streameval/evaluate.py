@@ -32,6 +32,8 @@ def evaluate(
     precision: int | str | None = None,
     top_k: int = 2,
     power: float = 1.5,
+    query: str | Sequence[str] | None = None,
+    k: int | Sequence[int | None] | None = 10,
     alpha: float = 0.5,
     beta: float = 1.0,
     metrics: Sequence[str] | None = None,
@@ -93,6 +95,11 @@ def evaluate(
         Multiclass: ``k`` of ``top_k_accuracy`` (sklearn's default 2).
     power : float
         Regression: Tweedie power of ``mean_tweedie_deviance`` (≤ 0 or ≥ 1; default 1.5).
+    query : str or list of str, optional
+        Ranking: the query key column(s); a query's rows are its items.
+    k : int, None or list of those
+        Ranking: the cutoffs of the metrics at k (None: the whole list); a row per group
+        and cutoff. Default 10.
     alpha : float
         Regression: the quantile of ``mean_pinball_loss`` and ``d2_pinball``.
     beta : float

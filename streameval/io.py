@@ -274,7 +274,7 @@ def _listed(what: str, names: list[str]) -> str:
     return f"{what} {', '.join(repr(n) for n in names)}" if names else ""
 
 
-_COUNTS = ("n", "n_outside", "n_unnormalized")
+_COUNTS = ("n", "n_outside", "n_unnormalized", "queries", "relevant_queries", "seen")
 
 
 def _expected_dtype(column: str, spec: Spec, row_column: bool) -> str:

@@ -47,6 +47,8 @@ class Reading:
     precision: int | str | None = None
     top_k: int = 2
     power: float = 1.5
+    query: str | Sequence[str] | None = None
+    k: int | Sequence[int | None] | None = 10
     row_id: str | Sequence[str] | None = None
     seed: int = 0
     drop_nulls: bool = False
@@ -134,6 +136,11 @@ def _score_columns(value: Any) -> bool:
     return _listed(value) and all(_text(v) for v in value)
 
 
+def _cutoff(value: Any) -> bool:
+    """A ranking cutoff: an integer, or None (the whole list)."""
+    return value is None or _integer(value)
+
+
 def _thresholds(value: Any) -> bool:
     """A number or a list of numbers."""
     return _real(value) or (_listed(value) and all(_real(v) for v in value))
@@ -186,6 +193,16 @@ EXPECTED: dict[str, tuple[Check, str, str]] = {
     "thresholds": (_thresholds, "a number or a list of numbers", "thresholds=[0.3, 0.5]"),
     "top_k": (_integer, "an integer (int)", "top_k=2"),
     "power": (_real, "a number", "power=1.5"),
+    "query": (
+        _optional(_names),
+        "a column name or a list of column names",
+        "query='query_id'",
+    ),
+    "k": (
+        lambda v: _cutoff(v) or (_listed(v) and all(_cutoff(x) for x in v)),
+        "a cutoff (int), None (the whole list) or a list of those",
+        "k=10 or k=[5, 10]",
+    ),
     "alpha": (_real, "a number", "alpha=0.5"),
     "beta": (_real, "a number", "beta=2"),
     "level": (_real, "a number", "level=0.95"),

@@ -160,7 +160,7 @@ def prepare(
             task = replace(task, runs=replication.runs)
     if not (tables or task.states):
         task = replace(task, runs=None)
-    units = hive_units(lf, source, files, keys) if files else None
+    units = hive_units(lf, source, files, keys) if files and not task.whole else None
     # (a replicated state's Polars passes have no reader: its partitions stay whole)
     if units is not None and engine == "streaming" and task.runs is not None:
         units = split_large(units, keys, schema, len(wanted), Scatter)
@@ -328,6 +328,8 @@ def inputs_of(options: Accumulation) -> Inputs:
         thresholds=tuple(as_thresholds(options.thresholds)),
         top_k=options.top_k,
         power=options.power,
+        query=options.query,
+        k=options.k,
         bootstrap=options.bootstrap,
         row_id=options.row_id,
         seed=options.seed,

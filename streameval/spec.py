@@ -13,7 +13,7 @@ from .errors import InputError, SpecMismatchError, StateFileError
 
 SCHEMA_VERSION = 2
 DEFAULT_PRECISION = 11
-KINDS = ("binary", "multiclass", "regression", "paired")
+KINDS = ("binary", "multiclass", "regression", "paired", "ranking")
 #: The key column of the one group of a state without keys, where a key column is needed.
 ALL = "_all"
 
@@ -29,8 +29,8 @@ class Spec:
     Parameters
     ----------
     kind : str
-        The task and state kind: ``"binary"``, ``"multiclass"``, ``"regression"`` or
-        ``"paired"``.
+        The task and state kind: ``"binary"``, ``"multiclass"``, ``"regression"``,
+        ``"paired"`` or ``"ranking"``.
     keys : tuple of str
         Group key columns.
     precision : int
@@ -72,6 +72,10 @@ class Spec:
         Seed of the bootstrap draws.
     row_id : tuple of str
         Columns the bootstrap draws were hashed from; empty: every column the task reads.
+    query : tuple of str
+        A ranking task's query key columns.
+    cutoffs : tuple of int or None
+        A ranking task's cutoffs k, in order (None, first: the whole list).
     schema_version : int
         Version of the state file layout the spec belongs to.
 
@@ -105,6 +109,8 @@ class Spec:
     replicates: int = 0
     seed: int = 0
     row_id: tuple[str, ...] = ()
+    query: tuple[str, ...] = ()
+    cutoffs: tuple[int | None, ...] = ()
     schema_version: int = field(default=SCHEMA_VERSION)
 
     @property
@@ -167,7 +173,7 @@ class Spec:
         Examples
         --------
         >>> Spec(kind="binary", keys=("day",), precision=8).to_json()[:60]
-        '{"classes": [], "found": false, "keys": ["day"], "kind": "bi'
+        '{"classes": [], "cutoffs": [], "found": false, "keys": ["day'
 
         """
         return json.dumps(asdict(self), sort_keys=True)
@@ -350,6 +356,11 @@ _FIELD_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "replicates": (lambda v: _integer(v, 0), "a number of replicates ≥ 0"),
     "seed": (_integer, "an integer"),
     "row_id": (_list_of(_name), "a list of column names"),
+    "query": (_list_of(_name), "a list of column names"),
+    "cutoffs": (
+        _list_of(lambda v: v is None or _integer(v, 1)),
+        "a list of positive integers or nulls",
+    ),
     "schema_version": (_integer, "an integer"),
 }
 _REQUIRED = ("kind", "keys", "precision")

@@ -1188,6 +1188,7 @@ def merge(states: Iterable[State]) -> State:
         .agg([getattr(pl.col(c), op)() for c, op in ops.items()])
         .collect()
     )
+    kind.check_merged(spec, merged)
     return State(spec, merged.select(table.columns))
 
 

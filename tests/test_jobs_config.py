@@ -73,7 +73,7 @@ def test_a_good_job_file_resolves_paths_against_its_folder(tmp_path):
         (('kind = "binary"\nlabel = "label"\nscore = "score"',
           'kind = "paired"\nlabel = "label"\nscores = ["a", "b"]\nmetrics = ["roc_auc"]'),
          "task.metrics: does not apply to kind 'paired' (it applies to binary, multiclass, "
-         "regression)"),
+         "regression, ranking)"),
         (('by = ["segment"]', 'by = ["segment", "day"]'), "task.by: expected group keys other"),
         (('by = ["segment"]', 'by = ["days"]'), "task.by: expected group keys other than 'days'"),
         (('by = ["segment"]', 'precision = "fast"'), "task.precision: expected precision"),

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 import reference as ref
 import reference_multiclass as ref_multiclass
+import reference_ranking as ref_ranking
 import reference_regression as ref_regression
 import streameval as se
 from streameval.metrics.declare import Metric
@@ -40,7 +41,7 @@ pytestmark = [
 ]
 
 PRECISIONS = st.one_of(st.just("exact"), st.integers(0, 12))
-ROWS = ("g", "threshold", "class", "model")
+ROWS = ("g", "threshold", "class", "model", "k")
 BETA = 0.7  # (F-beta away from F1, where a mistake in β would show)
 
 
@@ -82,6 +83,15 @@ def _regression() -> st.SearchStrategy[tuple[pl.DataFrame, dict[str, Any], list[
     return ref_regression.regression_frames().map(kw)
 
 
+def _ranking() -> st.SearchStrategy[tuple[pl.DataFrame, dict[str, Any], list[int]]]:
+    def kw(drawn: tuple[pl.DataFrame, list[int], bool]) -> Any:
+        df, cuts, weighted = drawn
+        args = {"task": "ranking", "label": "y", "score": "s", "query": "q"}
+        return df, args | {"k": list(ref_ranking.KS), "weight": "w" if weighted else None}, cuts
+
+    return ref_ranking.ranking_frames().map(kw)
+
+
 def _paired() -> st.SearchStrategy[tuple[pl.DataFrame, dict[str, Any], list[int]]]:
     def kw(drawn: tuple[pl.DataFrame, list[int], bool]) -> Any:
         df, cuts, weighted = drawn
@@ -109,6 +119,11 @@ CASES = {
         lambda df, kw: ref_regression.regression_reference(df),
     ),
     "paired": Case(_paired(), lambda s: s.metrics()),
+    "ranking": Case(
+        _ranking(),
+        lambda s: s.metrics(),
+        lambda df, kw: ref_ranking.ranking_reference(df),
+    ),
     "per_class": Case(_multiclass(), lambda s: s.per_class()),
     "areas": Case(_binary(), lambda s: s.areas()),
 }
@@ -194,7 +209,7 @@ def _bounds(case_name: str, frame: Any, precision: int) -> None:
                 assert abs(x - y) <= allowed + 1e-9, (m.name, column, x, y, e)
 
 
-TASK_TABLES = ["binary", "multiclass", "regression"]
+TASK_TABLES = ["binary", "multiclass", "regression", "ranking"]
 
 
 @pytest.mark.parametrize("case_name", sorted(CASES))
@@ -233,6 +248,10 @@ RICH = {
     "regression": pl.DataFrame(
         {"g": [0, 0, 0, 0], "y": [1.0, 2.0, 3.5, 0.5], "f": [1.5, 2.0, 3.0, 1.0]}
     ),
+    "ranking": pl.DataFrame(
+        {"g": [0, 0, 0, 0, 0], "q": [1, 1, 1, 2, 2], "y": [2.0, 0.0, 1.0, 0.0, 1.0],
+         "s": [0.9, 0.8, 0.8, 0.3, 0.2]}
+    ),
 }  # fmt: skip
 KW: dict[str, dict[str, Any]] = {
     "binary": {"label": "y", "score": "p"},
@@ -241,6 +260,7 @@ KW: dict[str, dict[str, Any]] = {
         "scores": ["p0", "p1", "p2"],
     },
     "regression": {"task": "regression", "label": "y", "prediction": "f", "power": 1.5},
+    "ranking": {"task": "ranking", "label": "y", "score": "s", "query": "q", "k": [None, 1, 3]},
 }  # fmt: skip
 
 

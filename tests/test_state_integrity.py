@@ -211,7 +211,7 @@ CONTRADICTIONS = {
     "keys-string": ("binary", setter(keys="g"), "keys is 'g'"),
     "unknown-field": ("binary", setter(colour="red"), "'colour' is not a spec field"),
     "precision-missing": ("binary", lambda spec: spec.pop("precision"), "'precision' is missing"),
-    "kind-other": ("regression", setter(kind="ranking"), "kind is 'ranking'"),
+    "kind-other": ("regression", setter(kind="forecast"), "kind is 'forecast'"),
 }
 
 

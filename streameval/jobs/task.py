@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..spec import parse_precision
+from ..tasks.ranking.plan import cutoffs
 from ..tasks.registry import TASKS, offers, taking
 from .tomlkeys import Table, choice, type_name
 
@@ -36,6 +37,9 @@ class TaskConfig:
         o = self.options
         kwargs: dict[str, Any] = {"task": self.kind, "label": self.label, "by": list(o["by"])}
         for name in ("score", "prediction", "weight", "positive", "precision", "top_k", "power"):
+            if o.get(name) is not None:
+                kwargs[name] = o[name]
+        for name in ("query", "k"):
             if o.get(name) is not None:
                 kwargs[name] = o[name]
         if o.get("scores") is not None:
@@ -113,6 +117,8 @@ def read_task(file: str, data: Any) -> TaskConfig:
     o["metrics"] = t.take("metrics", "strs", None)
     o["by"] = t.take("by", "str|strs", [])
     o["top_k"] = t.take("top_k", "int", None)
+    o["query"] = t.take("query", "str|strs", None)
+    o["k"] = _cutoffs(t)
     o["power"] = t.take("power", "num", None)
     o["alpha"] = t.take("alpha", "num", None)
     o["beta"] = t.take("beta", "num", None)
@@ -132,6 +138,8 @@ def read_task(file: str, data: Any) -> TaskConfig:
     needs = TASKS[kind].REQUIRED
     if all(o[name] is None for name in needs):
         raise t.error(f"task.{needs[0]}", f"missing; a {kind} task needs {' or '.join(needs)}")
+    if offers(kind, "queries") and o["query"] is None:
+        raise t.error("task.query", f"missing; a {kind} task needs query (its query columns)")
     if offers(kind, "classes") and o["classes"] is None and not isinstance(o["scores"], dict):
         raise t.error(
             "task.classes",
@@ -141,3 +149,19 @@ def read_task(file: str, data: Any) -> TaskConfig:
     if len(set(o["by"])) < len(o["by"]):
         raise t.error("task.by", f"expected distinct group keys, got {o['by']!r}")
     return TaskConfig(kind, label, o)
+
+
+def _cutoffs(t: Table) -> list[int | None] | None:
+    """A ranking job's ``k``: a cutoff, ``"all"`` (the whole list) or a list of those."""
+    if not t.has("k"):
+        return None
+    raw = t.data["k"]
+    items = t.take("k", "scalars" if isinstance(raw, list) else "scalar")
+    values = [None if v == "all" else v for v in (items if isinstance(raw, list) else [items])]
+    try:
+        cutoffs(values)
+    except InputError:
+        raise t.error(
+            t.path("k"), f"expected positive integers or 'all', got {raw!r}; hint: k = [5, 10]"
+        ) from None
+    return values

@@ -19,6 +19,7 @@ from ..tasks.binary.operating import AREAS
 from ..tasks.multiclass.classes import DECLARED as PER_CLASS
 from ..tasks.multiclass.metrics import DECLARED as MULTICLASS
 from ..tasks.paired.metrics import PAIRED
+from ..tasks.ranking.metrics import DECLARED as RANKING
 from ..tasks.regression.metrics import DECLARED as REGRESSION
 from .declare import Direction, Metric, summary
 
@@ -29,6 +30,7 @@ TABLES: dict[str, tuple[Metric, ...]] = {
     "multiclass": MULTICLASS,
     "regression": REGRESSION,
     "paired": PAIRED,
+    "ranking": RANKING,
     "per_class": PER_CLASS,
     "areas": AREAS,
 }

@@ -269,6 +269,12 @@ def _partial_states(
     keys = as_list(arguments["by"])
     inputs = _inputs(arguments)
     task_of(inputs.task)
+    if offers(inputs.task, "queries"):
+        raise InputError(
+            f"expected a task whose rows Spark's executors may sum in blocks, got "
+            f"task={inputs.task!r}, whose queries must be read whole; hint: collect the "
+            "rows to Parquet (df.write.parquet) and evaluate them with streameval.evaluate"
+        )
     empty = empty_frame(df.schema, _time_zone(df))
     plan = prepare(_probe(df, empty, inputs), inputs, by=keys)
     settled = _options(_settled(inputs, plan.spec), keys)

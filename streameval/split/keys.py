@@ -33,7 +33,7 @@ _MASK = (1 << 64) - 1
 NULL_VALUE = 0x6A09E667F3BCC908  # the hash value of a null key
 _VALUE, _POS, _LEN = "_se_value", "_se_position", "_se_length"
 INTERNAL = (_VALUE, _POS, _LEN)
-STREAMS = {"kfold": 1, "holdout": 2, "bootstrap": 3, "stratum": 4, "order": 5}
+STREAMS = {"kfold": 1, "holdout": 2, "bootstrap": 3, "stratum": 4, "order": 5, "query": 6}
 
 
 def _lit(value: int) -> pl.Expr:

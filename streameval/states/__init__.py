@@ -15,6 +15,7 @@ from ..errors import InputError
 from ..tasks.binary import state as binary
 from ..tasks.multiclass import state as multiclass
 from ..tasks.paired import state as paired
+from ..tasks.ranking import state as ranking
 from ..tasks.regression import state as regression
 
 if TYPE_CHECKING:
@@ -42,6 +43,10 @@ class StateKind(Protocol):
         """A table of the spec ``old`` in the merged spec ``new``'s indices."""
         ...
 
+    def check_merged(self, spec: Spec, table: pl.DataFrame) -> None:
+        """Refuse a merged table that counts some rows twice (a ranking query's list)."""
+        ...
+
 
 #: Every state kind, by its name (:attr:`streameval.Spec.kind`).
 KINDS: dict[str, StateKind] = {
@@ -49,11 +54,12 @@ KINDS: dict[str, StateKind] = {
     "multiclass": multiclass,
     "regression": regression,
     "paired": paired,
+    "ranking": ranking,
 }
 
 
 def kind_module(spec: Spec) -> StateKind:
-    """The state kind of ``spec`` (``binary``, ``multiclass``, ``regression``, ``paired``)."""
+    """The state kind of ``spec`` (``binary``, ``multiclass``, ``regression``, …)."""
     if spec.kind not in KINDS:
         raise InputError(
             f"expected a state kind among {sorted(KINDS)}, got {spec.kind!r}; "

@@ -39,6 +39,8 @@ class Inputs:
     classes: Sequence[Any] | None = None
     weight: str | None = None
     positive: Any = None
+    query: str | Sequence[str] | None = None
+    k: int | Sequence[int | None] | None = 10
     precision: int = 11
     thresholds: tuple[float, ...] = (0.5,)
     top_k: int = 2
@@ -98,7 +100,8 @@ class TaskPlan:
     ``finish(sums, spec, options)`` makes the metric table of a unit's sums from the kernel
     (:meth:`~streameval.kernels.staged.Staged.sums`), and ``finish_replicated`` that of its
     replicates' (:meth:`~streameval.kernels.staged.Staged.replicated_sums`), for the tasks
-    whose kernel gives sums rather than a grouped frame.
+    whose kernel gives sums rather than a grouped frame. ``whole``: the source must be read
+    in one pass, not split into units (a ranking query's items must meet).
     """
 
     spec: Any
@@ -109,6 +112,7 @@ class TaskPlan:
     states: bool = True
     finish: FinishSums | None = None
     finish_replicated: FinishSums | None = None
+    whole: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The tasks, by name: each one's planning module, typed as a :class:`Task`.
 
 >>> sorted(TASKS)
-['binary', 'multiclass', 'paired', 'regression']
+['binary', 'multiclass', 'paired', 'ranking', 'regression']
 >>> task_of("binary").roles(Inputs(label="y", score="p"))
 [('y', 'label'), ('p', 'score')]
 """
@@ -19,6 +19,7 @@ from .binary import plan as binary
 from .common import Inputs, MetricOptions, Opened, TaskPlan
 from .multiclass import plan as multiclass
 from .paired import plan as paired
+from .ranking import plan as ranking
 from .regression import plan as regression
 
 
@@ -81,6 +82,8 @@ CAPABILITIES: dict[str, str] = {
     "models": "a model table per score column, and DeLong's paired tests of the models",
     "one_column": "a column may serve two roles (a label compared with itself)",
     "replicates": "its kernel draws bootstrap replicates from the rows' keys",
+    "queries": "rows are the items of queries, each scored as a whole list: a query's rows "
+    "are read together (one pass, not Spark's blocks), and merged states must not share one",
 }
 
 #: Every task, by the name ``task=`` takes.
@@ -89,6 +92,7 @@ TASKS: dict[str, Task] = {
     "multiclass": multiclass,
     "regression": regression,
     "paired": paired,
+    "ranking": ranking,
 }
 
 

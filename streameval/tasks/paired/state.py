@@ -17,6 +17,7 @@ import polars as pl
 from ...bucketing import bucket_expr
 from ...spec import Spec
 from ..binary.state import check_found as check_found  # merged label values: as binary
+from ..binary.state import check_merged as check_merged
 from ..binary.state import reindex as reindex
 
 ALL_COLUMNS = ("pos", "neg", "n")

@@ -1,0 +1,1 @@
+"""The ranking task: its planning (``plan``), its state's columns (``state``) and its metrics."""
