@@ -116,6 +116,19 @@ def write_docs_data(folder: Path) -> dict[str, Any]:
         df.sample(fraction=0.4, seed=r).with_columns(replicate=pl.lit(r, pl.Int32))
         for r in range(5)
     )
+    for i, day in enumerate(DAYS[:2]):  # the ranking page's log: queries of 8 items a day
+        rng = np.random.default_rng(i)
+        query = np.repeat(np.arange(i * 300, (i + 1) * 300), 8)
+        clicks = pl.DataFrame(
+            {
+                "query_id": query,
+                "segment": np.where(query % 3 == 0, "mobile", "web"),
+                "relevance": rng.choice([0, 0, 0, 1, 2], query.size),
+                "score": np.round(rng.random(query.size), 2),
+            }
+        )
+        (folder / "clicks" / f"day={day.isoformat()}").mkdir(parents=True)
+        clicks.write_parquet(folder / "clicks" / f"day={day.isoformat()}" / "part-0.parquet")
     jobs = [body for _, _, body in doc_blocks("toml") if "[source]" in body]
     if jobs:
         (folder / "job.toml").write_text(jobs[0], encoding="utf-8")

@@ -87,6 +87,7 @@ CHECKED: dict[str, tuple[str, ...]] = {
     "paired": ("roc_auc",),
     "multiclass": ("accuracy", "f1_macro", "roc_auc_ovr_macro"),
     "regression": ("mse", "mae", "median_ae", "r2"),
+    "ranking": ("ndcg", "mrr"),
 }
 # streameval's bound on the bucketing error of a metric, where it reports one.
 ERROR_COLUMN: dict[str, str] = {
@@ -136,7 +137,7 @@ class Config:
     form : {"path", "lazyframe", "dataframe", "arrow"}
         What ``se.evaluate`` receives: the path (directory, file or glob), a
         ``pl.scan_parquet`` LazyFrame, or the data read in memory before timing.
-    task : {"binary", "multiclass", "regression"}
+    task : {"binary", "multiclass", "regression", "paired", "ranking"}
         Task.
     options : dict
         Further ``se.evaluate`` arguments.
@@ -237,6 +238,15 @@ CONFIGS: tuple[Config, ...] = (
         options={"precision": "exact"},
         about='precision="exact": every distinct label and error value',
     ),
+    Config(
+        "ranking",
+        "ranking",
+        by=("day",),
+        task="ranking",
+        options={"k": [5, 10]},
+        about="task='ranking': queries of 20 consecutive rows, label as relevance, k=[5, 10], "
+        "by day",
+    ),
     Config("fresh-process", "", rows=1000),
 )
 CONFIG_BY_NAME: dict[str, Config] = {c.name: c for c in CONFIGS}
@@ -259,6 +269,8 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("multiclass", "polars_ds"): "binary AUC only",
     ("regression", "polars_ds"): "binary AUC only",
     ("regression-exact", "polars_ds"): "binary AUC only",
+    ("ranking", "polars_ds"): "no ranking metrics",
+    ("ranking", "sklearn"): "per query: benchmarks/ranking.py",
 }
 
 
@@ -362,6 +374,9 @@ def resolve(config: Config, generator: str, rows: int, root: Path) -> Source:
     elif config.task == "paired":
         kwargs = {"label": "label", "scores": ["score", CHALLENGER]}
         columns = ["label", "score", CHALLENGER]
+    elif config.task == "ranking":
+        kwargs = {"label": "label", "score": "score", "query": "query"}
+        columns = ["label", "score", "query"]
     else:
         kwargs = {"label": "label", "score": "score"}
         columns = ["label", "score"]
@@ -428,6 +443,13 @@ def _with_id(df: pl.DataFrame, index: int) -> pl.DataFrame:
     import polars as pl
 
     return df.with_columns(id=pl.int_range(pl.len(), dtype=pl.Int64) + (index << 32))
+
+
+def _with_query(df: pl.DataFrame, index: int) -> pl.DataFrame:
+    """A query id per 20 consecutive rows of a file (its rows are a query's items)."""
+    import polars as pl
+
+    return df.with_columns(query=pl.int_range(pl.len(), dtype=pl.Int64) // 20 + (index << 32))
 
 
 def _with_challenger(df: pl.DataFrame, index: int) -> pl.DataFrame:
@@ -506,6 +528,7 @@ def build(generator: str, rows: int, layout: str, root: Path) -> Path:
         "groups": _with_group,
         "ids": _with_id,
         "paired": _with_challenger,
+        "ranking": _with_query,
     }
     if layout == "hive":
         write(tmp, rows, SEGMENTS, DAYS, SEED)

@@ -147,6 +147,8 @@ def test_errors_found_on_the_driver_name_the_column(spark, data: str) -> None:
         ses.evaluate(df, label="y", score="p", engine="streaming")
     with pytest.raises(InputError, match=r"expected a pyspark\.sql\.DataFrame"):
         ses.accumulate(pl.DataFrame({"y": [1]}), label="y", score="p")
+    with pytest.raises(InputError, match="whose queries must be read whole"):
+        ses.evaluate(df, task="ranking", label="y", score="p", query="rid")
 
 
 def test_errors_found_on_executors_come_back_as_themselves(spark, data: str) -> None:

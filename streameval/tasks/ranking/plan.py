@@ -195,25 +195,26 @@ def _queries(
 
     A query's rows must be contiguous for the compiled loop
     (:func:`streameval.kernels.ranking.query_terms`, on two threads), which orders each
-    query's items itself; rows that are not (a query's rows apart) are sorted by group and
-    query first.
-    The queries are then summed per group in (group, query) order, whatever the rows' order.
+    query's items itself; rows that are not (a query's rows apart) are ordered by query
+    first (:func:`_runs`). The queries are then summed per group in (group, query) order,
+    whatever the rows' order.
     """
     ids = [*keys, *query]
-    rows, starts = frame, _starts(frame, ids)
-    if rows[starts].select(ids).is_duplicated().any():
-        rows = frame.sort(ids, nulls_last=False)
-        starts = _starts(rows, ids)
-    bounds = np.append(starts, rows.height).astype(np.int64)
-    per_query = rows[starts].select(ids).with_row_index("_query").sort(ids, nulls_last=False)
+    order, starts = _runs(frame, ids)
+    first_rows = starts if order is None else order[starts]
+    bounds = np.append(starts, frame.height).astype(np.int64)
+    per_query = frame[first_rows].select(ids).with_row_index("_query")
+    per_query = per_query.sort(ids, nulls_last=False)
     arrival = per_query["_query"].to_numpy()
     per_query = per_query.drop("_query")
     _check_groups(per_query, keys, query)
-    y, s = rows["_y"].to_numpy(), rows["_s"].to_numpy()
+    y, s, w = (frame[c].to_numpy() for c in ("_y", "_s", "_w"))
+    if order is not None:
+        y, s, w = y[order], s[order], w[order]
     counts = np.diff(bounds)
     cutoffs = np.array([0 if k is None else k for k in ks], np.int64)
     terms, relevant = all_terms(bounds, y, s, cutoffs)
-    wq, varies = weight_spread(bounds, rows["_w"].to_numpy())
+    wq, varies = weight_spread(bounds, w)
     terms, relevant, wq, counts = (
         terms[:, :, arrival],
         relevant[arrival],
@@ -256,6 +257,42 @@ def _queries(
         parts.append(pl.concat([groups, part], how="horizontal") if keys else part)
     sums = pl.concat(parts).with_columns(pl.lit(0, pl.Int8).alias("part"))
     return per_query, sums
+
+
+def _runs(
+    frame: pl.DataFrame, ids: list[str]
+) -> tuple[npt.NDArray[np.int64] | None, npt.NDArray[np.int64]]:
+    """An order that puts each query's rows together (None: they are), and its runs' starts.
+
+    Each row's query is hashed twice (two seeds): rows whose two hashes match in
+    neighbouring rows form a run; when a pair of hashes starts two runs (or most rows are
+    runs of their own) the rows are ordered by the first hash. Two queries could share a
+    run only if both hashes collided, so a pair seen twice after ordering (one hash
+    colliding) falls back to sorting by the query columns themselves.
+    """
+    if not frame.height:
+        return None, np.zeros(0, np.int64)
+    key = pl.struct(ids)
+    hashes = frame.select(key.hash(seed=0).alias("a"), key.hash(seed=7).alias("b"))
+    a, b = hashes["a"].to_numpy(), hashes["b"].to_numpy()
+    order: npt.NDArray[np.int64] | None = None
+    for attempt in range(2):
+        change = np.empty(a.size, np.bool_)
+        change[0] = True
+        np.not_equal(a[1:], a[:-1], out=change[1:])
+        change[1:] |= b[1:] != b[:-1]
+        starts = np.flatnonzero(change).astype(np.int64)
+        scattered = attempt == 0 and starts.size > a.size // 2  # (most rows apart: order)
+        if (
+            not scattered
+            and not pl.DataFrame({"a": a[starts], "b": b[starts]}).is_duplicated().any()
+        ):
+            return order, starts
+        if attempt == 0:
+            order = pl.Series(a).arg_sort().to_numpy().astype(np.int64)
+            a, b = a[order], b[order]
+    order = frame.with_row_index("_row").sort(ids, nulls_last=False)["_row"].to_numpy()
+    return order.astype(np.int64), _starts(frame[order], ids)
 
 
 def _starts(frame: pl.DataFrame, columns: list[str]) -> npt.NDArray[np.int64]:
