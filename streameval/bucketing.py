@@ -38,6 +38,8 @@ ABOVE_ONE = 1.0000000000000002
 KEY_FLIP = 0x7FFF_FFFF_FFFF_FFFF
 #: The float64 machine epsilon (the spacing of floats at 1), of rounding bounds and guards.
 EPS = float(np.finfo(np.float64).eps)
+#: The smallest normal float64: squares of values below its root lose their precision.
+TINY = float(np.finfo(np.float64).tiny)
 
 
 def ordered_key(score: pl.Expr) -> pl.Expr:

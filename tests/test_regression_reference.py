@@ -7,7 +7,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import (
     d2_absolute_error_score,
@@ -106,6 +106,7 @@ def test_large_offsets_keep_variances_accurate(offset, precision):
     st.sampled_from([1, 2, 4, 11, 23, "exact"]),
     st.booleans(),
 )
+@example(1.8014697475337205e-148, 3, 23, False)  # (its rounding squared underflows)
 def test_a_constant_label_gives_sklearns_d2_scores(value, rows, precision, perfect):
     # Σ|y − median(y)| is zero: the score is 0, or 1 when every prediction is right. A
     # bucket's sum (low end × weight + deviations) must not leave a rounding residue that

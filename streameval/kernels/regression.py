@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from ..bucketing import EPS
+from ..bucketing import EPS, TINY
 from ..codes import KeyCode
 from ..options import check_alpha
 from ..resample_draw import REPLICATE, REPLICATE_TYPE, draw_limits
@@ -341,7 +341,8 @@ def _grouped(
 
 def _zero(part: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """The level at or below which a sum of squares is zero (as the state's finalize)."""
-    zero: npt.NDArray[np.float64] = (16 * EPS * part[6]) ** 2 * part[0] + 16 * EPS * part[7]
+    level = (16 * EPS * part[6]) ** 2 * part[0] + 16 * EPS * part[7]
+    zero: npt.NDArray[np.float64] = np.maximum(level, 16 * TINY * part[0])
     return zero
 
 

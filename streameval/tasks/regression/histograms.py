@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ...bucketing import EPS, key_to_float
+from ...bucketing import EPS, TINY, key_to_float
 from ...metrics.groups import with_group_key
 from .state import DOMAINS, LOSSES, tweedie_terms
 from .state import QUANTILES as QUANTILES  # re-exported: the metric names
@@ -82,8 +82,11 @@ def aggregates(state: StateData, alpha: float) -> tuple[pl.LazyFrame, list[str]]
         d2.sum().alias("_d2"),
     )
     # Sums of squares at or below this level are zero to float64 precision: rounding of the
-    # values and the cancellation in d2 − d1²/W (bucketed mode) stay below it.
-    zero = (16 * EPS * pl.col("_vmax")) ** 2 * pl.col("_W") + 16 * EPS * pl.col("_d2")
+    # values and the cancellation in d2 − d1²/W (bucketed mode) stay below it, and so do
+    # squares that leave the normal floats (values below 1e-154, whose rounding squared
+    # underflows).
+    level = (16 * EPS * pl.col("_vmax")) ** 2 * pl.col("_W") + 16 * EPS * pl.col("_d2")
+    zero = pl.max_horizontal(level, 16 * TINY * pl.col("_W"))
     value = pl.when(pl.col("part") == 1).then(mb.abs()).otherwise(mb)
     quantiles = (
         hist.filter(wb > 0)
