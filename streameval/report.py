@@ -400,6 +400,12 @@ def _trends(
         table = table.join(flags, on=[*rest, day], how="left", nulls_equal=True,
                            maintain_order="left")  # fmt: skip
     metrics = [m for m in TRENDS[state.spec.kind] if m in table.columns]
+    # a row key that varies within a group (a ranking table's cutoff k) draws a line of its own
+    for m in TABLES[state.spec.kind]:
+        if m.role == "identifier" and m.name in table.columns and table[m.name].n_unique() > 1:
+            line = pl.format(f"{m.name}={{}}", pl.col(m.name).cast(pl.String).fill_null("all"))
+            table = table.with_columns(line.alias(f"_{m.name}"))
+            rest = [*rest, f"_{m.name}"]
     groups = _series(table, rest, None, None)  # (the table is in key order: days in order)
     index = {label: i for i, (label, _) in enumerate(groups)}
     svgs = []

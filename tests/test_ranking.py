@@ -9,6 +9,7 @@ query split across parts is refused, and the task runs from every entry point.
 from __future__ import annotations
 
 import io
+import re
 
 import numpy as np
 import polars as pl
@@ -23,12 +24,13 @@ from reference import assert_tables_match, chunks
 from reference_ranking import ranking_frames, ranking_reference
 from streameval.cli import main
 from streameval.errors import InputError
+from streameval.report import write_report
 
 RANKING = {"task": "ranking", "label": "y", "score": "s", "query": "q"}
 CUTOFFS = st.lists(st.none() | st.integers(1, 7), min_size=1, max_size=3)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(ranking_frames(), CUTOFFS)
 def test_merged_chunks_match_the_reference_at_any_cutoffs(data, ks):
     df, cuts, weighted = data
@@ -194,3 +196,16 @@ def test_a_job_refuses_a_query_split_across_days(log, tmp_path):
     assert last.sort("seg", "k", nulls_last=False)["ndcg"].to_list() == pytest.approx(
         want["ndcg"].to_list(), rel=1e-12
     )
+
+
+def test_the_report_draws_a_line_per_group_and_cutoff(log, tmp_path):
+    frame, _ = log
+    clean = frame.filter(pl.col("q") != 25).with_columns(pl.col("day").str.to_date())
+    state = se.accumulate(clean, **RANKING, by=["seg", "day"], k=[3, None])
+    path = tmp_path / "report.html"
+    groups, _ = write_report(state, path)
+    text = path.read_text(encoding="utf-8")
+    assert groups == 4
+    labels = re.findall(r'class="label">([^<]*)<', text)
+    assert sorted(set(labels)) == ["a k=3", "a k=all", "b k=3", "b k=all"]
+    assert 'data-kind="trend"' in text and "ndcg" in text
