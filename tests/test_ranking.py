@@ -209,3 +209,14 @@ def test_the_report_draws_a_line_per_group_and_cutoff(log, tmp_path):
     labels = re.findall(r'class="label">([^<]*)<', text)
     assert sorted(set(labels)) == ["a k=3", "a k=all", "b k=3", "b k=all"]
     assert 'data-kind="trend"' in text and "ndcg" in text
+
+
+@settings(max_examples=40, deadline=None)
+@given(ranking_frames(), st.integers(0, 2**31 - 1))
+def test_rows_in_any_order_give_the_same_bits(data, seed):
+    # each query's items are ordered by (score, label) and the queries summed in (group,
+    # query) order: the sums are the same floats whatever the rows' order
+    df, _, weighted = data
+    kw = RANKING | {"by": "g", "k": [None, 2], "weight": "w" if weighted else None}
+    shuffled = df.sample(fraction=1.0, shuffle=True, seed=seed)
+    assert se.evaluate(shuffled, **kw).equals(se.evaluate(df, **kw))

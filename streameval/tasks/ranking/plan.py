@@ -152,15 +152,15 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
 
     def build(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Any:
         keys = [k for k in spec.keys if k not in constants]
-        w_expr = pl.lit(1.0) if w is None else w
+        weights = [] if w is None else [w.alias("_w")]
         rows = unit.select(
             *keys,
             *query,
             y.alias("_y"),
-            (s + 0.0).alias("_s"),
-            w_expr.alias("_w"),
+            (s + 0.0).alias("_s"),  # (+0.0: -0.0 ties with 0.0)
+            *weights,
             bad.alias("_bad"),
-        )  # (+0.0: -0.0 ties with 0.0)
+        )
         fixed = [pl.lit(v, opened.schema[k]).alias(k) for k, v in constants.items()]
 
         def finish(frame: pl.DataFrame) -> pl.DataFrame:
@@ -208,13 +208,17 @@ def _queries(
     arrival = per_query["_query"].to_numpy()
     per_query = per_query.drop("_query")
     _check_groups(per_query, keys, query)
-    y, s, w = (frame[c].to_numpy() for c in ("_y", "_s", "_w"))
+    y, s = frame["_y"].to_numpy(), frame["_s"].to_numpy()
     if order is not None:
-        y, s, w = y[order], s[order], w[order]
+        y, s = y[order], s[order]
     counts = np.diff(bounds)
     cutoffs = np.array([0 if k is None else k for k in ks], np.int64)
     terms, relevant = all_terms(bounds, y, s, cutoffs)
-    wq, varies = weight_spread(bounds, w)
+    if weight is None:
+        wq, varies = np.ones(counts.size), np.zeros(counts.size, np.bool_)
+    else:
+        w = frame["_w"].to_numpy()
+        wq, varies = weight_spread(bounds, w if order is None else w[order])
     terms, relevant, wq, counts = (
         terms[:, :, arrival],
         relevant[arrival],
