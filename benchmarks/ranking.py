@@ -40,7 +40,6 @@ import argparse
 import math
 import platform
 import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -51,6 +50,9 @@ import numpy as np
 import polars as pl
 
 import streameval as se
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import median_seconds
 
 DAYS = ("2026-10-01", "2026-10-02", "2026-10-03", "2026-10-04")
 
@@ -96,16 +98,6 @@ def _data(folder: Path, generator: str, queries: int, items: int) -> tuple[Path,
             (hive / f"day={day}").mkdir(parents=True, exist_ok=True)
             part.drop("day").write_parquet(hive / f"day={day}" / "part-0.parquet")
     return single, hive
-
-
-def _median(work: Callable[[], object], repeat: int) -> float:
-    work()  # warm-up (compilation, caches)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _scan(lf: pl.LazyFrame) -> pl.DataFrame:
@@ -199,9 +191,9 @@ def main(argv: list[str] | None = None) -> int:
                     return got
                 return pl.scan_parquet(got, hive_partitioning=True)  # type: ignore[arg-type]
 
-            ours = _median(evaluate, args.repeat)
-            scan = _median(lambda lazy=lazy: _scan(lazy()), args.repeat)
-            windows = _median(lambda lazy=lazy: _windows(lazy()), args.repeat)
+            ours = median_seconds(evaluate, args.repeat)
+            scan = median_seconds(lambda lazy=lazy: _scan(lazy()), args.repeat)
+            windows = median_seconds(lambda lazy=lazy: _windows(lazy()), args.repeat)
             peak = _peak(str(single if name != "hive directory" else hive), generator)
             rows.append((generator, name, frame.height, ours, scan, windows, sk, peak))
     print(

@@ -23,14 +23,14 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from timing import median_seconds
 
 CONFIGS = [  # (generator, segments, days): groups = segments × days
     ("generate", 10, 10),
@@ -51,16 +51,6 @@ def _data(folder: Path, generator: str, rows: int, segments: int, days: int) -> 
     return out
 
 
-def _median(work: Callable[[], object], repeat: int) -> float:
-    work()  # warm-up (compilation, caches)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=lambda s: int(s.replace("_", "")), default=2_000_000)
@@ -79,14 +69,14 @@ def main(argv: list[str] | None = None) -> int:
         source = _data(folder, generator, args.rows, segments, days)
         cols = {"label": "label", "score": "score", "by": ["segment", "day"]}
         html = folder / "report.html"
-        evaluate = _median(lambda: se.evaluate(source, **cols), args.repeat)  # noqa: B023
+        evaluate = median_seconds(lambda: se.evaluate(source, **cols), args.repeat)  # noqa: B023
         state = se.accumulate(source, **cols)
         groups = state.table.select("segment", "day").n_unique()
-        report = _median(
+        report = median_seconds(
             lambda: write_report(se.accumulate(source, **cols), html),  # noqa: B023
             args.repeat,
         )
-        render = _median(lambda: build_report(state), args.repeat)  # noqa: B023
+        render = median_seconds(lambda: build_report(state), args.repeat)  # noqa: B023
         start = time.perf_counter()
         subprocess.run(
             [sys.executable, "-m", "streameval", "report", str(source), "--label", "label",

@@ -16,7 +16,7 @@ probabilities) and its domain, and what a summary shows first (the command line,
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import polars as pl
@@ -140,6 +140,15 @@ def bound(
     """
     bounds = (of,) if isinstance(of, str) else of
     return Metric(name, formula, role="bound", bounds=bounds, **facts)
+
+
+def alias(metric: Metric, name: str) -> Metric:
+    """The column ``metric`` again under scikit-learn's other name for it (not in a summary).
+
+    >>> alias(Metric("error_rate", direction="lower", summary=3), "zero_one_loss").summary
+    0
+    """
+    return replace(metric, name=name, summary=0, trend=0)
 
 
 def proportions(metrics: Iterable[Metric]) -> dict[str, tuple[pl.Expr, pl.Expr]]:

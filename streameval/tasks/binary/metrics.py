@@ -24,7 +24,7 @@ from ...errors import InputError, caller_level
 from ...kernels.collect import state_runs
 from ...kernels.metrics import pair_scale, runs_grouped
 from ...kernels.runs import Runs
-from ...metrics.declare import Metric, bound, count, formulas
+from ...metrics.declare import Metric, alias, bound, count, formulas
 from ...metrics.groups import with_group_key
 from ...options import check_beta
 from ...pairsums import ap_bound_terms, twice_pairs
@@ -43,7 +43,6 @@ COUNTS = {
     "prevalence": lambda: (pl.col("positives"), pl.col("positives") + pl.col("negatives")),
     "accuracy": lambda: (_TP + _TN, _TP + _FP + _TN + _FN),
     "error_rate": lambda: (_FP + _FN, _TP + _FP + _TN + _FN),
-    "zero_one_loss": lambda: (_FP + _FN, _TP + _FP + _TN + _FN),
     "precision": lambda: (_TP, _TP + _FP),
     "recall": lambda: (_TP, _TP + _FN),
     "specificity": lambda: (_TN, _TN + _FP),
@@ -195,6 +194,15 @@ def balanced_accuracy() -> pl.Expr:
     return pl.mean_horizontal(sens, spec)
 
 
+ERROR_RATE = Metric(
+    "error_rate",
+    error_rate,
+    "confusion",
+    direction="lower",
+    interval="proportion",
+    counts=COUNTS["error_rate"],
+    noinfo="computed",
+)
 #: The binary metric table's columns, in order: counts, the ranking metrics of the score
 #: histogram (stage ``ranking``), the confusion counts and metrics at each threshold
 #: (stage ``confusion``), and the threshold.
@@ -259,24 +267,8 @@ DECLARED = (
         summary=11,
         trend=5,
     ),
-    Metric(
-        "error_rate",
-        error_rate,
-        "confusion",
-        direction="lower",
-        interval="proportion",
-        counts=COUNTS["error_rate"],
-        noinfo="computed",
-    ),
-    Metric(
-        "zero_one_loss",
-        error_rate,
-        "confusion",
-        direction="lower",
-        interval="proportion",
-        counts=COUNTS["zero_one_loss"],
-        noinfo="computed",
-    ),
+    ERROR_RATE,
+    alias(ERROR_RATE, "zero_one_loss"),
     Metric(
         "precision",
         precision,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ...errors import InputError, caller_level
-from ...metrics.declare import SCORES, Metric, Need, bound, count, formulas
+from ...metrics.declare import SCORES, Metric, Need, alias, bound, count, formulas
 from ...metrics.select import select_metrics
 from ...options import check_beta
 from ...spec import ALL
@@ -128,6 +128,15 @@ def _averaged(
 
 
 PROBABILITIES: frozenset[Need] = frozenset({"scores", "probabilities"})
+ERROR_RATE = Metric(
+    "error_rate",
+    error_rate,
+    "confusion",
+    direction="lower",
+    interval="proportion",
+    counts=lambda: (pl.col("_n") - pl.col("_x"), pl.col("_n")),
+    noinfo="computed",
+)
 #: The multiclass metric table's columns, in order: the confusion matrix's metrics (stage
 #: ``confusion``), then those of the class scores (stage ``scores``; with ``scores=`` only).
 DECLARED = (
@@ -143,15 +152,7 @@ DECLARED = (
         summary=2,
         trend=1,
     ),
-    Metric(
-        "error_rate",
-        error_rate,
-        "confusion",
-        direction="lower",
-        interval="proportion",
-        counts=lambda: (pl.col("_n") - pl.col("_x"), pl.col("_n")),
-        noinfo="computed",
-    ),
+    ERROR_RATE,
     Metric(
         "balanced_accuracy",
         _mean("balanced_accuracy"),
@@ -180,15 +181,7 @@ DECLARED = (
     Metric("f1_macro_harmonic", f1_macro_harmonic, "confusion", direction="higher"),
     Metric("g_mean", _mean("g_mean"), "confusion", direction="higher"),
     Metric("hamming_loss", error_rate, "confusion", direction="lower"),
-    Metric(
-        "zero_one_loss",
-        error_rate,
-        "confusion",
-        direction="lower",
-        interval="proportion",
-        counts=lambda: (pl.col("_n") - pl.col("_x"), pl.col("_n")),
-        noinfo="computed",
-    ),
+    alias(ERROR_RATE, "zero_one_loss"),
     Metric(
         "log_loss",
         _per_weight("log_loss"),

@@ -232,6 +232,7 @@ def _queries(
             "scikit-learn's sample_weight of ndcg_score)"
         )
     group_starts = np.flatnonzero(_changes(per_query, keys)) if keys else np.zeros(1, np.int64)
+    groups = per_query[group_starts].select(keys)
     has = relevant > 0
     safe = np.where(has, relevant, 1)
     parts = []
@@ -256,7 +257,6 @@ def _queries(
             name: np.add.reduceat(v, group_starts) if v.size else v[:0]
             for name, v in values.items()
         }
-        groups = per_query[group_starts].select(keys) if keys else pl.DataFrame()
         part = pl.DataFrame(summed).with_columns(pl.lit(k, pl.Int64).alias("k"))
         parts.append(pl.concat([groups, part], how="horizontal") if keys else part)
     sums = pl.concat(parts).with_columns(pl.lit(0, pl.Int8).alias("part"))
