@@ -3,7 +3,8 @@
 ``README.md`` and the pages under ``docs/`` are collected by pytest-markdown-docs (their
 ```python blocks; ```python notest blocks are documentation only). Each block runs in a fresh
 folder holding a small prediction log written by :func:`write_docs_data`
-(``preds/day=…/part-0.parquet`` with the columns every example uses), the job file of the
+(``preds/day=…/part-0.parquet`` with the columns every example uses; ``clicks/`` and
+``tagged/`` for the ranking and multilabel pages), the job file of the
 jobs page as ``job.toml``, and a few names the examples use for "your data" (``source``,
 ``df``, ``resubstitution``, ``oob``). The ```bash blocks' ``streameval`` commands and the
 ```toml job files run in ``tests/test_readme.py``; ``tests/test_docs.py`` builds the site.
@@ -129,6 +130,20 @@ def write_docs_data(folder: Path) -> dict[str, Any]:
         )
         (folder / "clicks" / f"day={day.isoformat()}").mkdir(parents=True)
         clicks.write_parquet(folder / "clicks" / f"day={day.isoformat()}" / "part-0.parquet")
+    tags = ["news", "sport", "tech"]
+    for i, day in enumerate(DAYS[:2]):  # the multilabel page's log: three tags a row
+        rng = np.random.default_rng(10 + i)
+        truth = rng.random((400, 3)) < [0.4, 0.2, 0.05]
+        scores = np.clip(truth * 0.35 + rng.random((400, 3)) * 0.7, 0, 1).round(3)
+        tagged = pl.DataFrame(
+            {
+                "segment": rng.choice(["web", "app"], 400),
+                **{f"is_{t}": truth[:, j].astype(np.int8) for j, t in enumerate(tags)},
+                **{f"p_{t}": scores[:, j] for j, t in enumerate(tags)},
+            }
+        )
+        (folder / "tagged" / f"day={day.isoformat()}").mkdir(parents=True)
+        tagged.write_parquet(folder / "tagged" / f"day={day.isoformat()}" / "part-0.parquet")
     jobs = [body for _, _, body in doc_blocks("toml") if "[source]" in body]
     if jobs:
         (folder / "job.toml").write_text(jobs[0], encoding="utf-8")

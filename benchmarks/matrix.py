@@ -88,12 +88,15 @@ CHECKED: dict[str, tuple[str, ...]] = {
     "multiclass": ("accuracy", "f1_macro", "roc_auc_ovr_macro"),
     "regression": ("mse", "mae", "median_ae", "r2"),
     "ranking": ("ndcg", "mrr"),
+    "multilabel": ("f1_samples", "hamming_loss", "roc_auc_macro"),
 }
 # streameval's bound on the bucketing error of a metric, where it reports one.
 ERROR_COLUMN: dict[str, str] = {
     "roc_auc": "roc_auc_error",
     "roc_auc_ovr_macro": "roc_auc_ovr_macro_error",
+    "roc_auc_macro": "roc_auc_macro_error",
 }
+LABELS = 5  # the multilabel configuration's labels
 EXACT_TOLERANCE = 1e-9
 # The 1,000-row frame of the fresh-process row, built inside each interpreter.
 SMALL_FRAME = (
@@ -137,7 +140,7 @@ class Config:
     form : {"path", "lazyframe", "dataframe", "arrow"}
         What ``se.evaluate`` receives: the path (directory, file or glob), a
         ``pl.scan_parquet`` LazyFrame, or the data read in memory before timing.
-    task : {"binary", "multiclass", "regression", "paired", "ranking"}
+    task : {"binary", "multiclass", "regression", "paired", "ranking", "multilabel"}
         Task.
     options : dict
         Further ``se.evaluate`` arguments.
@@ -247,6 +250,12 @@ CONFIGS: tuple[Config, ...] = (
         about="task='ranking': queries of 20 consecutive rows, label as relevance, k=[5, 10], "
         "by day",
     ),
+    Config(
+        "multilabel",
+        "multilabel",
+        task="multilabel",
+        about=f"task='multilabel': {LABELS} 0/1 label columns and their scores",
+    ),
     Config("fresh-process", "", rows=1000),
 )
 CONFIG_BY_NAME: dict[str, Config] = {c.name: c for c in CONFIGS}
@@ -271,6 +280,7 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("regression-exact", "polars_ds"): "binary AUC only",
     ("ranking", "polars_ds"): "no ranking metrics",
     ("ranking", "sklearn"): "per query: benchmarks/ranking.py",
+    ("multilabel", "polars_ds"): "no multilabel metrics",
 }
 
 
@@ -377,6 +387,11 @@ def resolve(config: Config, generator: str, rows: int, root: Path) -> Source:
     elif config.task == "ranking":
         kwargs = {"label": "label", "score": "score", "query": "query"}
         columns = ["label", "score", "query"]
+    elif config.task == "multilabel":
+        labels = ["label", *(f"y{j}" for j in range(1, LABELS))]
+        scores = ["score", *(f"s{j}" for j in range(1, LABELS))]
+        kwargs = {"label": labels, "scores": scores}
+        columns = [*labels, *scores]
     else:
         kwargs = {"label": "label", "score": "score"}
         columns = ["label", "score"]
@@ -450,6 +465,24 @@ def _with_query(df: pl.DataFrame, index: int) -> pl.DataFrame:
     import polars as pl
 
     return df.with_columns(query=pl.int_range(pl.len(), dtype=pl.Int64) // 20 + (index << 32))
+
+
+def _with_labels(df: pl.DataFrame, index: int) -> pl.DataFrame:
+    """Four more labels (0/1 Int8) and their scores beside ``label`` and ``score``.
+
+    Label j has prevalence 0.4 / j; its score is rounded to 3 decimals (ties) and shifted up
+    by 0.3 on its positives, so each label's AUC is well above ½.
+    """
+    import numpy as np
+    import polars as pl
+
+    rng = np.random.default_rng([SEED, 107, index])
+    columns = {}
+    for j in range(1, LABELS):
+        truth = rng.random(df.height) < 0.4 / j
+        columns[f"y{j}"] = truth.astype(np.int8)
+        columns[f"s{j}"] = np.round(0.7 * rng.random(df.height) + 0.3 * truth, 3)
+    return df.with_columns(**{name: pl.Series(values) for name, values in columns.items()})
 
 
 def _with_challenger(df: pl.DataFrame, index: int) -> pl.DataFrame:
@@ -529,6 +562,7 @@ def build(generator: str, rows: int, layout: str, root: Path) -> Path:
         "ids": _with_id,
         "paired": _with_challenger,
         "ranking": _with_query,
+        "multilabel": _with_labels,
     }
     if layout == "hive":
         write(tmp, rows, SEGMENTS, DAYS, SEED)
@@ -700,6 +734,15 @@ def _sklearn_metrics(task: str, part: pl.DataFrame, src: Source) -> list[float]:
             skm.mean_absolute_error(y, f),
             skm.median_absolute_error(y, f),
             skm.r2_score(y, f),
+        ]
+    if task == "multilabel":
+        truth = part.select(src.evaluate["label"]).to_numpy()
+        p = part.select(src.evaluate["scores"]).to_numpy()
+        predicted = (p >= 0.5).astype(np.int8)
+        return [
+            skm.f1_score(truth, predicted, average="samples", zero_division=0),
+            skm.hamming_loss(truth, predicted),
+            guarded(lambda: skm.roc_auc_score(truth, p, average="macro")),
         ]
     y = part[src.evaluate["label"]].to_numpy()
     if task == "multiclass":

@@ -16,7 +16,7 @@ from .state import State
 def accumulate(
     source: Source,
     *,
-    label: str,
+    label: str | Sequence[str],
     score: str | None = None,
     by: str | Sequence[str] | None = None,
     weight: str | None = None,
@@ -45,26 +45,28 @@ def accumulate(
     source : path, glob, directory, list of paths, LazyFrame, DataFrame or pyarrow data
         The predictions. Hive partition columns (``day=2026-10-01/``) can be used in ``by``.
         A Spark DataFrame is accumulated on its executors (:func:`streameval.spark.accumulate`).
-    label : str
+    label : str or list of str
         Label column. Binary: 0/1, booleans, or two values with ``positive=``. Multiclass:
-        any type. Regression: numeric.
+        any type. Regression: numeric. Multilabel: a 0/1 (or boolean) column per label, or
+        one list column (each row's labels; or booleans, one per label).
     score : str, optional
         Binary task: the score column, any numeric range (probabilities, logits, margins).
     by : str or list of str, optional
         Group key columns; one state row set per group.
     weight : str, optional
         Non-negative sample weights (sklearn's ``sample_weight``).
-    task : {"binary", "multiclass", "regression", "paired"}
+    task : {"binary", "multiclass", "regression", "paired", "ranking", "multilabel"}
         What the predictions are (``"paired"``: two or more models' scores of one binary
         label, in ``scores``, for :meth:`State.roc_test`).
     prediction : str, optional
         Multiclass: the hard predicted class. Regression: the predicted value.
     scores : list of str or mapping class → column, optional
         Multiclass: per-class probability columns, in ``classes`` order for a list. Paired:
-        the models' score columns.
+        the models' score columns. Multilabel: a score column per label (any range).
     classes : list, optional
         Multiclass: every class, in order (also those missing from this part of the data, so
-        that states of partitions merge). Default: the sorted values found.
+        that states of partitions merge). Default: the sorted values found. Multilabel: the
+        labels' names, in order (default: the label columns'; needed with a list column).
     positive : optional
         Binary: the positive class value (default 1 / True).
     precision : "exact" or int, optional
@@ -73,6 +75,7 @@ def accumulate(
     thresholds : float or list of float
         Binary: thresholds whose confusion counts must stay exact in bucketed mode (buckets
         are cut there). ``0.5`` and other short binary fractions are always bucket edges.
+        Multilabel: the one threshold at which a label is predicted (score ≥ it).
     top_k : int
         Multiclass: ``k`` of ``top_k_accuracy`` (sklearn's default 2).
     power : float

@@ -87,16 +87,24 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
         metavar="TASK",
         help=f"{', '.join(TASKS)} (default binary)",
     )
-    parser.add_argument("--label", required=True, help="label column")
+    parser.add_argument(
+        "--label",
+        action="append",
+        required=True,
+        help="label column (multilabel: one per label, repeatable or comma-separated, or one "
+        "list column)",
+    )
     parser.add_argument("--score", help="binary: score column (any numeric range)")
     parser.add_argument("--prediction", help="multiclass: predicted class; regression: prediction")
     parser.add_argument(
         "--scores",
         action="append",
-        help="multiclass: score column(s) in class order, or CLASS=COLUMN; paired: each "
-        "model's score column (repeatable, or comma-separated)",
+        help="multiclass, multilabel: score column(s) in class order, or CLASS=COLUMN; paired: "
+        "each model's score column (repeatable, or comma-separated)",
     )
-    parser.add_argument("--classes", action="append", help="multiclass: every class, in order")
+    parser.add_argument(
+        "--classes", action="append", help="multiclass, multilabel: every class, in order"
+    )
     parser.add_argument("--by", action="append", default=[], help="group key column (repeatable)")
     parser.add_argument("--weight", help="sample weight column")
     parser.add_argument(
@@ -145,7 +153,9 @@ def _build() -> argparse.ArgumentParser:
     _add_inputs(ev)
     ev.add_argument("--folds", help="fold column: per-fold rows plus mean, sd and pooled rows")
     ev.add_argument("--repeats", help="repeat column of repeated cross-validation (with --folds)")
-    ev.add_argument("--threshold", action="append", type=float, help="binary: threshold")
+    ev.add_argument(
+        "--threshold", action="append", type=float, help="binary, multilabel: threshold"
+    )
     ev.add_argument("--alpha", type=float, help="regression: pinball quantile (0.5)")
     ev.add_argument("--beta", type=float, help="binary, multiclass: beta of the fbeta columns (1)")
     ev.add_argument("--metric", action="append", help="only these metrics (repeatable)")
@@ -245,10 +255,16 @@ def _scores(items: Sequence[str] | None) -> list[str] | dict[str, str] | None:
     return parts
 
 
+def _label(items: Sequence[str]) -> str | list[str]:
+    """``--label``: one column, or (given more than once or comma-separated) a list of them."""
+    columns = _split(items)
+    return columns[0] if len(columns) == 1 else columns
+
+
 def _columns(args: argparse.Namespace) -> dict[str, object]:
     """The source's task and columns as ``accumulate`` keywords."""
     return {
-        "label": args.label,
+        "label": _label(args.label),
         "score": args.score,
         "by": args.by,
         "weight": args.weight,

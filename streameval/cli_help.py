@@ -28,6 +28,8 @@ EXAMPLES = {
          "y_hat --by segment"),
         ("ranking, at 5 and 10", "streameval evaluate clicks/ --task ranking --label relevance "
          "--score s --query query_id --k 5 --k 10"),
+        ("multilabel, a 0/1 column and a score a label", "streameval evaluate tagged/ --task "
+         "multilabel --label is_news,is_sport --scores p_news,p_sport --by segment"),
     ],
     "report": [
         ("metric table, trends over days and curves", "streameval report preds/ --label label "

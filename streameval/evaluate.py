@@ -17,7 +17,7 @@ from .source import Engine, Source, is_spark_frame
 def evaluate(
     source: Source,
     *,
-    label: str,
+    label: str | Sequence[str],
     score: str | None = None,
     by: str | Sequence[str] | None = None,
     folds: str | None = None,
@@ -58,9 +58,10 @@ def evaluate(
     source : path, glob, directory, list of paths, LazyFrame, DataFrame or pyarrow data
         The predictions. Hive partition columns (``day=2026-10-01/``) can be used in ``by``.
         A Spark DataFrame is evaluated on its executors (:func:`streameval.spark.evaluate`).
-    label : str
+    label : str or list of str
         Label column. Binary: 0/1, booleans, or two values with ``positive=``. Multiclass:
-        any type. Regression: numeric.
+        any type. Regression: numeric. Multilabel: a 0/1 (or boolean) column per label, or
+        one list column (each row's labels; or booleans, one per label).
     score : str, optional
         Binary task: the score column, any numeric range (probabilities, logits, margins).
     by : str or list of str, optional
@@ -73,21 +74,23 @@ def evaluate(
         With ``folds``: the repeat column of repeated cross-validation.
     weight : str, optional
         Non-negative sample weights (sklearn's ``sample_weight``).
-    task : {"binary", "multiclass", "regression", "paired"}
+    task : {"binary", "multiclass", "regression", "paired", "ranking", "multilabel"}
         What the predictions are (``"paired"``: two or more models' scores of one binary
         label, in ``scores``).
     prediction : str, optional
         Multiclass: the hard predicted class. Regression: the predicted value.
     scores : list of str or mapping class → column, optional
         Multiclass: per-class probability columns, in ``classes`` order for a list. Paired:
-        the models' score columns.
+        the models' score columns. Multilabel: a score column per label (any range).
     classes : list, optional
-        Multiclass: every class, in order. Default: the sorted values found.
+        Multiclass: every class, in order. Default: the sorted values found. Multilabel: the
+        labels' names (default: the label columns').
     positive : optional
         Binary: the positive class value (default 1 / True).
     threshold : float or list of float
         Binary: one value or a list; predicted positive means ``score >= threshold``, kept
-        exact in bucketed mode. A list gives one row per group and threshold.
+        exact in bucketed mode. A list gives one row per group and threshold. Multilabel:
+        one value, at which each label is predicted.
     precision : "exact" or int, optional
         Mantissa bits of score (and error) buckets; ``"exact"`` keeps every distinct value.
         Default 11.

@@ -35,7 +35,7 @@ class Reading:
     read; see :func:`streameval.accumulate` for what each one means.
     """
 
-    label: str
+    label: str | Sequence[str]
     score: str | None = None
     by: str | Sequence[str] | None = None
     weight: str | None = None
@@ -155,7 +155,11 @@ def _scalar(value: Any) -> bool:
 
 #: Each option: the check of its type, what it takes (for the message), and an example.
 EXPECTED: dict[str, tuple[Check, str, str]] = {
-    "label": (_text, "a column name (str)", "label='y'"),
+    "label": (
+        _names,
+        "a column name (str; a list of them for a multilabel task)",
+        "label='y'",
+    ),
     "score": (_optional(_text), "a column name (str) or None", "score='p'"),
     "weight": (_optional(_text), "a column name (str) or None", "weight='w'"),
     "prediction": (_optional(_text), "a column name (str) or None", "prediction='y_hat'"),

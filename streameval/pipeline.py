@@ -35,7 +35,7 @@ from .source import (
 from .spec import Spec, parse_precision
 from .state import State
 from .tasks.binary.metrics import as_thresholds
-from .tasks.common import Inputs, Opened, TaskPlan
+from .tasks.common import Inputs, Opened, TaskPlan, label_fields
 from .tasks.registry import offers, task_of
 
 
@@ -95,6 +95,11 @@ def prepare(
     (:attr:`streameval.tasks.common.TaskPlan.states`) serves too.
     """
     module = task_of(inputs.task)
+    if inputs.labels and not offers(inputs.task, "labels"):
+        raise InputError(
+            f"expected label= to name one column for task={inputs.task!r}, got a list "
+            f"{list(inputs.labels)!r}; hint: a label column per class is task='multilabel'"
+        )
     boot = resample_plan.bootstrap_options(inputs)
     keys = as_list(by)
     files = source_files(source) if not isinstance(source, pl.LazyFrame | pl.DataFrame) else None
@@ -316,7 +321,7 @@ def combine(plan: Plan) -> State:
 def inputs_of(options: Accumulation) -> Inputs:
     """What a task reads of an accumulation's options: precision and thresholds parsed."""
     return Inputs(
-        label=options.label,
+        **label_fields(options.label),
         score=options.score,
         task=options.task,
         prediction=options.prediction,

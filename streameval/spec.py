@@ -13,7 +13,7 @@ from .errors import InputError, SpecMismatchError, StateFileError
 
 SCHEMA_VERSION = 2
 DEFAULT_PRECISION = 11
-KINDS = ("binary", "multiclass", "regression", "paired", "ranking")
+KINDS = ("binary", "multiclass", "regression", "paired", "ranking", "multilabel")
 #: The key column of the one group of a state without keys, where a key column is needed.
 ALL = "_all"
 
@@ -30,7 +30,7 @@ class Spec:
     ----------
     kind : str
         The task and state kind: ``"binary"``, ``"multiclass"``, ``"regression"``,
-        ``"paired"`` or ``"ranking"``.
+        ``"paired"``, ``"ranking"`` or ``"multilabel"``.
     keys : tuple of str
         Group key columns.
     precision : int
@@ -40,7 +40,8 @@ class Spec:
     weighted : bool
         Whether a weight column was used (sums are then Float64).
     label : str
-        Source column name of the label.
+        Source column name of the label (multilabel: the list column of the labels, or the
+        label columns of ``labels`` joined by ", ", for display).
     score : str or None
         Source column name of a binary task's score.
     weight : str or None
@@ -76,6 +77,11 @@ class Spec:
         A ranking task's query key columns.
     cutoffs : tuple of int or None
         A ranking task's cutoffs k, in order (None, first: the whole list).
+    labels : tuple of str
+        A multilabel task's label columns, one per class in ``classes`` order (empty: the
+        labels are the list column ``label``).
+    threshold : float
+        A multilabel task's threshold: a label is predicted where its score is at least this.
     schema_version : int
         Version of the state file layout the spec belongs to.
 
@@ -111,6 +117,8 @@ class Spec:
     row_id: tuple[str, ...] = ()
     query: tuple[str, ...] = ()
     cutoffs: tuple[int | None, ...] = ()
+    labels: tuple[str, ...] = ()
+    threshold: float = 0.5
     schema_version: int = field(default=SCHEMA_VERSION)
 
     @property
@@ -361,6 +369,8 @@ _FIELD_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
         _list_of(lambda v: v is None or _integer(v, 1)),
         "a list of positive integers or nulls",
     ),
+    "labels": (_list_of(_name), "a list of column names"),
+    "threshold": (_number, "a finite number"),
     "schema_version": (_integer, "an integer"),
 }
 _REQUIRED = ("kind", "keys", "precision")

@@ -29,6 +29,7 @@ from .tasks.binary.metrics import as_thresholds
 from .tasks.binary.operating import areas, cost_sensitive_error, operating_points
 from .tasks.common import MetricOptions
 from .tasks.multiclass.classes import confusion_matrix
+from .tasks.multilabel.plan import label_table
 from .tasks.registry import offering, offers, task_of
 
 
@@ -387,6 +388,10 @@ class State(StateData):
     ) -> pl.DataFrame:
         """Multiclass: per group and class, support and one-vs-rest metrics (and AUC, AP).
 
+        Multilabel: per group and label, its support, confusion counts (scikit-learn's
+        ``multilabel_confusion_matrix``), precision, recall, F1, Jaccard, AUC and average
+        precision with their bounds (:func:`streameval.tasks.multilabel.labels.label_table`).
+
         Parameters
         ----------
         ci : {None, "wilson", "clopper-pearson"}
@@ -430,8 +435,10 @@ class State(StateData):
         └───────┴─────────┴───────────┴────────┴─────┘
 
         """
-        self._require("classes", "per_class")
         check_ci(ci, level, auc_method)
+        if offers(self.spec.kind, "labels"):
+            return label_table(self, ci=ci, level=level, auc_method=auc_method)
+        self._require("classes", "per_class")
         return per_class(self, ci=ci, level=level, auc_method=auc_method)
 
     def confusion_matrix(

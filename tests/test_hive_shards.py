@@ -76,6 +76,7 @@ TASKS: dict[str, dict[str, Any]] = {
     "weighted": dict(label="y", score="p", weight="w"),
     "multiclass": dict(task="multiclass", label="c", scores=["p0", "p1", "p2"]),
     "regression": dict(task="regression", label="f", prediction="p"),
+    "multilabel": dict(task="multilabel", label=["y"], scores=["p"], weight="w"),
 }
 
 

@@ -69,11 +69,12 @@ def test_a_good_job_file_resolves_paths_against_its_folder(tmp_path):
           'kind = "multiclass"\nlabel = "label"\nclasses = [0, 1]'),
          "task.prediction: missing; a multiclass task needs prediction or scores"),
         (('score = "score"', 'score = "score"\nscores = ["a"]'),
-         "task.scores: does not apply to kind 'binary' (it applies to multiclass, paired)"),
+         "task.scores: does not apply to kind 'binary' (it applies to multiclass, paired, "
+         "multilabel)"),
         (('kind = "binary"\nlabel = "label"\nscore = "score"',
           'kind = "paired"\nlabel = "label"\nscores = ["a", "b"]\nmetrics = ["roc_auc"]'),
          "task.metrics: does not apply to kind 'paired' (it applies to binary, multiclass, "
-         "regression, ranking)"),
+         "regression, ranking, multilabel)"),
         (('by = ["segment"]', 'by = ["segment", "day"]'), "task.by: expected group keys other"),
         (('by = ["segment"]', 'by = ["days"]'), "task.by: expected group keys other than 'days'"),
         (('by = ["segment"]', 'precision = "fast"'), "task.precision: expected precision"),

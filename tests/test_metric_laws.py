@@ -23,6 +23,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+import reference_multilabel as ref_multilabel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -92,6 +93,16 @@ def _ranking() -> st.SearchStrategy[tuple[pl.DataFrame, dict[str, Any], list[int
     return ref_ranking.ranking_frames().map(kw)
 
 
+def _multilabel() -> st.SearchStrategy[tuple[pl.DataFrame, dict[str, Any], list[int]]]:
+    def kw(drawn: tuple[pl.DataFrame, list[int], bool, int]) -> Any:
+        df, cuts, weighted, _ = drawn
+        labels, scores = ref_multilabel.label_columns(df)
+        args = {"task": "multilabel", "label": labels, "scores": scores}
+        return df, args | {"weight": "w" if weighted else None}, cuts
+
+    return ref_multilabel.multilabel_frames().map(kw)
+
+
 def _paired() -> st.SearchStrategy[tuple[pl.DataFrame, dict[str, Any], list[int]]]:
     def kw(drawn: tuple[pl.DataFrame, list[int], bool]) -> Any:
         df, cuts, weighted = drawn
@@ -124,7 +135,17 @@ CASES = {
         lambda s: s.metrics(),
         lambda df, kw: ref_ranking.ranking_reference(df),
     ),
+    "multilabel": Case(
+        _multilabel(),
+        lambda s: s.metrics(),
+        lambda df, kw: ref_multilabel.multilabel_reference(df),
+    ),
     "per_class": Case(_multiclass(), lambda s: s.per_class()),
+    "per_label": Case(
+        _multilabel(),
+        lambda s: s.per_class(),
+        lambda df, kw: ref_multilabel.per_label_reference(df),
+    ),
     "areas": Case(_binary(), lambda s: s.areas()),
 }
 
@@ -209,7 +230,7 @@ def _bounds(case_name: str, frame: Any, precision: int) -> None:
                 assert abs(x - y) <= allowed + 1e-9, (m.name, column, x, y, e)
 
 
-TASK_TABLES = ["binary", "multiclass", "regression", "ranking"]
+TASK_TABLES = ["binary", "multiclass", "regression", "ranking", "multilabel", "per_label"]
 
 
 @pytest.mark.parametrize("case_name", sorted(CASES))
@@ -252,7 +273,12 @@ RICH = {
         {"g": [0, 0, 0, 0, 0], "q": [1, 1, 1, 2, 2], "y": [2.0, 0.0, 1.0, 0.0, 1.0],
          "s": [0.9, 0.8, 0.8, 0.3, 0.2]}
     ),
+    "multilabel": pl.DataFrame(
+        {"g": [0, 0, 0, 0], "y0": [1, 0, 1, 0], "y1": [0, 0, 1, 1],
+         "p0": [0.9, 0.2, 0.6, 0.4], "p1": [0.3, 0.1, 0.8, 0.6]}
+    ),
 }  # fmt: skip
+RICH["per_label"] = RICH["multilabel"]
 KW: dict[str, dict[str, Any]] = {
     "binary": {"label": "y", "score": "p"},
     "multiclass": {
@@ -261,7 +287,9 @@ KW: dict[str, dict[str, Any]] = {
     },
     "regression": {"task": "regression", "label": "y", "prediction": "f", "power": 1.5},
     "ranking": {"task": "ranking", "label": "y", "score": "s", "query": "q", "k": [None, 1, 3]},
+    "multilabel": {"task": "multilabel", "label": ["y0", "y1"], "scores": ["p0", "p1"]},
 }  # fmt: skip
+KW["per_label"] = KW["multilabel"]
 
 
 def _missing_references(case_name: str) -> list[str]:

@@ -18,6 +18,7 @@ TASKS: dict[str, dict[str, Any]] = {
     "binary-exact": dict(label="y", score="p", precision="exact"),
     "multiclass": dict(task="multiclass", label="y", scores=["p0", "p1"]),
     "regression": dict(task="regression", label="p", prediction="f"),
+    "multilabel": dict(task="multilabel", label=["y"], scores=["p"]),
 }
 
 
@@ -44,7 +45,7 @@ def check_overflow(error: pytest.ExceptionInfo[se.errors.InputError], column: st
 
 @pytest.mark.parametrize("task", list(TASKS))
 def test_two_weights_of_1e308_are_refused_by_evaluate(task):
-    column = "pos + neg" if task.startswith("binary") else "w"
+    column = "pos + neg" if task.startswith(("binary", "multilabel")) else "w"
     with pytest.raises(se.errors.InputError) as info:
         se.evaluate(frame([BIG, BIG]), by="g", weight="w", **TASKS[task])
     check_overflow(info, column)
@@ -65,7 +66,7 @@ def test_merging_two_finite_states_into_an_overflow_is_refused(task):
     )
     with pytest.raises(se.errors.InputError) as info:
         se.merge(parts)
-    check_overflow(info, "neg" if task.startswith("binary") else "w")
+    check_overflow(info, "neg" if task.startswith(("binary", "multilabel")) else "w")
 
 
 def test_large_weights_in_separate_groups_are_fine():

@@ -56,6 +56,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> str:
             "pc": probs[:, 2],
             "target": rng.gamma(2.0, 2.0, N),
             "fit": rng.gamma(2.0, 2.0, N),
+            "y2": (probs[:, 0] > 0.4).astype(np.int8),
         }
     )
     root = tmp_path_factory.mktemp("spark") / "preds"
@@ -97,6 +98,14 @@ CASES = {
         task="regression", label="target", prediction="fit", weight="w", precision="exact"
     ),
     "paired": dict(task="paired", label="y", scores=["p", "q"], by="seg"),
+    "multilabel weighted": dict(
+        task="multilabel",
+        label=["y", "y2"],
+        scores=["p", "pa"],
+        by="seg",
+        weight="w",
+        thresholds=0.3,
+    ),
     "bootstrap replicates": dict(label="y", score="p", by="seg", bootstrap=4, row_id="rid"),
 }
 

@@ -29,7 +29,7 @@ class TaskConfig:
     """The evaluation, with the keyword names of :func:`streameval.evaluate`."""
 
     kind: str
-    label: str
+    label: str | list[str]
     options: dict[str, Any]
 
     def accumulate_kwargs(self) -> dict[str, Any]:
@@ -46,7 +46,7 @@ class TaskConfig:
             kwargs["scores"] = o["scores"]
         if o.get("classes") is not None:
             kwargs["classes"] = list(o["classes"])
-        if offers(self.kind, "thresholds") and o.get("threshold") is not None:
+        if self.kind in taking("threshold") and o.get("threshold") is not None:
             kwargs["thresholds"] = list(o["threshold"])
         kwargs["drop_nulls"] = bool(o.get("drop_nulls", False))
         return kwargs
@@ -91,7 +91,9 @@ def read_task(file: str, data: Any) -> TaskConfig:
                 "hint: remove it, or set kind",
             )
     o: dict[str, Any] = {}
-    label = t.take("label", "str")
+    # (one label column, or a multilabel task's list of them)
+    listed = isinstance(t.data.get("label"), list)
+    label: str | list[str] = t.take("label", "strs" if listed else "str")
     for name in ("score", "prediction", "weight"):
         o[name] = t.take(name, "str", None)
     o["scores"] = None

@@ -18,6 +18,8 @@ from ..tasks.binary.metrics import DECLARED as BINARY
 from ..tasks.binary.operating import AREAS
 from ..tasks.multiclass.classes import DECLARED as PER_CLASS
 from ..tasks.multiclass.metrics import DECLARED as MULTICLASS
+from ..tasks.multilabel.labels import DECLARED as PER_LABEL
+from ..tasks.multilabel.metrics import DECLARED as MULTILABEL
 from ..tasks.paired.metrics import PAIRED
 from ..tasks.ranking.metrics import DECLARED as RANKING
 from ..tasks.regression.metrics import DECLARED as REGRESSION
@@ -31,7 +33,9 @@ TABLES: dict[str, tuple[Metric, ...]] = {
     "regression": REGRESSION,
     "paired": PAIRED,
     "ranking": RANKING,
+    "multilabel": MULTILABEL,
     "per_class": PER_CLASS,
+    "per_label": PER_LABEL,
     "areas": AREAS,
 }
 #: Every declared bound column, of any table.

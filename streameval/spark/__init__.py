@@ -43,7 +43,7 @@ from ..spec import parse_precision
 from ..state import State
 from ..stats.tables import check_ci
 from ..tasks.binary.metrics import as_thresholds
-from ..tasks.common import Inputs
+from ..tasks.common import Inputs, label_argument, label_fields
 from ..tasks.multiclass.plan import MAX_CLASSES
 from ..tasks.registry import offers, task_of
 from .types import empty_frame
@@ -169,6 +169,7 @@ def _inputs(arguments: Mapping[str, Any]) -> Inputs:
     """The task inputs of ``se.accumulate``'s bound keywords."""
     fields = {f.name for f in dataclasses.fields(Inputs)}
     given = {k: v for k, v in arguments.items() if k in fields}
+    given.update(label_fields(given["label"]))
     given["precision"] = parse_precision(given.get("precision"))
     given["thresholds"] = tuple(as_thresholds(given.get("thresholds", (0.5,))))
     return Inputs(**given)
@@ -177,6 +178,8 @@ def _inputs(arguments: Mapping[str, Any]) -> Inputs:
 def _options(inputs: Inputs, keys: list[str]) -> dict[str, Any]:
     """Keyword arguments of :func:`streameval.accumulate` for ``inputs``."""
     options = dataclasses.asdict(inputs)
+    del options["labels"]
+    options["label"] = label_argument(inputs)
     options["thresholds"] = list(inputs.thresholds)
     return {"by": keys, **options}
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..errors import InputError
 from ..tasks.binary import state as binary
 from ..tasks.multiclass import state as multiclass
+from ..tasks.multilabel import state as multilabel
 from ..tasks.paired import state as paired
 from ..tasks.ranking import state as ranking
 from ..tasks.regression import state as regression
@@ -55,6 +56,7 @@ KINDS: dict[str, StateKind] = {
     "regression": regression,
     "paired": paired,
     "ranking": ranking,
+    "multilabel": multilabel,
 }
 
 

@@ -34,6 +34,8 @@ class Inputs:
     label: str
     score: str | None = None
     task: str = "binary"
+    #: A multilabel task's label columns, one per label (``label`` is then the first).
+    labels: tuple[str, ...] = ()
     prediction: str | None = None
     scores: Sequence[str] | Mapping[Any, str] | None = None
     classes: Sequence[Any] | None = None
@@ -61,6 +63,48 @@ class MetricOptions:
     ci: str | None = None
     level: float = 0.95
     auc_method: str = "delong"
+
+
+def score_columns(scores: Any, what: str, example: str) -> list[str]:
+    """The columns of ``scores=``: a list (in ``what`` order) or a mapping ``what`` → column.
+
+    None gives []; anything else is an InputError naming both forms.
+
+    >>> score_columns({"a": "p_a", "b": "p_b"}, "class", "['p_a', 'p_b']")
+    ['p_a', 'p_b']
+    """
+    if scores is None:
+        return []
+    if isinstance(scores, Mapping):
+        return [str(c) for c in scores.values()]
+    if isinstance(scores, str) or not all(isinstance(c, str) for c in scores):
+        raise InputError(
+            f"expected scores= to be a list of column names (in {what} order) or a mapping "
+            f"{what} → column, got {scores!r}; hint: scores={example}"
+        )
+    return list(scores)
+
+
+def label_fields(label: str | Sequence[str]) -> dict[str, Any]:
+    """:class:`Inputs`' ``label`` and ``labels`` of ``label=``: a column, or a list of them.
+
+    >>> label_fields("y"), label_fields(["y_a", "y_b"])
+    ({'label': 'y', 'labels': ()}, {'label': 'y_a', 'labels': ('y_a', 'y_b')})
+    """
+    if isinstance(label, str):
+        return {"label": label, "labels": ()}
+    columns = tuple(label)
+    if not columns:
+        raise InputError(
+            "expected label= to name a column (or, for a multilabel task, columns), got an "
+            "empty list; hint: label=['y_a', 'y_b']"
+        )
+    return {"label": columns[0], "labels": columns}
+
+
+def label_argument(inputs: Inputs) -> str | list[str]:
+    """The ``label=`` of :func:`streameval.accumulate` that :func:`label_fields` reads back."""
+    return list(inputs.labels) if inputs.labels else inputs.label
 
 
 def refuse_threshold(kind: str, threshold: object) -> None:

@@ -1,7 +1,7 @@
 """The tasks, by name: each one's planning module, typed as a :class:`Task`.
 
 >>> sorted(TASKS)
-['binary', 'multiclass', 'paired', 'ranking', 'regression']
+['binary', 'multiclass', 'multilabel', 'paired', 'ranking', 'regression']
 >>> task_of("binary").roles(Inputs(label="y", score="p"))
 [('y', 'label'), ('p', 'score')]
 """
@@ -18,6 +18,7 @@ from ..states.data import StateData
 from .binary import plan as binary
 from .common import Inputs, MetricOptions, Opened, TaskPlan
 from .multiclass import plan as multiclass
+from .multilabel import plan as multilabel
 from .paired import plan as paired
 from .ranking import plan as ranking
 from .regression import plan as regression
@@ -82,6 +83,8 @@ CAPABILITIES: dict[str, str] = {
     "models": "a model table per score column, and DeLong's paired tests of the models",
     "one_column": "a column may serve two roles (a label compared with itself)",
     "replicates": "its kernel draws bootstrap replicates from the rows' keys",
+    "labels": "several labels per row, each scored: per-label tables (State.per_class) of "
+    "each label's confusion counts, metrics and AUC",
     "queries": "rows are the items of queries, each scored as a whole list: a query's rows "
     "are read together (one pass, not Spark's blocks), and merged states must not share one",
 }
@@ -93,6 +96,7 @@ TASKS: dict[str, Task] = {
     "regression": regression,
     "paired": paired,
     "ranking": ranking,
+    "multilabel": multilabel,
 }
 
 

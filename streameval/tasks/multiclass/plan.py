@@ -27,6 +27,7 @@ from ..common import (
     first_problem,
     refuse_threshold,
     require_int,
+    score_columns,
     unit_reader,
     weight_expr,
 )
@@ -52,17 +53,7 @@ REQUIRED = ("prediction", "scores")
 
 
 def _score_columns(inputs: Inputs) -> list[str]:
-    scores = inputs.scores
-    if scores is None:
-        return []
-    if isinstance(scores, Mapping):
-        return [str(c) for c in scores.values()]
-    if isinstance(scores, str) or not all(isinstance(c, str) for c in scores):
-        raise InputError(
-            f"expected scores= to be a list of column names (in class order) or a mapping "
-            f"class → column, got {scores!r}; hint: scores=['p_cat', 'p_dog', 'p_bird']"
-        )
-    return list(scores)
+    return score_columns(inputs.scores, "class", "['p_cat', 'p_dog', 'p_bird']")
 
 
 def roles(inputs: Inputs) -> list[tuple[str, str]]:

@@ -1,0 +1,1 @@
+"""The multilabel task: its planning (``plan``), state (``state``), metrics and label table."""
