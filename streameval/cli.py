@@ -163,9 +163,9 @@ def _build() -> argparse.ArgumentParser:
         "--table",
         choices=["metrics", "per-class", "confusion", "tests", "report"],
         default="metrics",
-        help="multiclass: the per-class table or the confusion matrix instead of the metrics; "
-        "paired: DeLong's tests of each pair of models; binary, multiclass: print "
-        "scikit-learn's classification report per group (report)",
+        help="multiclass (per-class: multilabel too): the per-class table or the confusion "
+        "matrix instead of the metrics; paired: DeLong's tests of each pair of models; binary, "
+        "multiclass, multilabel: print scikit-learn's classification report per group (report)",
     )
     ev.add_argument(
         "--ci",

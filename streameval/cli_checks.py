@@ -142,7 +142,8 @@ def check_evaluate(args: argparse.Namespace) -> str | None:
         )
     if table != "metrics":
         needed = {"tests": "models", "report": "classification"}.get(table, "classes")
-        _belongs(f"--table {table}", True, task, offering(needed))
+        tasks = offering(needed) + (offering("labels") if table == "per-class" else [])
+        _belongs(f"--table {table}", True, task, tasks)
     intervals = ci is not None or args.summary or table == "tests"
     _needs("--level", args.level, intervals, "--ci (or --summary, --table tests)")
     _needs("--auc-method", args.auc_method, ci is not None, "--ci")

@@ -17,7 +17,7 @@ from .resample import bootstrap_intervals, jackknife_intervals
 from .spec import merged_spec
 from .states import kind_module
 from .states.data import StateData
-from .stats.classification import binary_reports, class_reports
+from .stats.classification import binary_reports, class_reports, label_reports
 from .stats.compare import paired_test, unpaired_test
 from .stats.proportions import check_level
 from .stats.summary import binary_summary, multiclass_summary
@@ -246,7 +246,7 @@ class State(StateData):
         table = self.metrics(threshold, ci="clopper-pearson", level=level)
         return binary_summary(self, table, level)
 
-    def report_text(self, threshold: float = 0.5, *, digits: int = 2) -> str:
+    def report_text(self, threshold: float | None = None, *, digits: int = 2) -> str:
         """scikit-learn's ``classification_report`` of each group, as text.
 
         Each group's block is what ``sklearn.metrics.classification_report(y_true, y_pred,
@@ -254,13 +254,16 @@ class State(StateData):
         per class (precision, recall, F1, support), accuracy, the macro and the weighted
         averages. A binary state's classes are its negative and positive label values
         (sorted, as scikit-learn orders them), predicted at ``threshold``; a multiclass
-        state's are its classes. Undefined precision, recall or F1 print as 0 (scikit-learn's
-        ``zero_division`` default, without its warning).
+        state's are its classes. A multilabel state's block is scikit-learn's multilabel
+        one: a row per label, then the micro, macro, weighted and samples averages. Undefined
+        precision, recall or F1 print as 0 (scikit-learn's ``zero_division`` default, without
+        its warning).
 
         Parameters
         ----------
-        threshold : float
-            A binary state's cut: scores at or above it predict the positive class.
+        threshold : float, optional
+            A binary state's cut: scores at or above it predict the positive class (default
+            0.5). A multilabel state's is the one it was accumulated with.
         digits : int
             Digits after the decimal point.
 
@@ -272,8 +275,8 @@ class State(StateData):
         Raises
         ------
         InputError
-            A state that is neither binary nor multiclass, or a threshold inside a score
-            bucket.
+            A state that is neither binary, multiclass nor multilabel, or a threshold inside a
+            score bucket (or, multilabel, another than the state's).
 
         Examples
         --------
@@ -295,6 +298,8 @@ class State(StateData):
             raise InputError(f"expected digits to be an integer of 0 or more, got {digits!r}")
         if offers(self.spec.kind, "classes"):
             return class_reports(self, self.confusion_matrix(), digits)
+        if offers(self.spec.kind, "labels"):
+            return label_reports(self, self.per_class(), self.metrics(threshold), digits)
         return binary_reports(self, self.metrics(threshold), digits)
 
     def roc_test(

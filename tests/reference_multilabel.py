@@ -1,9 +1,7 @@
 """The shared harness's multilabel part: random label sets and scikit-learn's values per group.
 
 Each group's rows are handed to scikit-learn's multilabel functions (``zero_division=0``,
-the samples' weights as ``sample_weight``). Where scikit-learn raises (a label's AUC without
-both classes) the reference follows the documented rule: averages over the labels where the
-metric is defined, by their weights (a label's positives and negatives, weighted).
+the samples' weights as ``sample_weight``); a NaN (an AUC without both classes) is null.
 """
 
 from __future__ import annotations
@@ -104,25 +102,37 @@ def per_label_reference(df: pl.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def _averages(per_label: list[dict[str, Any]], name: str) -> dict[str, float | None]:
-    """Macro and support-weighted averages of ``name`` over the labels where it is defined."""
-    rows = [r for r in per_label if r[name] is not None]
-    if not rows:
-        return {f"{name}_macro": None, f"{name}_weighted": None}
-    support = np.array([r["support"] for r in rows], float)
-    values = np.array([r[name] for r in rows])
-    return {
-        f"{name}_macro": float(values.mean()),
-        f"{name}_weighted": float((values * support).sum() / support.sum()),
-    }
+def _sklearn(f: Any, y: np.ndarray, s: np.ndarray, w: np.ndarray, average: str) -> Any:
+    """scikit-learn's ``f(y, s, average=...)``: None where it is NaN or raises."""
+    try:
+        value = float(f(y, s, average=average, sample_weight=w))
+    except ValueError:
+        return None
+    return None if np.isnan(value) else value
+
+
+def _averages(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> dict[str, Any]:
+    """The AUC and average precision averages, as scikit-learn computes them.
+
+    One difference, documented: a group without a positive has a null weighted AUC, where
+    scikit-learn returns 0.
+    """
+    out: dict[str, Any] = {}
+    for name, f in (
+        ("roc_auc", skm.roc_auc_score),
+        ("average_precision", skm.average_precision_score),
+    ):
+        for average in ("macro", "weighted", "micro"):
+            out[f"{name}_{average}"] = _sklearn(f, y, s, w, average)
+    if not (w[:, None] * y).sum() > 0:
+        out["roc_auc_weighted"] = None
+    return out
 
 
 def multilabel_reference(df: pl.DataFrame) -> list[dict[str, Any]]:
     """Per group, in key order: the metric table's values."""
     out = []
-    labels = len(label_columns(df)[0])
-    per_label = per_label_reference(df)
-    for i, (_, y, s, w) in enumerate(_parts(df)):
+    for _, y, s, w in _parts(df):
         p = (s >= THRESHOLD).astype(int)
         row: dict[str, Any] = {"n": y.shape[0]}
         if w.sum() <= 0:
@@ -147,10 +157,6 @@ def multilabel_reference(df: pl.DataFrame) -> list[dict[str, Any]]:
             )
             row["coverage_error"] = skm.coverage_error(y, s, sample_weight=w)
             row["label_ranking_loss"] = skm.label_ranking_loss(y, s, sample_weight=w)
-        mine = per_label[i * labels : (i + 1) * labels]
-        row |= _averages(mine, "roc_auc") | _averages(mine, "average_precision")
-        pooled = _label_ranking(y.ravel(), s.ravel(), np.repeat(w, labels))
-        row["roc_auc_micro"] = pooled["roc_auc"]
-        row["average_precision_micro"] = pooled["average_precision"]
+            row |= _averages(y, s, w)
         out.append(row)
     return out

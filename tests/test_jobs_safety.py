@@ -190,8 +190,18 @@ def test_a_state_file_written_by_the_library_gets_the_users_mode(tmp_path):
 
 
 def corrupt(path: Path) -> None:
+    """Flip a bit in the middle of the file's largest column chunk (its data, not its footer).
+
+    A bit flipped in the footer's statistics may leave the content (which the checksum
+    covers) whole; one in a column's pages must be found.
+    """
+    import pyarrow.parquet as pq
+
+    group = pq.read_metadata(path).row_group(0)
+    columns = [group.column(i) for i in range(group.num_columns)]
+    largest = max(columns, key=lambda c: c.total_compressed_size)
     data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0x10
+    data[largest.data_page_offset + largest.total_compressed_size // 2] ^= 0x10
     path.write_bytes(bytes(data))
 
 

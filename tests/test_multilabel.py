@@ -189,7 +189,7 @@ def test_intervals_by_bootstrap_by_jackknife_and_per_label(log):
         se.evaluate(frame, **TASK, ci="wilson")
 
 
-def test_a_rare_label_leaves_the_auc_averages_to_the_others():
+def test_a_label_without_both_classes_averages_as_scikit_learn():
     df = pl.DataFrame(
         {"y0": [1, 0, 1, 0], "y1": [0, 0, 0, 0], "p0": [0.9, 0.2, 0.6, 0.4],
          "p1": [0.3, 0.1, 0.8, 0.6]}
@@ -197,7 +197,10 @@ def test_a_rare_label_leaves_the_auc_averages_to_the_others():
     table = se.evaluate(df, task="multilabel", label=["y0", "y1"], scores=["p0", "p1"])
     labels = se.accumulate(df, task="multilabel", label=["y0", "y1"], scores=["p0", "p1"])
     assert labels.per_class()["roc_auc"].to_list() == [1.0, None]
-    assert table["roc_auc_macro"].item() == 1.0 and table["roc_auc_weighted"].item() == 1.0
+    # (scikit-learn: the macro AUC is NaN, the weighted one leaves out the label without
+    # support, and the label without a positive counts 0 in the average precision's macro)
+    assert table["roc_auc_macro"].item() is None and table["roc_auc_weighted"].item() == 1.0
+    assert table["average_precision_macro"].item() == 0.5
     want = ref.multilabel_reference(df.with_columns(g=pl.lit(0)))[0]
     for name, value in want.items():
         assert close(table[name].item(), value), name
@@ -205,7 +208,7 @@ def test_a_rare_label_leaves_the_auc_averages_to_the_others():
 
 MISTAKES = [
     ({"label": ["y_a", "y_b"]}, "expected one of the label columns per label"),
-    ({"label": "y_a"}, "as a list of label columns or one list column"),
+    ({"label": "seg"}, "as a list of label columns or one list column"),
     ({"scores": None}, "expected scores= naming a score column per label"),
     ({"thresholds": [0.3, 0.5]}, "expected one threshold for a multilabel task"),
     ({"task": "binary", "score": "p_a"}, "expected label= to name one column for task='binary'"),
@@ -245,6 +248,57 @@ def test_bad_rows_are_named(log):
     flags = pl.DataFrame({"f": [[True, False], [True]], "p": [0.1, 0.2], "q": [0.5, 0.5]})
     with pytest.raises(InputError, match="to hold 2 booleans"):
         se.accumulate(flags, task="multilabel", label="f", scores={"a": "p", "b": "q"})
+
+
+def test_integer_flags_are_not_taken_for_labels():
+    flags = np.array([[1, 0, 1], [0, 0, 0], [0, 1, 0]])
+    scores = {"p0": [0.9, 0.1, 0.2], "p1": [0.2, 0.3, 0.8], "p2": [0.7, 0.1, 0.1]}
+    df = pl.DataFrame({"y": flags, **scores})  # an Array(Int64, 3) column
+    kw = {"task": "multilabel", "label": "y", "scores": list(scores)}
+    with pytest.raises(InputError, match="could also be one 0/1 flag per label"):
+        se.accumulate(df, **kw, classes=[0, 1, 2])
+    with pytest.raises(InputError, match="each once"):
+        se.accumulate(df, **kw, classes=[1, 2, 3])  # (rows [1, 0, 1] repeat a value)
+    as_flags = df.with_columns(pl.col("y").cast(pl.List(pl.Boolean)))
+    table = se.evaluate(as_flags, **kw, classes=["a", "b", "c"])
+    assert table["subset_accuracy"].item() == 1.0 and table["hamming_loss"].item() == 0.0
+
+
+def test_one_label_column_is_one_label(log):
+    frame, _ = log
+    one = se.evaluate(frame, task="multilabel", label="y_a", scores=["p_a"], by="seg")
+    listed = se.evaluate(frame, task="multilabel", label=["y_a"], scores=["p_a"], by="seg")
+    assert one.equals(listed)
+    state = se.accumulate(frame, task="multilabel", label="y_a", scores=["p_a"])
+    assert state.spec.labels == ("y_a",) and state.spec.classes == ("y_a",)
+
+
+def test_the_classification_report_has_sklearns_multilabel_layout(log, capsys):
+    from sklearn.metrics import classification_report
+
+    frame, root = log
+    part = frame.filter(pl.col("seg") == "a")
+    state = se.accumulate(frame, **TASK, by="seg", weight="w")
+    y = part.select(LABELS).to_numpy()
+    p = (part.select(SCORES).to_numpy() >= 0.5).astype(int)
+    want = classification_report(
+        y, p, target_names=LABELS, sample_weight=part["w"].to_numpy(), zero_division=0
+    )
+    text = state.report_text()
+    assert text.startswith("seg = a\n\n" + want)
+    args = ["evaluate", str(root), "--task", "multilabel", "--label", "y_a,y_b,y_c"]
+    args += ["--scores", "p_a,p_b,p_c"]
+    capsys.readouterr()
+    assert main([*args, "--table", "report"]) == 0
+    unweighted = classification_report(
+        frame.select(LABELS).to_numpy(),
+        (frame.select(SCORES).to_numpy() >= 0.5).astype(int),
+        target_names=LABELS,
+        zero_division=0,
+    )
+    assert capsys.readouterr().out == unweighted
+    assert main([*args, "--table", "per-class", "--output", "-"]) == 0
+    assert pl.read_csv(io.StringIO(capsys.readouterr().out))["class"].to_list() == LABELS
 
 
 def test_the_command_line_and_a_job(log, tmp_path, capsys):

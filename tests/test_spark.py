@@ -160,6 +160,21 @@ def test_errors_found_on_the_driver_name_the_column(spark, data: str) -> None:
         ses.evaluate(df, task="ranking", label="y", score="p", query="rid")
 
 
+def test_a_multilabel_list_column_on_spark(spark) -> None:
+    rows = pl.DataFrame(
+        {
+            "tags": [["news"], ["news", "tech"], [], ["sport"], ["news", "sport"]] * 20,
+            "p_news": [0.9, 0.6, 0.2, 0.4, 0.7] * 20,
+            "p_sport": [0.1, 0.3, 0.6, 0.8, 0.4] * 20,
+            "p_tech": [0.2, 0.7, 0.1, 0.3, 0.2] * 20,
+        }
+    )
+    scores = {"news": "p_news", "sport": "p_sport", "tech": "p_tech"}
+    kw = {"task": "multilabel", "label": "tags", "scores": scores}
+    df = spark.createDataFrame(rows.to_pandas())
+    same_table(ses.evaluate(df, **kw), se.evaluate(rows, **kw))
+
+
 def test_errors_found_on_executors_come_back_as_themselves(spark, data: str) -> None:
     df = read(spark, data)
     bad = df.selectExpr("y", "case when rid = 17 then double('NaN') else p end as p")

@@ -35,9 +35,13 @@ def polars_type(spark_type: Any, time_zone: str = "UTC") -> pl.DataType:
     >>> polars_type(types.TimestampType(), "Europe/Paris")  # doctest: +SKIP
     Datetime(time_unit='us', time_zone='Europe/Paris')
 
-    Timestamps (instants) arrive in the session's time zone.
+    Timestamps (instants) arrive in the session's time zone; an array of a type is a list of
+    it (a multilabel task's list of labels).
     """
     name = type(spark_type).__name__
+    if name == "ArrayType":
+        inner = polars_type(spark_type.elementType, time_zone)
+        return pl.Null() if inner == pl.Null() else pl.List(inner)
     if name == "DecimalType":
         return pl.Decimal(spark_type.precision, spark_type.scale)
     if name == "TimestampType":

@@ -81,14 +81,8 @@ def classification_report(
         # (weights: to 12 significant digits, where scikit-learn prints its own sum's last bits)
         return float(f"{value:.12g}") if weighted else int(np.rint(value))
 
-    width = max(max((len(n) for n in names), default=0), len(LONGEST), digits)
-    head = "{:>{width}s} " + " {:>9}" * len(HEADERS)
-    row = "{:>{width}s} " + " {:>9.{digits}f}" * 3 + " {:>9}\n"
-    text = head.format("", *HEADERS, width=width) + "\n\n"
-    for i, name in enumerate(names):
-        values = (precision[i], recall[i], f1[i], count(support[i]))
-        text += row.format(name, *values, width=width, digits=digits)
-    text += "\n"
+    width = _width(names, digits)
+    text = _rows(names, np.stack([precision, recall, f1, support], axis=1), count, width, digits)
     accuracy = float(tp.sum()) / total if total else 0.0
     accuracy_row = "{:>{width}s} " + " {:>9.{digits}}" * 2 + " {:>9.{digits}f}" + " {:>9}\n"
     text += accuracy_row.format(
@@ -99,8 +93,76 @@ def classification_report(
         means = [
             float((v * weights).sum()) / scale if scale else 0.0 for v in (precision, recall, f1)
         ]
-        text += row.format(heading, *means, count(total), width=width, digits=digits)
+        text += _ROW.format(heading, *means, count(total), width=width, digits=digits)
     return text
+
+
+_ROW = "{:>{width}s} " + " {:>9.{digits}f}" * 3 + " {:>9}\n"
+
+
+def _width(names: Sequence[str], digits: int) -> int:
+    """The names' column's width: the longest name, or the averages' longest heading."""
+    return max(max((len(n) for n in names), default=0), len(LONGEST), digits)
+
+
+def _rows(
+    names: Sequence[str],
+    values: npt.NDArray[np.float64],
+    count: Any,
+    width: int,
+    digits: int,
+) -> str:
+    """The heading line, then a line per name of its precision, recall, F1 and support."""
+    head = "{:>{width}s} " + " {:>9}" * len(HEADERS)
+    text = head.format("", *HEADERS, width=width) + "\n\n"
+    for name, (precision, recall, f1, support) in zip(names, values, strict=True):
+        text += _ROW.format(name, precision, recall, f1, count(support), width=width, digits=digits)
+    return text + "\n"
+
+
+def multilabel_report(
+    names: Sequence[str],
+    labels: npt.NDArray[np.float64],
+    averages: npt.NDArray[np.float64],
+    digits: int = 2,
+    weighted: bool = False,
+) -> str:
+    """The report of one group of a multilabel state (scikit-learn's multilabel layout).
+
+    ``labels``: a row per label of precision, recall, F1 and support; ``averages``: the
+    micro, macro, weighted and samples averages' precision, recall and F1. Each average's
+    support is the labels' total.
+
+    >>> import numpy as np
+    >>> labels = np.array([[1.0, 1.0, 1.0, 3], [0.5, 0.5, 0.5, 2]])
+    >>> averages = np.array([[0.8, 0.8, 0.8], [0.75, 0.75, 0.75], [0.8, 0.8, 0.8],
+    ...                      [0.9, 0.8, 0.83]])
+    >>> print(multilabel_report(["news", "sport"], labels, averages), end="")
+                  precision    recall  f1-score   support
+    <BLANKLINE>
+            news       1.00      1.00      1.00         3
+           sport       0.50      0.50      0.50         2
+    <BLANKLINE>
+       micro avg       0.80      0.80      0.80         5
+       macro avg       0.75      0.75      0.75         5
+    weighted avg       0.80      0.80      0.80         5
+     samples avg       0.90      0.80      0.83         5
+    """
+
+    def count(value: float) -> Any:
+        return float(f"{value:.12g}") if weighted else int(np.rint(value))
+
+    width = _width(names, digits)
+    text = _rows(names, labels, count, width, digits)
+    total = float(labels[:, 3].sum())
+    for heading, means in zip(AVERAGES, averages, strict=True):
+        text += _ROW.format(heading, *means, count(total), width=width, digits=digits)
+    return text
+
+
+#: The averages' rows of a multilabel report, and the metric table's columns they print.
+AVERAGES = ("micro avg", "macro avg", "weighted avg", "samples avg")
+_AVERAGED = ("micro", "macro", "weighted", "samples")
 
 
 def group_title(keys: Sequence[str], row: dict[str, Any]) -> str:
@@ -150,6 +212,28 @@ def binary_reports(state: StateData, table: pl.DataFrame, digits: int) -> str:
     return _reports(
         keys, groups, names[::-1] if flip else names, matrices, digits, state.spec.weighted
     )
+
+
+def label_reports(state: StateData, labels: pl.DataFrame, table: pl.DataFrame, digits: int) -> str:
+    """The report of each group of a multilabel state: its per-label and metric tables."""
+    keys = state.keys
+    names = [str(c) for c in state.spec.classes]
+    table = table.sort(keys, nulls_last=False) if keys else table
+    labels = labels.sort(keys, nulls_last=False, maintain_order=True) if keys else labels
+    per_label = labels.select("precision", "recall", "f1", "support").cast(pl.Float64)
+    blocks = per_label.to_numpy().reshape(table.height, len(names), 4)
+    columns = [
+        f"{metric}_{average}" for average in _AVERAGED for metric in ("precision", "recall", "f1")
+    ]
+    averages = table.select(columns).to_numpy().reshape(table.height, len(AVERAGES), 3)
+    groups = table.select(keys).to_dicts() if keys else [{}] * table.height
+    if not isinstance(digits, int) or isinstance(digits, bool) or digits < 0:
+        raise InputError(f"expected digits to be an integer of 0 or more, got {digits!r}")
+    out = []
+    for group, block, means in zip(groups, blocks, averages, strict=True):
+        report = multilabel_report(names, block, means, digits, state.spec.weighted)
+        out.append(f"{group_title(keys, group)}\n\n{report}" if keys else report)
+    return "\n".join(out)
 
 
 def class_reports(state: StateData, cells: pl.DataFrame, digits: int) -> str:

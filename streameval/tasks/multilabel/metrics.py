@@ -9,11 +9,14 @@ Three finalize stages:
 - ``labels``, from the per-label table (:mod:`.labels`): the micro averages (of the summed
   confusion counts), macro averages (the labels' mean) and weighted averages (by support)
   of precision, recall, F1 and Jaccard, ``zero_division=0``; and the macro and weighted
-  averages of the labels' AUC and average precision, over the labels where each is defined
-  (both classes present for the AUC, a positive for average precision), where scikit-learn
-  raises for a label without both classes;
+  averages of the labels' AUC and average precision as scikit-learn's ``roc_auc_score``
+  and ``average_precision_score`` take them: the AUC averages are null where a label (with
+  support, for the weighted one) has no AUC, and a label without a positive counts 0 in
+  the average precision's (0 where no label has support). One difference: a group without
+  any positive has a null weighted AUC, where scikit-learn returns 0 (and NaN for the macro
+  and micro ones);
 - ``pooled``: ``roc_auc_micro`` and ``average_precision_micro`` of every (row, label) pair
-  pooled into one histogram.
+  pooled into one histogram (the latter 0 without a positive, as scikit-learn).
 
 Each AUC and average precision has its bucketing bound, averaged as the metric is (a bound
 of a mean is the mean of the bounds).
@@ -49,21 +52,30 @@ def _ratio(num: pl.Expr, den: pl.Expr) -> pl.Expr:
     return pl.when(den > 0).then(num / den).otherwise(0.0)
 
 
-def _weighted(column: str, defined: pl.Expr | None = None) -> pl.Expr:
-    """The labels' ``column`` averaged by support (0 without support: zero_division)."""
-    value, support = pl.col(column), SUPPORT.cast(pl.Float64)
-    if defined is not None:
-        value, support = value.filter(defined), support.filter(defined)
+def _weighted(value: pl.Expr) -> pl.Expr:
+    """The labels' ``value`` averaged by support (0 without support: zero_division)."""
+    support = SUPPORT.cast(pl.Float64)
     total = support.sum()
-    out = pl.when(total > 0).then((value * support).sum() / total)
-    return out.otherwise(0.0) if defined is None else out
+    return pl.when(total > 0).then((value * support).sum() / total).otherwise(0.0)
 
 
-def _defined_mean(column: str, of: str) -> pl.Expr:
-    return pl.col(column).filter(pl.col(of).is_not_null()).mean()
+def _auc_mean(column: str) -> pl.Expr:
+    """The labels' mean ``column`` (the AUC or its bound), null if a label has no AUC."""
+    return pl.when(pl.col("roc_auc").null_count() == 0).then(pl.col(column).mean())
 
 
-_AUC, _AP = pl.col("roc_auc").is_not_null(), pl.col("average_precision").is_not_null()
+def _auc_weighted(column: str) -> pl.Expr:
+    """``column`` averaged by support, null if a label with support has no AUC, or none has."""
+    support = SUPPORT.cast(pl.Float64)
+    undefined = (pl.col("roc_auc").is_null() & (support > 0)).any()
+    total = support.sum()
+    value = (pl.col(column).fill_null(0.0) * support).sum() / total
+    return pl.when(~undefined & (total > 0)).then(value)
+
+
+def _zero_if_none(column: str) -> pl.Expr:
+    """A label's average precision (or its bound), 0 for a label without a positive."""
+    return pl.col(column).fill_null(0.0)
 
 
 def _rows(name: str, formula: pl.Expr, **facts: object) -> Metric:
@@ -74,21 +86,49 @@ def _labels(name: str, formula: pl.Expr, **facts: object) -> Metric:
     return Metric(name, lambda: formula, "labels", **facts)  # type: ignore[arg-type]
 
 
-def _averaged(name: str, defined: pl.Expr, **facts: Any) -> tuple[Metric, ...]:
-    """The labels' ``name`` averaged (macro, then by support) where defined, with bounds."""
+def _auc_averages(**facts: Any) -> tuple[Metric, ...]:
+    """The labels' AUC averaged (macro, then by support), with bounds."""
     return (
-        _labels(f"{name}_macro", pl.col(name).mean(), direction="higher", **facts),
+        _labels("roc_auc_macro", _auc_mean("roc_auc"), direction="higher", **facts),
         bound(
-            f"{name}_macro_error",
-            f"{name}_macro",
-            lambda: _defined_mean(f"{name}_error", name),
+            "roc_auc_macro_error",
+            "roc_auc_macro",
+            lambda: _auc_mean("roc_auc_error"),
             stage="labels",
         ),
-        _labels(f"{name}_weighted", _weighted(name, defined), direction="higher"),
+        _labels("roc_auc_weighted", _auc_weighted("roc_auc"), direction="higher"),
         bound(
-            f"{name}_weighted_error",
-            f"{name}_weighted",
-            lambda: _weighted(f"{name}_error", defined),
+            "roc_auc_weighted_error",
+            "roc_auc_weighted",
+            lambda: _auc_weighted("roc_auc_error"),
+            stage="labels",
+        ),
+    )
+
+
+def _ap_averages() -> tuple[Metric, ...]:
+    """The labels' average precision averaged (macro, then by support), with bounds."""
+    return (
+        _labels(
+            "average_precision_macro",
+            _zero_if_none("average_precision").mean(),
+            direction="higher",
+        ),
+        bound(
+            "average_precision_macro_error",
+            "average_precision_macro",
+            lambda: _zero_if_none("average_precision_error").mean(),
+            stage="labels",
+        ),
+        _labels(
+            "average_precision_weighted",
+            _weighted(_zero_if_none("average_precision")),
+            direction="higher",
+        ),
+        bound(
+            "average_precision_weighted_error",
+            "average_precision_weighted",
+            lambda: _weighted(_zero_if_none("average_precision_error")),
             stage="labels",
         ),
     )
@@ -110,29 +150,32 @@ DECLARED = (
     _rows("jaccard_samples", _mean("sample_jaccard"), direction="higher"),
     _labels("precision_micro", _ratio(TP.sum(), (TP + FP).sum()), direction="higher"),
     _labels("precision_macro", pl.col("precision").mean(), direction="higher"),
-    _labels("precision_weighted", _weighted("precision"), direction="higher"),
+    _labels("precision_weighted", _weighted(pl.col("precision")), direction="higher"),
     _labels("recall_micro", _ratio(TP.sum(), (TP + FN).sum()), direction="higher"),
     _labels("recall_macro", pl.col("recall").mean(), direction="higher"),
-    _labels("recall_weighted", _weighted("recall"), direction="higher"),
+    _labels("recall_weighted", _weighted(pl.col("recall")), direction="higher"),
     _labels(
         "f1_micro", _ratio(2 * TP.sum(), (2 * TP + FP + FN).sum()), direction="higher", summary=5
     ),
     _labels("f1_macro", pl.col("f1").mean(), direction="higher", summary=6),
-    _labels("f1_weighted", _weighted("f1"), direction="higher"),
+    _labels("f1_weighted", _weighted(pl.col("f1")), direction="higher"),
     _labels("jaccard_micro", _ratio(TP.sum(), (TP + FP + FN).sum()), direction="higher"),
     _labels("jaccard_macro", pl.col("jaccard").mean(), direction="higher"),
-    _labels("jaccard_weighted", _weighted("jaccard"), direction="higher"),
-    *_averaged("roc_auc", _AUC, summary=7, trend=3),
+    _labels("jaccard_weighted", _weighted(pl.col("jaccard")), direction="higher"),
+    *_auc_averages(summary=7, trend=3),
     Metric("roc_auc_micro", lambda: pl.col("roc_auc"), "pooled", direction="higher"),
     bound("roc_auc_micro_error", "roc_auc_micro", lambda: pl.col("roc_auc_error"), stage="pooled"),
-    *_averaged("average_precision", _AP),
+    *_ap_averages(),
     Metric(
-        "average_precision_micro", lambda: pl.col("average_precision"), "pooled", direction="higher"
+        "average_precision_micro",
+        lambda: _zero_if_none("average_precision"),
+        "pooled",
+        direction="higher",
     ),
     bound(
         "average_precision_micro_error",
         "average_precision_micro",
-        lambda: pl.col("average_precision_error"),
+        lambda: _zero_if_none("average_precision_error"),
         stage="pooled",
     ),
     _rows("label_ranking_average_precision", _mean("lrap"), direction="higher", summary=8),

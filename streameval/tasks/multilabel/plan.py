@@ -52,8 +52,9 @@ from .metrics import metric_table as multilabel_metrics
 from .state import SUMS
 
 RESERVED = {*multilabel.ALL_COLUMNS, *COLUMNS, *PER_LABEL, "class"}
-#: What a multilabel state offers: a metric table of declared metrics, and per-label tables.
-CAPABILITIES = frozenset({"metrics", "labels"})
+#: What a multilabel state offers: a metric table of declared metrics, per-label tables and
+#: scikit-learn's classification report.
+CAPABILITIES = frozenset({"metrics", "labels", "classification"})
 #: Its own options, by their names in :func:`streameval.evaluate` (and keys of a job's
 #: ``[task]`` table), beyond those of every task (label, weight, by, precision, drop_nulls).
 OPTIONS = frozenset({"scores", "classes", "threshold", "metrics"})
@@ -96,6 +97,8 @@ class Labels:
     indicators: list[pl.Expr]
     bad: pl.Expr
     checks: list[Check]
+    #: The label columns, one per label (empty: the labels are a list column's).
+    columns: tuple[str, ...] = ()
 
 
 def _labels(schema: pl.Schema, inputs: Inputs) -> Labels:
@@ -108,9 +111,11 @@ def _labels(schema: pl.Schema, inputs: Inputs) -> Labels:
         _check_counts(classes, columns, "label columns")
         scores = _ordered_scores(inputs, classes, scores)
         indicators, bad, checks = _indicator_columns(schema, columns)
-        return Labels(classes, scores, indicators, bad, checks)
+        return Labels(classes, scores, indicators, bad, checks, tuple(columns))
     column = inputs.label
     dtype = schema[column]
+    if not isinstance(dtype, pl.List | pl.Array) and (dtype == pl.Boolean or dtype.is_numeric()):
+        return _labels(schema, replace(inputs, labels=(column,)))  # one label's column
     if not isinstance(dtype, pl.List | pl.Array):
         raise InputError(
             f"expected the labels of a multilabel task as a list of label columns or one "
@@ -144,14 +149,24 @@ def _labels(schema: pl.Schema, inputs: Inputs) -> Labels:
         )
         return Labels(classes, scores, indicators, bad, [_null_check(column), Check(bad, message)])
     values = [_coerce(v, inner, column) for v in classes]
+    if inner.is_numeric() and {0, 1} <= set(values):
+        raise InputError(
+            f"expected the list column {column!r} to hold each row's labels, but its classes "
+            f"include 0 and 1, so a list such as [1, 0] could also be one 0/1 flag per "
+            "label; hint: flags are booleans (pl.col(...).cast(pl.List(pl.Boolean))), or name "
+            "the labels other than 0 and 1"
+        )
     known = pl.lit(pl.Series(values, dtype=inner)).implode()
     unknown = listed.list.eval(~pl.element().is_in(known) | pl.element().is_null()).list.any()
+    if inner.is_numeric():  # (a label twice in a list: 0/1 flags read as labels?)
+        unknown = unknown | (listed.list.n_unique() != listed.list.len())
     indicators = [listed.list.contains(pl.lit(v, inner)) for v in values]
     shown = ", ".join(repr(c) for c in classes[:10]) + (" …" if len(classes) > 10 else "")
     check = Check(
         unknown.fill_null(False),
         f"expected the lists in {column!r} to hold only labels among the classes ({shown}), "
-        "found {count} rows with others; hint: pass classes=[...] listing every label",
+        "each once, found {count} rows with others (or one twice); hint: pass classes=[...] "
+        "listing every label; 0/1 flags per label are booleans",
     )
     return Labels(classes, scores, indicators, null | unknown, [_null_check(column), check])
 
@@ -261,13 +276,13 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
         precision=bits,
         splits=splits,
         weighted=inputs.weight is not None,
-        label=", ".join(inputs.labels) if inputs.labels else inputs.label,
+        label=", ".join(labels.columns) if labels.columns else inputs.label,
         score=None,
         weight=inputs.weight,
         positive=None,
         classes=tuple(labels.classes),
         scores=tuple(labels.scores),
-        labels=tuple(inputs.labels),
+        labels=labels.columns,
         threshold=t,
     )
     checks = [*labels.checks]
