@@ -20,6 +20,7 @@ from ..codes import hashed_key, key_code
 from ..errors import InputError
 from ..kernels.scatter import Collect, Shard
 from ..source import Engine, collect, collect_batches
+from ..spec import Spec
 
 Finish = Callable[[pl.DataFrame], pl.DataFrame]
 Build = Callable[[pl.LazyFrame, Mapping[str, Any]], tuple[pl.LazyFrame, Finish]]
@@ -105,6 +106,25 @@ def label_fields(label: str | Sequence[str]) -> dict[str, Any]:
 def label_argument(inputs: Inputs) -> str | list[str]:
     """The ``label=`` of :func:`streameval.accumulate` that :func:`label_fields` reads back."""
     return list(inputs.labels) if inputs.labels else inputs.label
+
+
+def task_spec(kind: str, opened: Opened, inputs: Inputs, **fields: Any) -> Spec:
+    """A task's spec: its kind, the source's group keys, the inputs' precision and weight.
+
+    ``fields`` are the task's own (its columns, classes, cutoffs …).
+
+    >>> o = Opened(pl.LazyFrame(), pl.Schema(), None, "streaming", ["day"])
+    >>> task_spec("regression", o, Inputs(label="y", weight="w"), label="y").weighted
+    True
+    """
+    return Spec(
+        kind=kind,
+        keys=tuple(opened.keys),
+        precision=inputs.precision,
+        weighted=inputs.weight is not None,
+        weight=inputs.weight,
+        **fields,
+    )
 
 
 def refuse_threshold(kind: str, threshold: object) -> None:

@@ -14,11 +14,10 @@ from ...kernels.collect import collect_unit
 from ...metrics.registry import names as registered
 from ...metrics.select import select_metrics
 from ...resample_draw import ROW_KEY
-from ...spec import Spec
 from ...states.data import StateData
 from ...stats.tables import binary_table
 from ...validate import diagnose_bad_rows, label_expr
-from ..common import Inputs, MetricOptions, Opened, TaskPlan, unit_reader, weight_expr
+from ..common import Inputs, MetricOptions, Opened, TaskPlan, task_spec, unit_reader, weight_expr
 from . import state as binary
 from .metrics import COLUMNS
 from .metrics import metric_table as binary_metrics
@@ -71,15 +70,13 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
         | not_allowed.fill_null(False)
         | bad_weight
     )
-    spec = Spec(
-        kind="binary",
-        keys=tuple(opened.keys),
-        precision=bits,
+    spec = task_spec(
+        "binary",
+        opened,
+        inputs,
         splits=splits,
-        weighted=inputs.weight is not None,
         label=inputs.label,
         score=score,
-        weight=inputs.weight,
         positive=pos_value if isinstance(pos_value, bool | int | float | str) else str(pos_value),
         classes=values or (),
         found=values is not None,

@@ -28,6 +28,7 @@ from ..common import (
     refuse_threshold,
     require_int,
     score_columns,
+    task_spec,
     unit_reader,
     weight_expr,
 )
@@ -233,14 +234,12 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
         bad = bad | predicted.is_null()
     for p in ps:
         bad = bad | (~p.is_finite()).fill_null(True)
-    spec = Spec(
-        kind="multiclass",
-        keys=tuple(opened.keys),
-        precision=inputs.precision,
-        weighted=inputs.weight is not None,
+    spec = task_spec(
+        "multiclass",
+        opened,
+        inputs,
         label=label,
         score=None,
-        weight=inputs.weight,
         positive=None,
         prediction=inputs.prediction,
         classes=tuple(classes),

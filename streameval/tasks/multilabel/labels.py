@@ -10,6 +10,8 @@ AUC and average precision and their bucketing bounds.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import polars as pl
 
@@ -41,6 +43,17 @@ PER_LABEL = [m.name for m in DECLARED]
 _PARTS = ("_lo", "_hi", "_se")
 
 
+@contextmanager
+def scores_as_margins() -> Iterator[None]:
+    """The labels' binary tables without the warning about scores outside [0, 1].
+
+    A multilabel table has no log loss or Brier score: its scores may be margins.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "log_loss and brier are null", UserWarning)
+        yield
+
+
 def binary_view(state: StateData) -> StateData:
     """Part 1 as the binary state of every (group, label): keys, ``label_index``, buckets."""
     spec = binary_spec(state.spec)
@@ -65,14 +78,9 @@ def label_columns(table: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
 
 
 def label_rows(state: StateData) -> pl.DataFrame:
-    """Per group and label index (``label_index``): :data:`PER_LABEL`.
-
-    Scores outside [0, 1] are margins here: the binary table's probability metrics (log
-    loss, Brier) are not among these columns, so its warning about them is not raised.
-    """
+    """Per group and label index (``label_index``): :data:`PER_LABEL`."""
     view = binary_view(state)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "log_loss and brier are null", UserWarning)
+    with scores_as_margins():
         table = binary_metrics(view, state.spec.threshold)
     return label_columns(table, view.keys)
 

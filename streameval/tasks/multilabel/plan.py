@@ -8,7 +8,6 @@ units and shards as the binary task's is; each unit's rows are summed by
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -42,11 +41,19 @@ from ..common import (
     finite_checks,
     first_problem,
     score_columns,
+    task_spec,
     unit_reader,
     weight_expr,
 )
 from . import state as multilabel
-from .labels import PER_LABEL, binary_view, label_columns, label_rows, named
+from .labels import (
+    PER_LABEL,
+    binary_view,
+    label_columns,
+    label_rows,
+    named,
+    scores_as_margins,
+)
 from .metrics import COLUMNS, assemble, stages
 from .metrics import metric_table as multilabel_metrics
 from .state import SUMS
@@ -270,15 +277,13 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
     bad = labels.bad | bad_weight
     for s in ss:
         bad = bad | (~s.is_finite()).fill_null(True)
-    spec = Spec(
-        kind="multilabel",
-        keys=tuple(opened.keys),
-        precision=bits,
+    spec = task_spec(
+        "multilabel",
+        opened,
+        inputs,
         splits=splits,
-        weighted=inputs.weight is not None,
         label=", ".join(labels.columns) if labels.columns else inputs.label,
         score=None,
-        weight=inputs.weight,
         positive=None,
         classes=tuple(labels.classes),
         scores=tuple(labels.scores),
@@ -496,8 +501,7 @@ def finish(
     label_spec = multilabel.binary_spec(spec)
     unit = replace(label_spec, keys=spec.keys)
     per_label = ranked = None
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "log_loss and brier are null", UserWarning)
+    with scores_as_margins():
         if labels is not None:
             table = grouped_metrics(labels, label_spec, [spec.threshold])
             per_label = label_columns(table, list(label_spec.keys))
@@ -543,8 +547,7 @@ def label_table(
     if ci is None:
         return named(label_rows(state), state)
     view = binary_view(state)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "log_loss and brier are null", UserWarning)
+    with scores_as_margins():
         table = binary_metrics(view, state.spec.threshold)
     names = [c for c in BINARY_COLUMNS if c not in ("n", "threshold")]
     table = binary_table(view, table, names, ci, level, auc_method)

@@ -9,7 +9,6 @@ import polars as pl
 
 from ...errors import InputError
 from ...kernels.paired import collect_paired
-from ...spec import Spec
 from ...states.data import StateData
 from ...stats.compare import model_table
 from ...validate import label_expr
@@ -22,6 +21,7 @@ from ..common import (
     finite_checks,
     first_problem,
     refuse_threshold,
+    task_spec,
     unit_reader,
     weight_expr,
 )
@@ -84,13 +84,11 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
     finite = [(~pl.col(c).cast(pl.Float64).is_finite()).fill_null(True) for c in scores]
     bad = pl.col(inputs.label).is_null() | pl.any_horizontal(finite) | bad_weight
     bad = bad | not_allowed.fill_null(False)
-    spec = Spec(
-        kind="paired",
-        keys=tuple(opened.keys),
-        precision=inputs.precision,
-        weighted=inputs.weight is not None,
+    spec = task_spec(
+        "paired",
+        opened,
+        inputs,
         label=inputs.label,
-        weight=inputs.weight,
         positive=pos_value if isinstance(pos_value, bool | int | float | str) else str(pos_value),
         classes=values or (),
         found=values is not None,

@@ -18,7 +18,6 @@ import polars as pl
 
 from ...errors import InputError
 from ...kernels.ranking import all_terms, weight_spread
-from ...spec import Spec
 from ...split.keys import add_key_hash
 from ...states.data import StateData
 from ..common import (
@@ -30,6 +29,7 @@ from ..common import (
     finite_checks,
     first_problem,
     refuse_threshold,
+    task_spec,
     weight_expr,
 )
 from . import state as ranking
@@ -118,14 +118,12 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
         | bad_query
         | bad_weight
     )
-    spec = Spec(
-        kind="ranking",
-        keys=tuple(opened.keys),
-        precision=inputs.precision,
-        weighted=inputs.weight is not None,
+    spec = task_spec(
+        "ranking",
+        opened,
+        inputs,
         label=label,
         score=score,
-        weight=inputs.weight,
         positive=None,
         query=tuple(query),
         cutoffs=ks,

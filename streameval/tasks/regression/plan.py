@@ -22,6 +22,7 @@ from ..common import (
     finite_checks,
     first_problem,
     refuse_threshold,
+    task_spec,
     unit_reader,
     weight_expr,
 )
@@ -67,14 +68,12 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
     y, f = pl.col(label).cast(pl.Float64), pl.col(prediction).cast(pl.Float64)
     w, bad_weight, weight_checks = weight_expr(inputs.weight)
     bad = (~y.is_finite()).fill_null(True) | (~f.is_finite()).fill_null(True) | bad_weight
-    spec = Spec(
-        kind="regression",
-        keys=tuple(opened.keys),
-        precision=inputs.precision,
-        weighted=inputs.weight is not None,
+    spec = task_spec(
+        "regression",
+        opened,
+        inputs,
         label=label,
         score=None,
-        weight=inputs.weight,
         positive=None,
         prediction=prediction,
         power=float(power),
