@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from . import files
 from .bucketing import EXACT_BITS, float_to_key_scalar
 from .errors import StateFileError
-from .spec import SCHEMA_VERSION, Spec
+from .spec import READABLE_VERSIONS, SCHEMA_VERSION, Spec
 from .states import kind_module
 from .states.data import StateData
 
@@ -52,7 +52,7 @@ def write_state(
     """
     table = state.table.to_arrow()
     spec = state.spec.to_json().encode()
-    version = str(SCHEMA_VERSION).encode()
+    version = str(state.spec.schema_version).encode()
     meta = dict(table.schema.metadata or {})
     meta[SPEC_KEY] = spec
     meta[VERSION_KEY] = version
@@ -93,6 +93,11 @@ def read_state_file(path: str | os.PathLike[str]) -> tuple[Spec, pl.DataFrame]:
     except UnicodeDecodeError:  # pragma: no cover - the checksum covers these bytes
         text = ""
     spec = Spec.from_json(text, source=f"the spec of {name!r}")
+    if spec.schema_version != int(version):
+        raise StateFileError(
+            f"expected the spec of {name!r} to be of the file's schema version "
+            f"{int(version)}, but it is of version {spec.schema_version}; {_RECOMPUTE}"
+        )
     validate_spec(spec, frame, name)
     return spec, frame
 
@@ -120,14 +125,15 @@ def _read_parquet(name: str) -> pa.Table:
 
 
 def _check_version(version: bytes, name: str) -> None:
-    """Refuse a file of another schema version (checked first: its checksum may differ)."""
+    """Refuse a file of a schema version this one cannot read (first: its checksum may differ)."""
     try:
         number = int(version)
     except ValueError:
         number = None
-    if number != SCHEMA_VERSION:
+    if number not in READABLE_VERSIONS:
         raise StateFileError(
-            f"expected state schema version {SCHEMA_VERSION}, but {name!r} has "
+            f"expected state schema version {SCHEMA_VERSION} (or one of "
+            f"{', '.join(map(str, READABLE_VERSIONS))}), but {name!r} has "
             f"version {version.decode(errors='replace')}; hint: recompute the state with this "
             "streameval version"
         )

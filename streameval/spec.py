@@ -11,7 +11,11 @@ from typing import Any
 from .bucketing import EXACT_BITS
 from .errors import InputError, SpecMismatchError, StateFileError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: The state schema versions this version reads. Version 2 states lack the bucketed binary
+#: hinge sums (and the multiclass ones): they read, merge with newer states (the merge is of
+#: version 2 then) and give every metric but the hinge loss, which is null.
+READABLE_VERSIONS = (2, 3)
 DEFAULT_PRECISION = 11
 KINDS = ("binary", "multiclass", "regression", "paired", "ranking", "multilabel")
 #: The key column of the one group of a state without keys, where a key column is needed.
@@ -264,10 +268,11 @@ class Spec:
         streameval.errors.SpecMismatchError: expected states computed the same way, but ...
 
         """
-        if self.found and other.found:
-            from dataclasses import replace
+        from dataclasses import replace
 
+        if self.found and other.found:
             other = replace(other, classes=self.classes)
+        other = replace(other, schema_version=self.schema_version)  # merged at the older
         if self == other:
             return
         diffs = [
@@ -283,6 +288,20 @@ class Spec:
         )
 
 
+def same_computation(first: str, second: str) -> bool:
+    """Whether two specs' JSON texts (:meth:`Spec.to_json`) differ at most in schema version.
+
+    >>> a = Spec(kind="binary", keys=(), precision=11)
+    >>> same_computation(a.to_json(), Spec(kind="binary", keys=(), precision=11,
+    ...                                    schema_version=2).to_json())
+    True
+    """
+    texts = [json.loads(first), json.loads(second)]
+    for text in texts:
+        text.pop("schema_version", None)
+    return bool(texts[0] == texts[1])
+
+
 def merged_spec(specs: list[Spec]) -> Spec:
     """The spec of the merge of states with these specs (classes found: their sorted union).
 
@@ -291,13 +310,14 @@ def merged_spec(specs: list[Spec]) -> Spec:
     >>> merged_spec([a, replace(a, classes=(1,))]).classes
     (0, 1, 2)
     """
+    from dataclasses import replace
+
     first = specs[0]
     for other in specs[1:]:
         first.check_mergeable(other)
+    first = replace(first, schema_version=min(s.schema_version for s in specs))
     if not first.found:
         return first
-    from dataclasses import replace
-
     return replace(first, classes=tuple(sorted({c for s in specs for c in s.classes})))
 
 

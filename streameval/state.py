@@ -1172,6 +1172,7 @@ def merge(states: Iterable[State]) -> State:
     if not items:
         raise InputError("expected at least one state to merge, got none")
     spec = merged_spec([s.spec for s in items])
+    items = [_at_version(s, spec.schema_version) for s in items]
     schema = items[0].table.schema
     for other in items[1:]:
         if other.table.schema != schema:
@@ -1202,6 +1203,16 @@ def merge(states: Iterable[State]) -> State:
     )
     kind.check_merged(spec, merged)
     return State(spec, merged.select(table.columns))
+
+
+def _at_version(state: State, version: int) -> State:
+    """``state`` as a state of an older schema version: the columns that version lacks dropped."""
+    if state.spec.schema_version == version:
+        return state
+    spec = replace(state.spec, schema_version=version)
+    kind = kind_module(spec)
+    keep = {*spec.keys, *kind.group_columns(spec), *kind.merge_ops(spec)}
+    return State(spec, state.table.select([c for c in state.table.columns if c in keep]))
 
 
 def read_state(path: str | os.PathLike[str]) -> State:

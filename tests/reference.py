@@ -93,6 +93,7 @@ def _metrics(
         "average_precision": skm.average_precision_score(y, p, sample_weight=w) if P > 0 else None,
         "log_loss": skm.log_loss(y, p, sample_weight=w, labels=[0, 1]) if probs else None,
         "brier": skm.brier_score_loss(y, p, sample_weight=w, labels=[0, 1]) if probs else None,
+        "hinge_loss": hinge(y, p, w),
         "tp": tp, "fp": fp, "tn": tn, "fn": fn,
         "accuracy": skm.accuracy_score(y, pred, sample_weight=w) if P + N > 0 else None,
         "error_rate": 1 - skm.accuracy_score(y, pred, sample_weight=w) if P + N > 0 else None,
@@ -121,6 +122,20 @@ def _metrics(
     return out
 
 
+def hinge(y: np.ndarray, p: np.ndarray, w: np.ndarray | None) -> float:
+    """scikit-learn's binary ``hinge_loss`` of 0/1 labels ``y`` and margins ``p``.
+
+    scikit-learn binarizes the labels it is given, so a group of one class would read as all
+    negative: a row of each class with weight 0 lets it see both (the mean is unchanged).
+    """
+    sw = np.ones(len(y)) if w is None else w
+    return float(
+        skm.hinge_loss(
+            np.append(y, [0, 1]), np.append(p, [0.0, 0.0]), sample_weight=np.append(sw, [0, 0])
+        )
+    )
+
+
 def _all_zero_weight(n: int, t: float) -> dict[str, Any]:
     """sklearn refuses all-zero weights; streameval's definition: no weight, nothing defined."""
     zero = dict.fromkeys(["positives", "negatives", "tp", "fp", "tn", "fn"], 0.0)
@@ -128,8 +143,8 @@ def _all_zero_weight(n: int, t: float) -> dict[str, Any]:
         ["precision", "recall", "specificity", "npv", "fpr", "fnr", "f1", "fbeta", "mcc"], 0.0
     )
     undefined = dict.fromkeys(
-        ["prevalence", "roc_auc", "average_precision", "log_loss", "brier", "accuracy",
-         "error_rate", "zero_one_loss", "cohen_kappa", "balanced_accuracy"]
+        ["prevalence", "roc_auc", "average_precision", "log_loss", "brier", "hinge_loss",
+         "accuracy", "error_rate", "zero_one_loss", "cohen_kappa", "balanced_accuracy"]
     )  # fmt: skip
     return {"n": n, **zero, **ratios, **undefined, "threshold": t}
 

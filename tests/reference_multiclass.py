@@ -11,7 +11,7 @@ import polars as pl
 from hypothesis import strategies as st
 from sklearn import metrics as skm
 
-from reference import per_group
+from reference import hinge, per_group
 
 TOP_K = 2
 
@@ -132,6 +132,7 @@ def _group(part: pl.DataFrame, classes: list[Any], beta: float = 1.0) -> dict[st
         return out
     out["log_loss"] = skm.log_loss(y, p, labels=labels, sample_weight=w)
     out["brier"] = skm.brier_score_loss(y, p, labels=labels, sample_weight=w)
+    out["hinge_loss"] = multiclass_hinge(y, p, sw)
     out["top_k_accuracy"] = (
         1.0  # sklearn reads two classes as binary scores; k ≥ classes always hits
         if k <= TOP_K
@@ -153,6 +154,18 @@ def _group(part: pl.DataFrame, classes: list[Any], beta: float = 1.0) -> dict[st
         ovo = skm.roc_auc_score(y, p, multi_class="ovo", labels=labels)
         assert math.isclose(ovo, out["roc_auc_ovo_macro"], rel_tol=1e-9)
     return out
+
+
+def multiclass_hinge(y: np.ndarray, p: np.ndarray, w: np.ndarray) -> float:
+    """scikit-learn's Crammer–Singer ``hinge_loss`` of class indices ``y`` and scores ``p``.
+
+    scikit-learn reads two classes as binary: there, the margin of the second class's score
+    over the first's is the decision value (what Crammer and Singer's margin is for two).
+    """
+    k = p.shape[1]
+    if k == 2:
+        return hinge(y, p[:, 1] - p[:, 0], w)
+    return float(skm.hinge_loss(y, p, labels=list(range(k)), sample_weight=w))
 
 
 def multiclass_reference(

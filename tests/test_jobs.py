@@ -331,3 +331,12 @@ def test_a_flat_source_is_one_partition_per_file(tmp_path):
     assert got["window"].to_list() == ["all"] and got["roc_auc"].item() == want["roc_auc"].item()
     (source / "file-1.parquet").unlink()
     assert run_job(job, quiet=True).dropped == ["preds/file-1.parquet"]
+
+
+def test_a_job_with_a_scores_mapping_runs_incrementally(tmp_path):
+    """The job's identity is compared as the manifest holds it (the mapping's pairs as lists)."""
+    source = write_log(tmp_path / "preds", "multiclass", days=2, rows=50)
+    job = write_job(tmp_path / "job", source, "multiclass")
+    assert run_job(job, quiet=True).processed == 2
+    write_day(source, "multiclass", 2, 50)
+    assert run_job(job, quiet=True).processed == 1

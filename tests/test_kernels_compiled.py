@@ -317,7 +317,7 @@ def test_the_grouped_frame_and_the_runs_in_either_order():
         with pytest.raises(RuntimeError, match="let go"):
             straight.runs()
     assert from_runs is not None and direct is not None
-    floats = ["_ap_num", "_log_loss", "_brier"]
+    floats = ["_ap_num", "_log_loss", "_brier", "_hinge"]
     left, right = (f.sort("g") for f in (from_runs, direct))
     assert_frame_equal(left.drop(floats), right.drop(floats), check_exact=True)
     assert_frame_equal(left.select(floats), right.select(floats), rel_tol=1e-12)

@@ -33,7 +33,8 @@ def test_auc_with_tiny_or_huge_weights_matches_sklearn(frame, scale):
 def test_error_bound_does_not_overflow_with_huge_counts():
     spec = se.Spec(kind="binary", keys=(), precision=11)
     counts = {"pos": [4_000_000_000], "neg": [4_000_000_000]}
-    table = pl.DataFrame({"bucket": [0], **counts, "log_loss": [0.0], "brier": [0.0]})
+    sums = {"log_loss": [0.0], "brier": [0.0], "psum": [0.0], "hinge": [0.0]}
+    table = pl.DataFrame({"bucket": [0], **counts, **sums})
     row = se.State(spec, table).metrics(threshold=0.0).row(0, named=True)
     assert (row["roc_auc"], row["roc_auc_error"]) == (0.5, 0.5)
 

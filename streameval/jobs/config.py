@@ -31,6 +31,7 @@ streameval.jobs.tomlkeys.JobConfigError: ...job.toml: task.lable: unknown key; d
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -157,11 +158,14 @@ class JobConfig:
         accumulate.setdefault("thresholds", [0.5])
         if isinstance(accumulate.get("scores"), dict):
             accumulate["scores"] = sorted(accumulate["scores"].items(), key=lambda kv: str(kv[0]))
-        return {
+        identity = {
             "partition_key": self.source.partition_key,
             "format": self.source.format,
             "accumulate": accumulate,
         }
+        # as the store's manifest holds it (JSON: tuples as lists), so the two compare equal
+        normal: dict[str, Any] = json.loads(json.dumps(identity, sort_keys=True, default=str))
+        return normal
 
     @property
     def windows(self) -> list[Window]:

@@ -36,7 +36,9 @@ from .partitions import safe_name
 from .store import DamagedStateError, Store
 from .windows import Window
 
-ROLLUP_FORMAT = 2  # 2: the days column
+ROLLUP_FORMAT = 3  # 2: the days column; 3: the hinge loss column
+#: A window's state table tagged with its window, end day and days, and its schema version.
+Tagged = tuple[int, pl.DataFrame]
 BATCH_ROWS = 2_000_000
 FLAT = "*"  # the one output "day" of a source without a partition key
 
@@ -160,7 +162,7 @@ class Rollups:
             return states[i]
 
         todo, rows = set(stale), 0
-        batch: list[tuple[int, list[pl.DataFrame]]] = []
+        batch: list[tuple[int, list[Tagged]]] = []
         # partition days in each running fold (a resumed fold holds the days of its window)
         sizes = {w.name: self._days(entries, begin - 1, w) for w in running if w.name in folds}
         for i in range(begin, last + 1):
@@ -177,9 +179,10 @@ class Rollups:
                     else:
                         size = len(_members(entries, i, w))
                         st = merge([state(j) for j in range(i - size + 1, i + 1)])
-                    tables.append(self._tag(st.table, w.name, entries[i].day, size))
+                    tagged = self._tag(st.table, w.name, entries[i].day, size)
+                    tables.append((st.spec.schema_version, tagged))
                 batch.append((i, tables))
-                rows += sum(t.height for t in tables)
+                rows += sum(t.height for _, t in tables)
                 if rows >= BATCH_ROWS:
                     self._flush(entries, batch, digests, save)
                     batch, rows = [], 0
@@ -251,17 +254,26 @@ class Rollups:
     def _flush(
         self,
         entries: Sequence[Entry],
-        batch: list[tuple[int, list[pl.DataFrame]]],
+        batch: list[tuple[int, list[Tagged]]],
         digests: list[str],
         save: Callable[[], None],
     ) -> None:
         assert self.spec is not None
         extra = ("window", self.key, "days") if self.key else ("window", "days")
         spec = replace(self.spec, keys=(*self.spec.keys, *extra))
-        table = pl.concat([t for _, tables in batch for t in tables], how="vertical")
+        versions: dict[int, list[pl.DataFrame]] = {}  # (a store's older states: their own)
+        for _, tables in batch:
+            for version, table in tables:
+                versions.setdefault(version, []).append(table)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            out = State(spec, table).metrics(**self.metric_kwargs)
+            outs = [
+                State(replace(spec, schema_version=v), pl.concat(parts, how="vertical")).metrics(
+                    **self.metric_kwargs
+                )
+                for v, parts in sorted(versions.items())
+            ]
+        out = pl.concat(outs, how="vertical") if len(outs) > 1 else outs[0]
         for w in caught:
             self.warn(str(w.message))
         out = self._order(out)

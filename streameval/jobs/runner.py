@@ -50,6 +50,7 @@ from typing import Any, TextIO
 
 from ..accumulate import accumulate
 from ..errors import StreamevalError
+from ..spec import same_computation
 from .config import JobConfig, load_job
 from .discover import discover
 from .lock import StoreLock
@@ -321,12 +322,14 @@ def _compute(
     for w in caught:
         warn(str(w.message))
     spec = state.spec.to_json()
-    if manifest.get("spec") not in (None, spec):
+    stored = manifest.get("spec")
+    if stored is not None and not same_computation(stored, spec):
         raise StreamevalError(
             f"source partition {label}: its state was computed differently from the states "
             "already in the store (another streameval version?); hint: run with --full-refresh"
         )
-    manifest["spec"] = spec
+    if stored is None:  # (a store's older states keep its spec: merges are at their version)
+        manifest["spec"] = spec
     rel = store.place(f"states/{safe_name(label)}.{p.digest}.parquet")
     size = store.write_state(state, rel)
     manifest["partitions"][p.value] = {

@@ -38,7 +38,7 @@ import polars as pl
 from ..errors import StateFileError
 from ..files import atomic_write, atomic_write_bytes, hash_file, is_temporary, remove_temporaries
 from ..io import write_state
-from ..spec import SCHEMA_VERSION
+from ..spec import READABLE_VERSIONS, SCHEMA_VERSION
 from ..state import State, read_state
 from ..states import kind_module
 from ..version import __version__
@@ -192,11 +192,16 @@ class Store:
     def check_versions(self, manifest: dict[str, Any]) -> None:
         """Refuse a manifest of another store format or state schema version."""
         checks = [
-            ("store format", manifest.get("store_format"), STORE_FORMAT),
-            ("state schema", manifest.get("state_schema_version"), SCHEMA_VERSION),
+            ("store format", manifest.get("store_format"), (STORE_FORMAT,), STORE_FORMAT),
+            (
+                "state schema",
+                manifest.get("state_schema_version"),
+                READABLE_VERSIONS,
+                SCHEMA_VERSION,
+            ),
         ]
-        for what, found, expected in checks:
-            if found != expected:
+        for what, found, readable, expected in checks:
+            if found not in readable:
                 raise StoreError(
                     f"expected a store of {what} version {expected}, but {self.root!r} has "
                     f"version {found!r} (written by {manifest.get('written_by', 'unknown')}); "

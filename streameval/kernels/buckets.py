@@ -67,18 +67,36 @@ def bucket_keys(key: I64, precision: int, splits: tuple[float, ...]) -> I64:
     return out
 
 
-def _losses(runs: Runs, score: F64) -> tuple[F64, F64]:
-    """Σ log loss and Σ squared error of each run's rows (weighted when the runs are)."""
+#: Each run's (or bucket's) log-loss, squared-error and hinge sums.
+Losses = tuple[F64, F64, F64]
+
+
+def hinge_terms(pos: npt.NDArray[Any], neg: npt.NDArray[Any], score: F64) -> F64:
+    """Each run's hinge loss sum, pos·max(0, 1 − score) + neg·max(0, 1 + score).
+
+    >>> hinge_terms(np.array([2, 0]), np.array([1, 3]), np.array([0.5, -2.0])).tolist()
+    [2.5, 0.0]
+    """
+    up = np.maximum(np.subtract(1.0, score), 0.0)
+    down = np.maximum(np.add(1.0, score), 0.0)
+    out: F64 = (pos * up + neg * down).astype(np.float64, copy=False)
+    return out
+
+
+def _losses(runs: Runs, score: F64) -> Losses:
+    """Σ log loss, Σ squared error and Σ hinge loss of each run's rows (weighted if they are)."""
     clipped = np.clip(score, EPS, 1.0 - EPS)
     if runs.single:  # one row per run: one term, the very float the Polars path sums
         y = runs.pos.astype(bool)
         miss = np.where(y, score - 1.0, score)
-        return -np.log(np.where(y, clipped, 1.0 - clipped)), miss * miss
+        hinge = np.maximum(np.where(y, 1.0 - score, 1.0 + score), 0.0)
+        return -np.log(np.where(y, clipped, 1.0 - clipped)), miss * miss, hinge
     pos, neg = runs.pos, runs.neg
     miss = score - 1.0
     ll = pos * -np.log(clipped) + neg * -np.log(1.0 - clipped)
     sq = pos * (miss * miss) + neg * (score * score)
-    return ll.astype(np.float64, copy=False), sq.astype(np.float64, copy=False)
+    hinge = hinge_terms(pos, neg, score)
+    return ll.astype(np.float64, copy=False), sq.astype(np.float64, copy=False), hinge
 
 
 @dataclass
@@ -115,7 +133,7 @@ def bucket_sums(runs: Runs, spec: Spec) -> Buckets | None:
     with small_pages(), np.errstate(over="ignore", invalid="ignore"):
         key = runs.key()
         score = key_floats(key)
-        ll, sq = _losses(runs, score)
+        ll, sq, hinge = _losses(runs, score)
         psum = (runs.pos + runs.neg) * score
         del score
         if not (np.isfinite(sq).all() and np.isfinite(ll).all()):
@@ -134,6 +152,7 @@ def bucket_sums(runs: Runs, spec: Spec) -> Buckets | None:
             "log_loss": np.add.reduceat(ll, starts) + 0.0,
             "brier": np.add.reduceat(sq, starts) + 0.0,
             "psum": np.add.reduceat(psum, starts) + 0.0,
+            "hinge": np.add.reduceat(hinge, starts) + 0.0,
         }
         if runs.n is not None:
             sums["n"] = np.add.reduceat(runs.n, starts)
@@ -172,8 +191,8 @@ def bucketed_state(
     return state_frame(runs, buckets.group, buckets.bucket, buckets.sums, spec, schema, constants)
 
 
-def bucket_runs(runs: Runs, spec: Spec) -> tuple[Runs, F64, F64] | None:
-    """The buckets as runs (for the direct metrics), with their log-loss and Brier sums.
+def bucket_runs(runs: Runs, spec: Spec) -> tuple[Runs, Losses] | None:
+    """The buckets as runs (for the direct metrics), with their log-loss, Brier and hinge sums.
 
     Parameters
     ----------
@@ -184,13 +203,13 @@ def bucket_runs(runs: Runs, spec: Spec) -> tuple[Runs, F64, F64] | None:
 
     Returns
     -------
-    tuple of (Runs, ndarray, ndarray) or None
+    tuple of (Runs, tuple of ndarray) or None
         None when some squared error overflows, or the buckets' keys do not pack.
 
     """
     if runs.sums is not None:  # already the buckets (:mod:`.dense`)
         _check_bucketed(runs, spec)
-        return runs, runs.sums["log_loss"], runs.sums["brier"]
+        return runs, _bucket_losses(runs.sums)
     buckets = bucket_sums(runs, spec)
     if buckets is None:
         return None
@@ -200,7 +219,11 @@ def bucket_runs(runs: Runs, spec: Spec) -> tuple[Runs, F64, F64] | None:
     field, value, low, high = packed
     sums = buckets.sums
     out = Runs(value, sums["pos"], sums["neg"], None, field, low, high, runs.groups)  # type: ignore[arg-type]
-    return out, sums["log_loss"], sums["brier"]  # type: ignore[return-value]
+    return out, _bucket_losses(sums)
+
+
+def _bucket_losses(sums: Mapping[str, npt.NDArray[Any]]) -> Losses:
+    return sums["log_loss"], sums["brier"], sums["hinge"]
 
 
 def _check_bucketed(runs: Runs, spec: Spec) -> None:

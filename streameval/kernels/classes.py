@@ -141,7 +141,7 @@ class ClassRows:
         limits = draw_limits()
         index = np.arange(codes.size, dtype=np.int64).view(np.float64)
         with small_pages():
-            scores = _columns(frame, names)
+            scores = _columns(frame, names, codes.size)
             placed = [
                 place_keyed(kernel, (codes, scores[k], actual), weights, row_keys, size, index)
                 for k in range(len(names))
@@ -206,7 +206,7 @@ class ClassRows:
         keys, codes, size, frame = self._groups()
         names, (actual, predicted, weights) = self._arrays(frame)
         with small_pages():
-            matrix = _columns(frame, names)
+            matrix = _columns(frame, names, codes.size)
         del frame
         rows = (actual, predicted, matrix, weights)
         table = state_table(keys, codes, size, rows, spec, schema, constants, (EPS, _TOLERANCE))
@@ -286,7 +286,7 @@ def _cells(
     """The confusion cells' counts and sums (:func:`.classloops.row_cells`)."""
     actual, predicted, scores, weights = rows
     with small_pages():
-        matrix = _columns(scores, scores.columns)
+        matrix = _columns(scores, scores.columns, codes.size)
         out: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] = classloops.row_cells(
             codes, actual, predicted, matrix, weights, spec.top_k, EPS, _TOLERANCE, shape
         )
@@ -294,14 +294,17 @@ def _cells(
     return out
 
 
-def _columns(frame: pl.DataFrame, names: list[str]) -> npt.NDArray[np.float64]:
-    """The score columns side by side (columns × rows), in a reused buffer.
+def _columns(frame: pl.DataFrame, names: list[str], rows: int) -> npt.NDArray[np.float64]:
+    """The score columns side by side (columns × ``rows``), in a reused buffer.
+
+    Without columns the matrix is 0 × ``rows`` (a frame of no columns has no height), so the
+    loops' ``scores[:, i]`` is an empty column, never an index past the end.
 
     Each column is copied chunk by chunk into its row of the buffer (a row-major copy would
     write every value to a stride of its own, and a fresh array's pages are faulted in).
     """
-    out: npt.NDArray[np.float64] = buffer(len(names) * frame.height, np.float64)
-    out = out.reshape(len(names), frame.height)
+    out: npt.NDArray[np.float64] = buffer(len(names) * rows, np.float64)
+    out = out.reshape(len(names), rows)
     for k, name in enumerate(names):
         for start, (values,) in chunks(frame, [name]):
             out[k, start : start + values.size] = values
@@ -349,6 +352,7 @@ def _confusion(
         values["w"] = sums[0][filled] + 0.0
     if spec.scores:
         values.update(log_loss=sums[1][filled], brier=sums[2][filled], top_k=sums[3][filled])
+        values["hinge"] = sums[4][filled]
         values.update(n_outside=counts[1][filled], n_unnormalized=counts[2][filled])
     columns.update({name: values[name] for name in merge_ops(spec)})
     return pl.DataFrame(columns).select(*spec.keys, *group_columns(spec), *merge_ops(spec))

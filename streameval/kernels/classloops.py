@@ -60,14 +60,15 @@ def row_cells(codes, actual, predicted, scores, weights, top_k, eps, tolerance, 
         Rows, rows with a score outside [0, 1], and rows whose scores do not sum to 1 (a row
         per sum, a column per cell).
     sums : ndarray of float64
-        Σw, and Σw·term of the log loss, the Brier score and the top-k hits (a row each).
+        Σw, and Σw·term of the log loss, the Brier score, the top-k hits and the hinge loss
+        (a row each).
 
     """
     groups, classes, guesses = shape
     cells = groups * classes * guesses
     # a cell's sums side by side: a row touches one or two cache lines, not seven
     counts = np.zeros((cells, 3), np.int64)
-    sums = np.zeros((cells, 4), np.float64)
+    sums = np.zeros((cells, 5), np.float64)
     weighted = weights.size > 0
     cell, flags, terms = _scratch()
     for lo in range(0, codes.size, BLOCK):
@@ -85,17 +86,19 @@ def row_cells(codes, actual, predicted, scores, weights, top_k, eps, tolerance, 
                 sums[c, 1] += w * terms[r, 0]
                 sums[c, 2] += w * terms[r, 1]
                 sums[c, 3] += w * terms[r, 2]
+                sums[c, 4] += w * terms[r, 3]
             else:
                 sums[c, 1] += terms[r, 0]
                 sums[c, 2] += terms[r, 1]
                 sums[c, 3] += terms[r, 2]
+                sums[c, 4] += terms[r, 3]
     return counts.T.copy(), sums.T.copy()
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _scratch():  # type: ignore[no-untyped-def]
-    """Room for a block's cells, flags (2 a row) and loss terms (3 a row): :func:`_terms`."""
-    return np.empty(BLOCK, np.int64), np.empty((BLOCK, 2), np.int64), np.empty((BLOCK, 3))
+    """Room for a block's cells, flags (2 a row) and loss terms (4 a row): :func:`_terms`."""
+    return np.empty(BLOCK, np.int64), np.empty((BLOCK, 2), np.int64), np.empty((BLOCK, 4))
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -124,21 +127,25 @@ def score_checks(row, tolerance):  # type: ignore[no-untyped-def]
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def class_terms(row, k, top_k, eps):  # type: ignore[no-untyped-def]
-    """A row's log loss, Brier and top-k hit terms were its class column ``k``'s.
+    """A row's log loss, Brier, top-k hit and hinge terms were its class column ``k``'s.
 
     ``row`` holds the row's scores. A later column tied with column k counts as above it
-    (sklearn's stable sort); the log loss clips p_k to [eps, 1 − eps].
+    (sklearn's stable sort); the log loss clips p_k to [eps, 1 − eps]; the hinge loss is
+    Crammer and Singer's, max(0, 1 − (p_k − the highest other score)).
     """
     p = row[k]
     others = 0.0
     above = 0
+    rival = -np.inf
     for j in range(row.size):
         if j != k:
             s = row[j]
             others += s * s
             above += (s >= p) if j > k else (s > p)
+            rival = max(rival, s)
     loss = -np.log(min(max(p, eps), 1.0 - eps))
-    return loss, others + (1.0 - p) * (1.0 - p), 1.0 if above < top_k else 0.0
+    hinge = max(0.0, 1.0 - (p - rival))
+    return loss, others + (1.0 - p) * (1.0 - p), 1.0 if above < top_k else 0.0, hinge
 
 
 @jit
@@ -148,8 +155,8 @@ def _terms(lo, hi, rows, options, shape, cell, flags, terms):  # type: ignore[no
     ``rows`` holds the group codes, actual and predicted classes and scores; ``options``
     ``top_k``, ``eps`` and ``tolerance``. Row ``lo + r`` gets its cell in ``cell[r]``, whether
     a score is outside [0, 1] and whether its scores do not sum to 1 in ``flags[r]``, and its
-    log loss, Brier and top-k hit terms (unweighted; 0 without score columns, or for a class
-    without one) in ``terms[r]``.
+    log loss, Brier, top-k hit and hinge terms (unweighted; 0 without score columns, or for a
+    class without one) in ``terms[r]``.
     """
     codes, actual, predicted, scores = rows
     top_k, eps, tolerance = options
@@ -165,7 +172,9 @@ def _terms(lo, hi, rows, options, shape, cell, flags, terms):  # type: ignore[no
         terms[r, :] = 0.0
         if a >= columns:  # (a class without a score column: refused at finalize)
             continue
-        terms[r, 0], terms[r, 1], terms[r, 2] = class_terms(scores[:, i], a, top_k, eps)
+        terms[r, 0], terms[r, 1], terms[r, 2], terms[r, 3] = class_terms(
+            scores[:, i], a, top_k, eps
+        )
 
 
 @jit
@@ -180,7 +189,7 @@ def replicate_cells(codes, actual, predicted, scores, weights, keys, options, sh
     cells = groups * classes * guesses
     reps = salts.size
     counts = np.zeros((cells, reps, 3), np.int64)
-    sums = np.zeros((cells, reps, 4), np.float64)
+    sums = np.zeros((cells, reps, 5), np.float64)
     keyed = keys.size > 0
     cell, flags, terms = _scratch()
     for lo in range(0, codes.size, BLOCK):
@@ -202,6 +211,7 @@ def replicate_cells(codes, actual, predicted, scores, weights, keys, options, sh
                 sums[c, b, 1] += w * terms[r, 0]
                 sums[c, b, 2] += w * terms[r, 1]
                 sums[c, b, 3] += w * terms[r, 2]
+                sums[c, b, 4] += w * terms[r, 3]
     return counts.transpose(1, 2, 0).copy(), sums.transpose(1, 2, 0).copy()
 
 

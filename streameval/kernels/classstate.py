@@ -178,9 +178,9 @@ def score_cells(bounds, scores, weights, column, options, shift):  # type: ignor
     counts : ndarray of int64
         Its rows.
     sums : 2-d ndarray of float64
-        Σw, and Σw·term of the log loss, the Brier score and the top-k hit, were the rows'
-        class column ``column``'s (:func:`streameval.tasks.multiclass.state.state_query`); a
-        row a sum.
+        Σw, and Σw·term of the log loss, the Brier score, the top-k hit and the hinge loss,
+        were the rows' class column ``column``'s
+        (:func:`streameval.tasks.multiclass.state.state_query`); a row a sum.
 
     """
     classes, top_k, eps = options
@@ -188,7 +188,7 @@ def score_cells(bounds, scores, weights, column, options, shift):  # type: ignor
     bucket = np.empty(size, np.int64)
     segment = np.empty(size, np.int64)
     counts = np.empty(size, np.int64)
-    sums = np.empty((size, 4), np.float64)  # a cell's sums side by side
+    sums = np.empty((size, 5), np.float64)  # a cell's sums side by side
     table = np.full(1 << MOST_BITS, -1, np.int64)
     ordered = scores.view(np.int64)  # (the scores' bits)
     emitted = 0
@@ -222,7 +222,7 @@ def score_cells(bounds, scores, weights, column, options, shift):  # type: ignor
                 at = emitted
                 table[h] = at
                 bucket[at], segment[at], counts[at] = key, s, 0
-                for j in range(4):
+                for j in range(5):
                     sums[at, j] = 0.0
                 emitted += 1
                 if 2 * (emitted - first) > (1 << bits):  # half full: twice the slots
@@ -236,13 +236,14 @@ def score_cells(bounds, scores, weights, column, options, shift):  # type: ignor
                         while table[g] >= 0:
                             g = (g + 1) & mask
                         table[g] = b
-            loss, brier, hit = class_terms(scores[r], column, top_k, eps)
+            loss, brier, hit, hinge = class_terms(scores[r], column, top_k, eps)
             w = weights[r] if weights.size else 1.0
             counts[at] += 1
             sums[at, 0] += w
             sums[at, 1] += w * loss
             sums[at, 2] += w * brier
             sums[at, 3] += w * hit
+            sums[at, 4] += w * hinge
     group = np.empty(emitted, np.int64)
     actual = np.empty(emitted, np.int32)
     for at in range(emitted):
@@ -376,7 +377,7 @@ def _score_rows(
     }
     if spec.weighted:
         values["w"] = sums[0]
-    values.update(log_loss=sums[1], brier=sums[2], top_k=sums[3])
+    values.update(log_loss=sums[1], brier=sums[2], top_k=sums[3], hinge=sums[4])
     return _rows(keys, (group, actual), values, spec)
 
 

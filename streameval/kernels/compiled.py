@@ -184,7 +184,7 @@ class CompiledCells(Staged):
         """The grouped frame of the unit straight from its rows.
 
         As :func:`.metrics.runs_grouped` of :meth:`runs`, unweighted integer sums and the AP
-        numerator bit for bit; the log-loss and Brier sums differ in the last bits (the log
+        numerator bit for bit; the log-loss, Brier and hinge sums differ in the last bits (the log
         loss is the log of a product, :func:`.loops.group_metrics`), and so do weighted sums
         (:func:`.weightedloops.weighted_metrics`). After a frame, :meth:`runs` raises: the
         rows are let go. None (the runs' or the state's finalize) when a weighted pair sum
@@ -224,6 +224,7 @@ class CompiledCells(Staged):
                 "_brier": sums[2],
                 "_ap_over": sums[3] * scale,
                 "_ap_under": sums[4] * scale,
+                "_hinge": sums[7],
                 **(delong_variance(positives, negatives, sums[5], sums[6]) if variance else {}),
             },
             outside,
@@ -409,7 +410,7 @@ def _slot_above(key: int, spec: Spec, cuts: I64) -> tuple[int, int]:
 
 def _sums(got: F64, weighted: bool) -> dict[str, npt.NDArray[np.generic]] | None:
     """The filled cells' sums by name (None if a float sum overflowed); a row of ``got`` each."""
-    floats = got[-3:]
+    floats = got[-4:]
     # a squared error that overflows makes its cell's sum inf (or nan, times a zero weight)
     if not np.isfinite(floats).all():
         return None
@@ -417,6 +418,7 @@ def _sums(got: F64, weighted: bool) -> dict[str, npt.NDArray[np.generic]] | None
         "log_loss": np.negative(floats[0]) + 0.0,  # +0.0: -0.0 becomes 0.0, as in Polars
         "brier": floats[1] + 0.0,
         "psum": floats[2] + 0.0,
+        "hinge": floats[3] + 0.0,
     }
     if weighted:
         out["n"] = got[0].astype(np.int64)

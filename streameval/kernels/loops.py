@@ -199,14 +199,16 @@ def block_sums(words, weights, bounds, starts, occupied, tops, p, cuts, cut_tops
     (``key >> (52 − p)``, less the binade's first), moved up in a binade with splits inside
     its buckets (``cut_tops``) by the splits (sorted ``cuts``) at or below its key.
 
-    Unweighted sums (``weights`` empty): negatives, positives, Σterm, Σ(p − y)², Σp;
-    weighted: rows, Σw·y, Σw·(1 − y), Σw·term, Σw·(p − y)², Σw·p. The log-loss term is
-    the log of the probability of the row's label, clipped to [eps, 1 − eps] (sklearn's).
+    Unweighted sums (``weights`` empty): negatives, positives, Σterm, Σ(p − y)², Σp,
+    Σ hinge; weighted: rows, Σw·y, Σw·(1 − y), Σw·term, Σw·(p − y)², Σw·p, Σw·hinge. The
+    log-loss term is the log of the probability of the row's label, clipped to
+    [eps, 1 − eps] (sklearn's); the hinge term max(0, 1 − p) for a positive, max(0, 1 + p)
+    for a negative.
     Counts are float64: exact below 2**53 rows. Each cell's sums are added in row order, as
     ``np.bincount`` adds them.
     """
     weighted = weights.size > 0
-    width = 6 if weighted else 5
+    width = 7 if weighted else 6
     widest, _, _, every, touched = _layout(bounds, starts, occupied, tops.size)
     window = np.zeros((widest, width), np.float64)
     most = min(words.size, starts[-1])
@@ -232,10 +234,12 @@ def block_sums(words, weights, bounds, starts, occupied, tops, p, cuts, cut_tops
             if (word >> _TOP) & 1:
                 term = np.log(q)
                 d = score - 1.0
+                hinge = max(0.0, 1.0 - score)
                 at = 1
             else:
                 term = np.log(abs(q - 1.0))
                 d = score
+                hinge = max(0.0, 1.0 + score)
                 at = 0 if not weighted else 2
             if weighted:
                 w = weights[r]
@@ -244,11 +248,13 @@ def block_sums(words, weights, bounds, starts, occupied, tops, p, cuts, cut_tops
                 window[c, 3] += term * w
                 window[c, 4] += d * d * w
                 window[c, 5] += score * w
+                window[c, 6] += hinge * w
             else:
                 window[c, at] += 1.0
                 window[c, 2] += term
                 window[c, 3] += d * d
                 window[c, 4] += score
+                window[c, 5] += hinge
         code = occupied[o] // ntops
         rows = bounds[o + 1] - bounds[o]
         for c in _slots(touched, rows, every, starts[o + 1] - starts[o]):
@@ -278,7 +284,8 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
     minus the log-loss terms' sum, the squared errors' sum, and the AP bound's two sums
     (:func:`_ap_terms`, in that second pass); with ``delong``, also the sums behind
     DeLong's variance of the AUC, Σ pos·(V₁₀ − A)² and Σ neg·(V₀₁ − A)² over the buckets
-    (:func:`_placement_terms`; 0 without ``delong`` or without both classes).
+    (:func:`_placement_terms`; 0 without ``delong`` or without both classes); last, the
+    hinge losses' sum (:func:`block_sums`' terms).
 
     The terms' sum is the log of their product, kept as a float in [1, 2) times a power of
     two counted apart (renormalized every 16 rows: a clipped probability is at least eps),
@@ -293,7 +300,7 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
     nmarks = marks.shape[1]
     codes = np.empty(groups, np.uint64)
     counts = np.zeros((4 + 2 * nmarks, groups), np.int64)
-    sums = np.zeros((7, groups), np.float64)
+    sums = np.zeros((8, groups), np.float64)
     kept = np.empty((most, 2), np.int64)  # a group's buckets, for the second pass
     shift = _TOP - p
     high = 1.0 - eps
@@ -314,6 +321,7 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
         power = np.int64(0)
         since = 0
         brier = 0.0
+        hinge = 0.0
         first_cell = o
         while o < occupied.size and occupied[o] // ntops == code:
             top, floor, first, cut = _coarse(occupied[o], tops, ntops, shift, cut_tops)
@@ -331,6 +339,7 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
                 product *= abs(q - (1.0 - label))
                 d = score - label
                 brier += d * d
+                hinge += max(0.0, 1.0 - (2 * label - 1) * score)
                 since += 1
                 if since == 16:  # keep the product in [1, 2): its exponent goes to power
                     bits = np.float64(product).view(np.int64)
@@ -403,6 +412,7 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
         sums[4, g] = under
         sums[5, g] = s10
         sums[6, g] = s01
+        sums[7, g] = hinge
     return codes, counts, sums, largest
 
 

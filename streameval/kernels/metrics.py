@@ -25,7 +25,7 @@ from ..bucketing import EPS, float_to_key_scalar, key_floats
 from ..pairsums import ap_bound_terms, twice_pairs
 from ..spec import ALL, Spec
 from . import small_pages
-from .buckets import bucket_runs
+from .buckets import Losses, bucket_runs, hinge_terms
 from .dense import SAFE
 from .loops import run_placements
 from .runs import F64, I64, Runs
@@ -101,7 +101,7 @@ def aggregates(
     runs: Runs,
     thresholds: list[float],
     all_key: str,
-    losses: tuple[F64, F64] | None = None,
+    losses: Losses | None = None,
     variance: bool = False,
 ) -> pl.DataFrame:
     """One row per group: the key columns and the aggregates the metric formulas read.
@@ -115,7 +115,8 @@ def aggregates(
     all_key : str
         Name of the constant key column added when the unit has no key columns.
     losses : tuple of ndarray, optional
-        Each run's log-loss and Brier sums (bucket runs); by default, from each run's score.
+        Each run's log-loss, Brier and hinge sums (bucket runs); by default, from each run's
+        score.
     variance : bool
         Add each group's DeLong variance of the AUC, ``_var`` (:func:`delong_variance`).
 
@@ -149,6 +150,7 @@ def aggregates(
     else:
         floats["_log_loss"] = np.add.reduceat(losses[0], firsts)
         floats["_brier"] = np.add.reduceat(losses[1], firsts)
+        floats["_hinge"] = np.add.reduceat(losses[2], firsts)
     counts = []
     for t in thresholds:
         counts.append(g.totals(_threshold_index(runs, g, float_to_key_scalar(t))))
@@ -223,7 +225,7 @@ def weighted_grouped(
     if not np.isfinite(sums).all():
         return None
     total = rows[0]
-    at = {i: (rows[1 + j], *(sums[9 + 4 * j + k] for k in range(4))) for i, j in place.items()}
+    at = {i: (rows[1 + j], *(sums[10 + 4 * j + k] for k in range(4))) for i, j in place.items()}
     zero, above_one = at[count][0], at[count + 1][0]
     return grouped_frame(
         keys,
@@ -236,6 +238,7 @@ def weighted_grouped(
             "_brier": sums[6] + 0.0,
             "_ap_over": sums[7],
             "_ap_under": sums[8],
+            "_hinge": sums[9] + 0.0,
             **(delong_variance(sums[0], sums[1], *sums[-2:]) if variance else {}),
         },
         zero + (total - above_one),
@@ -343,11 +346,11 @@ def _ap_sums(pos: I64, at: I64, g: _Groups, scale: float) -> dict[str, F64]:
 
 
 def _losses(runs: Runs, pos: I64, firsts: I64) -> dict[str, npt.NDArray[np.generic]]:
-    """Σ log loss and Σ Brier score per group, from each run's score.
+    """Σ log loss, Σ Brier score and Σ hinge loss per group, from each run's score.
 
     Per run, as the Polars expressions: ``-(pos·log p) − neg·log(1 − p)`` with p clipped,
-    and ``pos·(1 − p)² + neg·p²``. A run of one row keeps one term, which is exactly the
-    same float (the other is ±0).
+    ``pos·(1 − p)² + neg·p²`` and ``pos·max(0, 1 − p) + neg·max(0, 1 + p)``. A run of one
+    row keeps one term, which is exactly the same float (the other is ±0).
     """
     score = key_floats(runs.key()) if runs.key_min < 0 else runs.key().view(np.float64)
     buffer = np.clip(score, EPS, 1.0 - EPS)
@@ -376,7 +379,9 @@ def _losses(runs: Runs, pos: I64, firsts: I64) -> dict[str, npt.NDArray[np.gener
         np.multiply(other, neg, out=other)
         np.add(buffer, other, out=buffer)
     brier = np.add.reduceat(buffer, firsts)
-    return {"_log_loss": log_loss, "_brier": brier}
+    neg = 1 - pos if runs.single else runs.neg.astype(np.int64, copy=False)
+    hinge = np.add.reduceat(hinge_terms(pos, neg, score), firsts)
+    return {"_log_loss": log_loss, "_brier": brier, "_hinge": hinge}
 
 
 def _outside(runs: Runs, pos: I64, firsts: I64) -> I64:
@@ -433,7 +438,6 @@ def runs_grouped(
         buckets = bucket_runs(runs, spec)
         if buckets is None:
             return None
-        runs, *sums = buckets
-        losses = (sums[0], sums[1])
+        runs, losses = buckets
     with small_pages():
         return aggregates(runs, thresholds, ALL, losses, variance)

@@ -71,14 +71,15 @@ def _keep(window, c, top, marks, rows, crossed, kept, g, at):  # type: ignore[no
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _finish(kept, crossed, rows, sums, scales, g, at, loss, brier, delong):  # type: ignore[no-untyped-def]
+def _finish(kept, crossed, rows, sums, scales, g, at, losses, delong):  # type: ignore[no-untyped-def]
     """Group ``g``'s sums from its buckets ``kept`` (``at`` as :func:`_keep` leaves it).
 
     From the top bucket down (as the Polars finalize sums): the weight at or above each
     bucket, so that no ratio is a difference of large sums, and the weight below and at or
     above each mark, each summed apart (a mark below every bucket: the totals). The pair and
     AP sums take weights scaled by a power of two that brings the group's heaviest bucket
-    near 1, so that no product underflows or overflows. With ``delong``, the sums behind
+    near 1, so that no product underflows or overflows. ``losses`` are the group's log-loss
+    terms', squared errors' and hinge losses' sums. With ``delong``, the sums behind
     DeLong's variance (:func:`.loops._placement_terms`, of unscaled weights) follow the
     marks' sums.
     """
@@ -101,12 +102,12 @@ def _finish(kept, crossed, rows, sums, scales, g, at, loss, brier, delong):  # t
     mark = nmarks - 1
     for k in range(nkept - 1, -1, -1):
         while mark >= 0 and crossed[mark] > k:
-            sums[11 + 4 * mark, g] = above_pos
-            sums[12 + 4 * mark, g] = above_neg
+            sums[12 + 4 * mark, g] = above_pos
+            sums[13 + 4 * mark, g] = above_neg
             mark -= 1
         for m in range(mark + 1, nmarks):  # the marks above this bucket
-            sums[9 + 4 * m, g] += kept[k, 0]
-            sums[10 + 4 * m, g] += kept[k, 1]
+            sums[10 + 4 * m, g] += kept[k, 0]
+            sums[11 + 4 * m, g] += kept[k, 1]
         above_pos += kept[k, 0]
         above_neg += kept[k, 1]
         cp = kept[k, 0] * scale
@@ -121,8 +122,8 @@ def _finish(kept, crossed, rows, sums, scales, g, at, loss, brier, delong):  # t
             over += up
             under += down
     while mark >= 0:
-        sums[11 + 4 * mark, g] = above_pos
-        sums[12 + 4 * mark, g] = above_neg
+        sums[12 + 4 * mark, g] = above_pos
+        sums[13 + 4 * mark, g] = above_neg
         mark -= 1
     rows[0, g] = below_rows
     sums[0, g] = above_pos
@@ -130,10 +131,11 @@ def _finish(kept, crossed, rows, sums, scales, g, at, loss, brier, delong):  # t
     sums[2, g] = pairs
     sums[3, g] = ties
     sums[4, g] = ap
-    sums[5, g] = -loss
-    sums[6, g] = brier
+    sums[5, g] = -losses[0]
+    sums[6, g] = losses[1]
     sums[7, g] = over
     sums[8, g] = under
+    sums[9, g] = losses[2]
     scales[g] = scale
     if delong and scaled_pos > 0.0 and scaled_neg > 0.0:
         auc = pairs / (2.0 * scaled_pos * scaled_neg)
@@ -149,8 +151,8 @@ def _finish(kept, crossed, rows, sums, scales, g, at, loss, brier, delong):  # t
             )
             s10 += d10
             s01 += d01
-        sums[9 + 4 * nmarks, g] = s10
-        sums[10 + 4 * nmarks, g] = s01
+        sums[10 + 4 * nmarks, g] = s10
+        sums[11 + 4 * nmarks, g] = s01
 
 
 # (NumPy's error model: a float divided by 0 is inf or nan, as in the Polars finalize)
@@ -167,7 +169,7 @@ def run_metrics(keys, pos, neg, n, firsts, ends, mark_keys, eps, delong):  # typ
     groups = firsts.size
     nmarks = mark_keys.size
     rows = np.zeros((1 + nmarks, groups), np.int64)
-    sums = np.zeros((11 + 4 * nmarks, groups), np.float64)
+    sums = np.zeros((12 + 4 * nmarks, groups), np.float64)
     scales = np.empty(groups, np.float64)
     most = 0
     for g in range(groups):
@@ -182,6 +184,7 @@ def run_metrics(keys, pos, neg, n, firsts, ends, mark_keys, eps, delong):  # typ
         heaviest = 0.0
         loss = 0.0
         brier = 0.0
+        hinge = 0.0
         for r in range(firsts[g], ends[g]):
             while mark < nmarks and keys[r] >= mark_keys[mark]:
                 rows[1 + mark, g] = below
@@ -198,6 +201,7 @@ def run_metrics(keys, pos, neg, n, firsts, ends, mark_keys, eps, delong):  # typ
             q = min(max(score, eps), high)
             loss += cp * np.log(q) + cn * np.log(1.0 - q)
             brier += cp * (score - 1.0) ** 2 + cn * (score * score)
+            hinge += cp * max(0.0, 1.0 - score) + cn * max(0.0, 1.0 + score)
         _finish(
             kept,
             crossed,
@@ -206,8 +210,7 @@ def run_metrics(keys, pos, neg, n, firsts, ends, mark_keys, eps, delong):  # typ
             scales,
             g,
             (mark, nkept, below, heaviest),
-            loss,
-            brier,
+            (loss, brier, hinge),
             delong,
         )
     return rows, sums, scales
@@ -233,9 +236,9 @@ def weighted_metrics(  # type: ignore[no-untyped-def]
         A row each: positive and negative weight; the AUC's pair sum
         2·Σ neg·(positive weight above) + Σ pos·neg and its tie part Σ pos·neg; Σ pos times
         the precision at or above the bucket; minus the log-loss terms' sum; the squared
-        errors' sum; the AP bound's two sums; then per mark the positive and negative weight
-        below it, and at or above it; then DeLong's two sums (0 without ``delong``). The pair
-        and AP sums are of scaled weights.
+        errors' sum; the AP bound's two sums; the hinge losses' sum; then per mark the
+        positive and negative weight below it, and at or above it; then DeLong's two sums (0
+        without ``delong``). The pair and AP sums are of scaled weights.
     scales : ndarray of float64
         Each group's scale: the power of two its pair and AP sums' weights were scaled by.
 
@@ -246,7 +249,7 @@ def weighted_metrics(  # type: ignore[no-untyped-def]
     nmarks = marks.shape[1]
     codes = np.empty(groups, np.uint64)
     rows = np.zeros((1 + nmarks, groups), np.int64)
-    sums = np.zeros((11 + 4 * nmarks, groups), np.float64)
+    sums = np.zeros((12 + 4 * nmarks, groups), np.float64)
     scales = np.empty(groups, np.float64)
     kept = np.empty((most, 2), np.float64)
     crossed = np.empty(nmarks, np.int64)  # buckets below each mark
@@ -261,6 +264,7 @@ def weighted_metrics(  # type: ignore[no-untyped-def]
         at = (0, 0, 0, 0.0)
         loss = 0.0
         brier = 0.0
+        hinge = 0.0
         while o < occupied.size and occupied[o] // ntops == code:
             top, floor, first, cut = _coarse(occupied[o], tops, ntops, shift, cut_tops)
             # (the row decoded here, not by loops._row: through it this loop took 45% longer)
@@ -280,11 +284,12 @@ def weighted_metrics(  # type: ignore[no-untyped-def]
                 loss += w * np.log(abs(q - (1.0 - label)))
                 d = score - label
                 brier += w * (d * d)
+                hinge += w * max(0.0, 1.0 - (2 * label - 1) * score)
             rows_in = bounds[o + 1] - bounds[o]
             for c in _slots(touched, rows_in, every, starts[o + 1] - starts[o]):
                 at = _keep(window, c, top, marks, rows, crossed, kept, g, at)
             o += 1
-        _finish(kept, crossed, rows, sums, scales, g, at, loss, brier, delong)
+        _finish(kept, crossed, rows, sums, scales, g, at, (loss, brier, hinge), delong)
     return codes, rows, sums, scales
 
 
@@ -293,15 +298,15 @@ def replicate_rows(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps
     """What every bootstrap replicate reads of the placed rows (:func:`replicate_metrics`).
 
     Returns each row's slot in its coarse cell's window times 2 plus its label (int32); its
-    log-loss term (the log of its label's clipped probability) and squared error, a row
-    each; and each coarse cell's filled slots in ascending order (``filled``, the cell's
+    log-loss term (the log of its label's clipped probability), squared error and hinge
+    loss, a row each; and each coarse cell's filled slots in ascending order (``filled``, the cell's
     from ``ends[o]`` to ``ends[o + 1]``).
     """
     ntops = tops.size
     widest, _, _, _, touched = _layout(bounds, starts, occupied, ntops)
     seen = np.zeros(widest, np.bool_)
     slot = np.empty(words.size, np.int32)
-    terms = np.empty((words.size, 2), np.float64)
+    terms = np.empty((words.size, 3), np.float64)
     filled = np.empty(words.size, np.int32)
     ends = np.zeros(occupied.size + 1, np.int64)
     shift = _TOP - p
@@ -318,6 +323,7 @@ def replicate_rows(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps
             terms[r, 0] = np.log(abs(q - (1.0 - label)))
             d = score - label
             terms[r, 1] = d * d
+            terms[r, 2] = max(0.0, 1.0 - (2 * label - 1) * score)
             if not seen[c]:
                 seen[c] = True
                 touched[distinct] = c
@@ -354,7 +360,7 @@ def replicate_metrics(  # type: ignore[no-untyped-def]
     count = salts.size
     codes = np.empty(groups, np.uint64)
     rows = np.zeros((count, 1 + nmarks, groups), np.int64)
-    sums = np.zeros((count, 11 + 4 * nmarks, groups), np.float64)
+    sums = np.zeros((count, 12 + 4 * nmarks, groups), np.float64)
     scales = np.empty((count, groups), np.float64)
     kept = np.empty((count, most, 2), np.float64)
     crossed = np.empty((count, nmarks), np.int64)
@@ -362,6 +368,7 @@ def replicate_metrics(  # type: ignore[no-untyped-def]
     heaviest = np.zeros(count, np.float64)
     loss = np.zeros(count, np.float64)
     brier = np.zeros(count, np.float64)
+    hinge = np.zeros(count, np.float64)
     draw = keys.size > 0
     g = -1
     o = 0
@@ -373,12 +380,14 @@ def replicate_metrics(  # type: ignore[no-untyped-def]
         heaviest[:] = 0.0
         loss[:] = 0.0
         brier[:] = 0.0
+        hinge[:] = 0.0
         while o < occupied.size and occupied[o] // ntops == code:
             top = tops[occupied[o] % ntops]
             for b in range(count):
                 salt = salts[b]
                 lost = 0.0
                 squared = 0.0
+                margin = 0.0
                 for r in range(bounds[o], bounds[o + 1]):
                     w = weights[r]
                     row = 1.0
@@ -391,8 +400,10 @@ def replicate_metrics(  # type: ignore[no-untyped-def]
                     window[s >> 1, 2] += row
                     lost += w * terms[r, 0]
                     squared += w * terms[r, 1]
+                    margin += w * terms[r, 2]
                 loss[b] += lost
                 brier[b] += squared
+                hinge[b] += margin
                 state = (at[b, 0], at[b, 1], at[b, 2], heaviest[b])
                 below, cross, keep = rows[b], crossed[b], kept[b]
                 for i in range(ends[o], ends[o + 1]):
@@ -402,6 +413,14 @@ def replicate_metrics(  # type: ignore[no-untyped-def]
         for b in range(count):
             state = (at[b, 0], at[b, 1], at[b, 2], heaviest[b])
             _finish(
-                kept[b], crossed[b], rows[b], sums[b], scales[b], g, state, loss[b], brier[b], False
+                kept[b],
+                crossed[b],
+                rows[b],
+                sums[b],
+                scales[b],
+                g,
+                state,
+                (loss[b], brier[b], hinge[b]),
+                False,
             )
     return codes, rows, sums, scales

@@ -29,7 +29,7 @@ from ...metrics.groups import with_group_key
 from ...options import check_beta
 from ...pairsums import ap_bound_terms, twice_pairs
 from ...spec import ALL as ALL  # re-exported: the metric modules' group key
-from .state import column_exprs
+from .state import column_exprs, has_hinge
 
 if TYPE_CHECKING:
     from ...spec import Spec
@@ -108,6 +108,14 @@ def log_loss() -> pl.Expr:
 def brier() -> pl.Expr:
     """Weighted mean (p − y)²; null when scores leave [0, 1]."""
     return _probability_mean("_brier")
+
+
+def hinge_loss() -> pl.Expr:
+    """Weighted mean max(0, 1 − t·score), t = +1 for positives and −1 for negatives.
+
+    scikit-learn's ``hinge_loss`` with the score as the decision function (a margin).
+    """
+    return pl.when(P + N > 0).then(pl.col("_hinge") / (P + N))
 
 
 def accuracy() -> pl.Expr:
@@ -252,6 +260,7 @@ DECLARED = (
         noinfo="computed",
         needs=frozenset({"probabilities"}),
     ),
+    Metric("hinge_loss", hinge_loss, "ranking", direction="lower"),
     count("tp"),
     count("fp"),
     count("tn"),
@@ -376,7 +385,7 @@ def metric_table(
     """
     thresholds = as_thresholds(threshold)
     check_thresholds(state, thresholds)
-    if kernels.enabled():  # the state's rows as runs, read by the compiled loops
+    if kernels.enabled() and has_hinge(state.spec):  # the rows as runs, read by the loops
         runs = state_runs(state.table, state.spec)
         table = None if runs is None else runs_metrics(runs, state.spec, thresholds, beta)
         if table is not None:
@@ -460,6 +469,7 @@ def _finalize(
             ap_under.filter(pos > 0).sum().alias("_ap_under"),
             cols["log_loss"].sum().alias("_log_loss"),
             cols["brier"].sum().alias("_brier"),
+            (cols["hinge"].sum() if "hinge" in cols else pl.lit(None, pl.Float64)).alias("_hinge"),
             cols["n_outside"].sum().alias("_n_outside"),
             *per_threshold,
         )

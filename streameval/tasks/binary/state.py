@@ -5,9 +5,11 @@ Stored columns (each merges by ``sum``), by mode:
 - always: ``pos`` = Σw·y and ``neg`` = Σw·(1−y) (Int64 counts when unweighted);
 - weighted: ``n`` = rows (unweighted, ``n = pos + neg``);
 - bucketed: ``log_loss`` = Σw·(−log-likelihood with p clipped to [eps, 1−eps]),
-  ``brier`` = Σw·(p−y)² and ``psum`` = Σw·p (the calibration curve's mean prediction).
+  ``brier`` = Σw·(p−y)², ``psum`` = Σw·p (the calibration curve's mean prediction) and
+  ``hinge`` = Σw·max(0, 1 − t·p) with t = ±1 for the positive and negative class (the score
+  read as a margin; states of schema version 2 have no ``hinge``: :func:`has_hinge`).
 
-In exact mode each bucket *is* one score, so the last three are functions of the bucket and
+In exact mode each bucket *is* one score, so the last four are functions of the bucket and
 are derived at finalize time (:func:`column_exprs`) instead of being summed row by row.
 Every stored column costs time in the one pass (about a tenth each at 1e8 rows), so a column
 is stored only once a metric reads it.
@@ -39,7 +41,14 @@ from ...spec import Spec
 from ...validate import check_label_values
 
 SUM = "sum"
-ALL_COLUMNS = ("pos", "neg", "n", "log_loss", "brier", "psum", "n_outside")
+ALL_COLUMNS = ("pos", "neg", "n", "log_loss", "brier", "psum", "hinge", "n_outside")
+#: The first state schema version whose bucketed binary states store ``hinge``.
+HINGE_VERSION = 3
+
+
+def has_hinge(spec: Spec) -> bool:
+    """Whether states of ``spec`` give the hinge loss (all but bucketed ones of version 2)."""
+    return spec.exact or spec.schema_version >= HINGE_VERSION
 
 
 def merge_ops(spec: Spec) -> dict[str, str]:
@@ -49,6 +58,8 @@ def merge_ops(spec: Spec) -> dict[str, str]:
         cols.append("n")
     if not spec.exact:
         cols += ["log_loss", "brier", "psum"]
+        if has_hinge(spec):
+            cols.append("hinge")
     return dict.fromkeys(cols, SUM)
 
 
@@ -71,17 +82,18 @@ def group_columns(spec: Spec) -> list[str]:
     return ["bucket"]
 
 
-def _row_loss(y: pl.Expr, p: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
-    """Per-row log loss (sklearn's clipping) and squared error."""
+def _row_loss(y: pl.Expr, p: pl.Expr) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """Per-row log loss (sklearn's clipping), squared error and hinge loss."""
     clipped = p.clip(EPS, 1.0 - EPS)
     ll = -pl.when(y).then(clipped.log()).otherwise((1.0 - clipped).log())
-    return ll, (p - y.cast(pl.Float64)) ** 2
+    hinge = (1.0 - pl.when(y).then(p).otherwise(-p)).clip(lower_bound=0.0)
+    return ll, (p - y.cast(pl.Float64)) ** 2, hinge
 
 
 def aggregations(spec: Spec, y: pl.Expr, p: pl.Expr, w: pl.Expr | None) -> list[pl.Expr]:
     """Aggregations that build the stored columns from rows (``y`` Boolean, ``p`` Float64)."""
     yi = y.cast(pl.Int64)
-    ll, sq = _row_loss(y, p)
+    ll, sq, hinge = _row_loss(y, p)
 
     def wt(e: pl.Expr) -> pl.Expr:
         return e if w is None else w * e
@@ -93,6 +105,7 @@ def aggregations(spec: Spec, y: pl.Expr, p: pl.Expr, w: pl.Expr | None) -> list[
         "log_loss": wt(ll).sum(),
         "brier": wt(sq).sum(),
         "psum": wt(p).sum(),
+        "hinge": wt(hinge).sum(),
     }
     return [exprs[c].alias(c) for c in merge_ops(spec)]
 
@@ -202,8 +215,13 @@ def column_exprs(spec: Spec) -> dict[str, pl.Expr]:
         exprs["log_loss"] = -(fpos * clipped.log()) - fneg * (1.0 - clipped).log()
         exprs["brier"] = fpos * (1.0 - lowest) ** 2 + fneg * lowest**2
         exprs["psum"] = (fpos + fneg) * lowest
+        zero = pl.lit(0.0)
+        hinge = fpos * pl.max_horizontal(zero, 1.0 - lowest)
+        exprs["hinge"] = hinge + fneg * pl.max_horizontal(zero, 1.0 + lowest)
     else:
         exprs["log_loss"], exprs["brier"] = pl.col("log_loss"), pl.col("brier")
         exprs["psum"] = pl.col("psum")
+        if has_hinge(spec):
+            exprs["hinge"] = pl.col("hinge")
     exprs["n_outside"] = ((lowest < 0) | (lowest > 1)).cast(pl.Int64) * n
     return exprs

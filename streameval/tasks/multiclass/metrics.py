@@ -199,6 +199,13 @@ DECLARED = (
         needs=PROBABILITIES,
     ),
     Metric(
+        "hinge_loss",
+        lambda: _defined(pl.col("_hinge") / S),
+        "scores",
+        direction="lower",
+        needs=SCORES,
+    ),
+    Metric(
         "top_k_accuracy",
         lambda: _defined(pl.col("_top_k") / S),
         "scores",

@@ -56,9 +56,14 @@ def _row_sums(lf: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
     A row's loss terms sit on the score row whose column is its class; states written before
     they moved there hold them on the confusion rows (and 0 on the score rows): both add up.
     """
-    columns = ("log_loss", "brier", "top_k", "n_outside", "n_unnormalized")
+    columns = ("log_loss", "brier", "top_k", "hinge", "n_outside", "n_unnormalized")
     own = pl.col("column").is_null() | (pl.col("column") == pl.col("actual"))
-    return lf.filter(own).group_by(keys).agg([pl.col(c).sum().alias(f"_{c}") for c in columns])
+    present = lf.collect_schema().names()
+    sums = [  # (states of schema version 2 have no hinge sums: a null hinge loss)
+        (pl.col(c).sum() if c in present else pl.lit(None, pl.Float64)).alias(f"_{c}")
+        for c in columns
+    ]
+    return lf.filter(own).group_by(keys).agg(sums)
 
 
 def _averages(auc: pl.Expr, err: pl.Expr, weight: pl.Expr, name: str) -> list[pl.Expr]:

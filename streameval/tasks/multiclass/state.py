@@ -9,11 +9,13 @@ One table, every value column a sum. Rows are identified (after the group keys) 
 - score rows (``predicted`` null): per score column k, actual class and bucket of p_k,
   ``n`` and ``w`` — the histogram from which one-vs-rest and one-vs-one AUCs come — and the
   weighted sums each row would add if its class were column k's: ``log_loss`` (−log p_k,
-  clipped as sklearn), ``brier`` (Σ_j (p_j − [j = k])²) and ``top_k`` (column k among the k
-  highest scores, ties broken as sklearn's stable sort). A row's own terms are those of the
-  score row whose column is its class (``column == actual``): summed per column, they need
-  no class order, so a part of the data whose classes were found (not given) can be merged
-  with parts holding other classes before the columns are matched to the classes.
+  clipped as sklearn), ``brier`` (Σ_j (p_j − [j = k])²), ``top_k`` (column k among the k
+  highest scores, ties broken as sklearn's stable sort) and ``hinge`` (Crammer and Singer's
+  max(0, 1 − (p_k − max_{j≠k} p_j)); not in states of schema version 2). A row's own
+  terms are those of the score row whose column is its class (``column == actual``): summed
+  per column, they need no class order, so a part of the data whose classes were found (not
+  given) can be merged with parts holding other classes before the columns are matched to
+  the classes.
 
 Class indices (``actual``, and ``predicted`` with a prediction column) index ``spec.classes``;
 a ``predicted`` from the scores (argmax) is a score column's index. When the classes were found
@@ -36,15 +38,18 @@ from ...bucketing import EPS, bucket_expr
 from ...errors import InputError
 from ...spec import Spec
 
-ROW_SUMS = ("log_loss", "brier", "top_k", "n_outside", "n_unnormalized")
-CLASS_SUMS = ("log_loss", "brier", "top_k")  # on score rows: the terms if the class were k
+ROW_SUMS = ("log_loss", "brier", "top_k", "hinge", "n_outside", "n_unnormalized")
+CLASS_SUMS = ("log_loss", "brier", "top_k", "hinge")  # on score rows: were the class k's
+#: The first state schema version whose states store ``hinge``.
+HINGE_VERSION = 3
 MAX_CLASSES = 10_000
 ALL_COLUMNS = ("actual", "predicted", "column", "bucket", "n", "w", *ROW_SUMS)
 
 
 def merge_ops(spec: Spec) -> dict[str, str]:
     """Stored value columns and how each merges."""
-    cols = ["n"] + (["w"] if spec.weighted else []) + (list(ROW_SUMS) if spec.scores else [])
+    sums = [c for c in ROW_SUMS if c != "hinge" or spec.schema_version >= HINGE_VERSION]
+    cols = ["n"] + (["w"] if spec.weighted else []) + (sums if spec.scores else [])
     return dict.fromkeys(cols, "sum")
 
 
@@ -107,6 +112,7 @@ def _class_terms(ps: list[pl.Expr], k: int, top_k: int) -> pl.Expr:
     others = pl.sum_horizontal([q * q for j, q in enumerate(ps) if j != k])
     # Ties count the later column as higher (sklearn's stable argsort, reversed).
     above = [(q >= p) if j > k else (q > p) for j, q in enumerate(ps) if j != k]
+    rival = pl.max_horizontal([q for j, q in enumerate(ps) if j != k])
     return pl.struct(
         p.alias("p"),
         (-p.clip(EPS, 1.0 - EPS).log()).alias("log_loss"),
@@ -114,6 +120,7 @@ def _class_terms(ps: list[pl.Expr], k: int, top_k: int) -> pl.Expr:
         (pl.sum_horizontal([a.cast(pl.Int32) for a in above]) < top_k)
         .cast(pl.Float64)
         .alias("top_k"),
+        (1.0 - (p - rival)).clip(lower_bound=0.0).alias("hinge"),
     )
 
 

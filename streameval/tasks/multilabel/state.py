@@ -59,6 +59,7 @@ def binary_spec(spec: Spec) -> Spec:
         replicates=spec.replicates,
         seed=spec.seed,
         row_id=spec.row_id,
+        schema_version=spec.schema_version,
     )
 
 
