@@ -161,11 +161,27 @@ def _build() -> argparse.ArgumentParser:
     ev.add_argument("--metric", action="append", help="only these metrics (repeatable)")
     ev.add_argument(
         "--table",
-        choices=["metrics", "per-class", "confusion", "tests", "report"],
+        choices=["metrics", "per-class", "confusion", "tests", "report", "disparity", "fairness"],
         default="metrics",
-        help="multiclass (per-class: multilabel too): the per-class table or the confusion "
+        metavar="TABLE",
+        help="metrics (the default), per-class, confusion, tests, report, disparity or fairness; "
+        "multiclass (per-class: multilabel too): the per-class table or the confusion "
         "matrix instead of the metrics; paired: DeLong's tests of each pair of models; binary, "
-        "multiclass, multilabel: print scikit-learn's classification report per group (report)",
+        "multiclass, multilabel: print scikit-learn's classification report per group (report); "
+        "binary: each --sensitive slice's selection rate, TPR and FPR against a reference "
+        "(disparity), or fairlearn's summaries per stratum (fairness)",
+    )
+    ev.add_argument(
+        "--sensitive", help="--table disparity, fairness: the --by key whose slices are compared"
+    )
+    ev.add_argument(
+        "--reference",
+        help="--table disparity: best (default), overall, or the slice compared with",
+    )
+    ev.add_argument(
+        "--method",
+        choices=["between_groups", "to_overall"],
+        help="--table fairness: fairlearn's aggregation (between_groups)",
     )
     ev.add_argument(
         "--ci",
@@ -317,6 +333,23 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(state.summary(cut, level=level) if args.summary else state.report_text(cut), end="")
         return 0
     hint = "--all prints them, --output FILE saves them"
+    if args.table in ("disparity", "fairness"):
+        with showing("evaluate", at_terminal()):
+            state = accumulate(source, **columns, thresholds=thresholds)  # type: ignore[arg-type]
+        strata = [k for k in args.by if k != args.sensitive]
+        if args.table == "disparity":
+            reference = args.reference or "best"
+            table = state.disparity(
+                args.sensitive, reference=reference, threshold=thresholds[0], ci=args.ci,
+                level=level,
+            )  # fmt: skip
+            keys = [*strata, "metric", args.sensitive]
+        else:
+            method = args.method or "between_groups"
+            table = state.fairness(args.sensitive, method=method, threshold=thresholds[0])
+            keys = strata
+        emit(table, keys, None, args, fmt, hint)
+        return 0
     if args.table != "metrics":
         with showing("evaluate", at_terminal()):
             state = accumulate(source, **columns)  # type: ignore[arg-type]

@@ -128,6 +128,45 @@ def check_beta_option(beta: float | None) -> None:
         raise _fail(f"expected --beta of 0 or more, got {beta}", "--beta 2")
 
 
+def _check_fairness(args: argparse.Namespace) -> None:
+    """The options of ``--table disparity`` and ``--table fairness``."""
+    table = args.table
+    fair = table in ("disparity", "fairness")
+    _needs("--sensitive", args.sensitive, fair, "--table disparity (or fairness)")
+    _needs("--reference", args.reference, table == "disparity", "--table disparity")
+    _needs("--method", args.method, table == "fairness", "--table fairness")
+    if not fair:
+        return
+    if args.sensitive is None or args.sensitive not in args.by:
+        raise _fail(
+            f"expected --sensitive to name a --by key with --table {table}, got "
+            f"{args.sensitive!r} with --by {args.by}",
+            "--by segment --sensitive segment (other --by keys are the strata, e.g. --by day)",
+        )
+    if len(args.threshold or []) > 1:
+        raise _fail(
+            f"expected one --threshold with --table {table}, got {len(args.threshold)}",
+            "pass the one the predictions are cut at",
+        )
+    if table == "fairness" and args.ci is not None:
+        raise _fail(
+            f"expected no --ci with --table fairness (its summaries have no intervals), got "
+            f"--ci {args.ci}",
+            "drop --ci, or use --table disparity --ci wilson for each slice's intervals",
+        )
+    if args.ci in ("bootstrap", "jackknife"):
+        raise _fail(
+            f"expected --ci wilson or clopper-pearson with --table {table}, got --ci {args.ci}",
+            "--ci wilson",
+        )
+    if args.ci is not None and args.reference == "overall":
+        raise _fail(
+            "expected a reference slice with --ci, got --reference overall (the overall rate "
+            "holds each slice's own rows: the two are not independent)",
+            "--reference best, or the value of the slice to compare with",
+        )
+
+
 def check_evaluate(args: argparse.Namespace) -> str | None:
     """Every ``evaluate`` argument, before any data is read; returns the output format."""
     task, ci, table = args.task, args.ci, args.table
@@ -140,8 +179,10 @@ def check_evaluate(args: argparse.Namespace) -> str | None:
             f"expected --task {' or '.join(offering('summary'))} with --summary, got --task {task}",
             "drop --summary",
         )
+    _check_fairness(args)
     if table != "metrics":
         needed = {"tests": "models", "report": "classification"}.get(table, "classes")
+        needed = "thresholds" if table in ("disparity", "fairness") else needed
         tasks = offering(needed) + (offering("labels") if table == "per-class" else [])
         _belongs(f"--table {table}", True, task, tasks)
     intervals = ci is not None or args.summary or table == "tests"
@@ -155,9 +196,9 @@ def check_evaluate(args: argparse.Namespace) -> str | None:
     metrics_table = table == "metrics" and not args.summary
     for option, value in (("--metric", args.metric), ("--folds", args.folds)):
         _needs(option, value, metrics_table, "the metric table (no --table, no --summary)")
-    if ci is not None and (table in ("confusion", "tests", "report") or args.summary):
+    if ci is not None and (table in ("confusion", "tests", "report", "fairness") or args.summary):
         raise _fail(
-            f"expected --ci with the metric or per-class table, got it with "
+            f"expected --ci with the metric, per-class or disparity table, got it with "
             f"{'--summary' if args.summary else f'--table {table}'}",
             "drop --ci (--summary and --table tests have their intervals at --level)",
         )

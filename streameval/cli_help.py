@@ -30,6 +30,8 @@ EXAMPLES = {
          "--score s --query query_id --k 5 --k 10"),
         ("multilabel, a 0/1 column and a score a label", "streameval evaluate tagged/ --task "
          "multilabel --label is_news,is_sport --scores p_news,p_sport --by segment"),
+        ("each segment's TPR, FPR, selection rate per day", "streameval evaluate preds/ --label "
+         "label --score score --by day --by segment --table disparity --sensitive segment"),
     ],
     "report": [
         ("metric table, trends over days and curves", "streameval report preds/ --label label "

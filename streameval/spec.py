@@ -12,9 +12,10 @@ from .bucketing import EXACT_BITS
 from .errors import InputError, SpecMismatchError, StateFileError
 
 SCHEMA_VERSION = 3
-#: The state schema versions this version reads. Version 2 states lack the bucketed binary
-#: hinge sums (and the multiclass ones): they read, merge with newer states (the merge is of
-#: version 2 then) and give every metric but the hinge loss, which is null.
+#: The state schema versions this version reads. Version 2 states lack the hinge loss's
+#: sums (bucketed binary states' ``hinge`` column, the multiclass score rows' and the
+#: multilabel labels' own): they read, merge with newer states (the merge is of version 2
+#: then) and give every metric but the hinge loss, which is null.
 READABLE_VERSIONS = (2, 3)
 DEFAULT_PRECISION = 11
 KINDS = ("binary", "multiclass", "regression", "paired", "ranking", "multilabel")

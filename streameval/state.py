@@ -19,6 +19,7 @@ from .states import kind_module
 from .states.data import StateData
 from .stats.classification import binary_reports, class_reports, label_reports
 from .stats.compare import paired_test, unpaired_test
+from .stats.disparity import disparity, fairness
 from .stats.proportions import check_level
 from .stats.summary import binary_summary, multiclass_summary
 from .stats.tables import check_ci, per_class
@@ -445,6 +446,144 @@ class State(StateData):
             return label_table(self, ci=ci, level=level, auc_method=auc_method)
         self._require("classes", "per_class")
         return per_class(self, ci=ci, level=level, auc_method=auc_method)
+
+    def disparity(
+        self,
+        sensitive: str,
+        *,
+        reference: Any = "best",
+        threshold: float = 0.5,
+        ci: str | None = None,
+        level: float = 0.95,
+    ) -> pl.DataFrame:
+        """Binary: each slice's selection rate, TPR and FPR against a reference slice.
+
+        The rates of demographic parity (selection rate), equal opportunity (TPR) and
+        equalized odds (TPR and FPR) per value of the key ``sensitive``, within each value
+        of the state's other keys (strata: a day, a segment), at ``threshold``, weighted as
+        fairlearn's ``MetricFrame`` with ``sample_weight``.
+
+        Parameters
+        ----------
+        sensitive : str
+            The key whose values are the slices compared (one of the state's keys).
+        reference : {"best", "overall"} or a value of ``sensitive``
+            What each slice is compared with: the stratum's best slice (the highest
+            selection rate and TPR, the lowest FPR), the stratum's overall rate, or the
+            slice of this value.
+        threshold : float
+            Predicted positive means ``score >= threshold`` (a bucket edge, as
+            :meth:`metrics`' thresholds).
+        ci : {None, "wilson", "clopper-pearson"}
+            Adds the intervals of the difference (Newcombe's) and of the ratio (Donner and
+            Zou's), each from the two rates' intervals of this method; not with
+            ``reference="overall"`` (the overall rate holds the slice's own rows).
+        level : float
+            Confidence level of the intervals.
+
+        Returns
+        -------
+        DataFrame
+            A row per stratum, rate and slice: the other keys, ``sensitive``, ``metric``
+            (``selection_rate``, ``tpr``, ``fpr``), ``value``, ``support`` (the rate's
+            denominator: rows, positives or negatives, weighted), ``reference_slice`` (null
+            for ``"overall"``), ``reference_value``, ``difference`` (value − reference) and
+            ``ratio`` (value / reference), and with ``ci`` ``difference_lo``,
+            ``difference_hi``, ``ratio_lo``, ``ratio_hi`` (null for the reference slice
+            itself). A rate without a denominator (TPR without positives) is null.
+
+        Raises
+        ------
+        InputError
+            A state that is not binary, ``sensitive`` not among its keys, a reference slice
+            that is not among the values, or an unknown ``ci`` or ``level``.
+
+        See Also
+        --------
+        fairness : fairlearn's summaries per stratum.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"sex": ["f", "f", "f", "m", "m", "m"], "y": [1, 0, 1, 1, 0, 0],
+        ...                    "p": [0.9, 0.6, 0.2, 0.8, 0.3, 0.7]})
+        >>> st = se.accumulate(df, label="y", score="p", by="sex")
+        >>> st.disparity("sex", reference="f").select("sex", "metric", "value", "difference")
+        shape: (6, 4)
+        ┌─────┬────────────────┬──────────┬────────────┐
+        │ sex ┆ metric         ┆ value    ┆ difference │
+        │ --- ┆ ---            ┆ ---      ┆ ---        │
+        │ str ┆ str            ┆ f64      ┆ f64        │
+        ╞═════╪════════════════╪══════════╪════════════╡
+        │ f   ┆ selection_rate ┆ 0.666667 ┆ 0.0        │
+        │ m   ┆ selection_rate ┆ 0.666667 ┆ 0.0        │
+        │ f   ┆ tpr            ┆ 0.5      ┆ 0.0        │
+        │ m   ┆ tpr            ┆ 1.0      ┆ 0.5        │
+        │ f   ┆ fpr            ┆ 1.0      ┆ 0.0        │
+        │ m   ┆ fpr            ┆ 0.5      ┆ -0.5       │
+        └─────┴────────────────┴──────────┴────────────┘
+
+        """
+        self._require("thresholds", "disparity")
+        return disparity(
+            self, sensitive, reference=reference, threshold=threshold, ci=ci, level=level
+        )
+
+    def fairness(
+        self, sensitive: str, *, method: str = "between_groups", threshold: float = 0.5
+    ) -> pl.DataFrame:
+        """Binary: fairlearn's disparity summaries of the slices of ``sensitive``, per stratum.
+
+        Parameters
+        ----------
+        sensitive : str
+            The key whose values are the slices compared (one of the state's keys).
+        method : {"between_groups", "to_overall"}
+            fairlearn's aggregation: the largest difference between two slices and the
+            smallest ratio of two (``between_groups``), or of a slice to the stratum's
+            overall rate (``to_overall``: the largest |slice − overall|, the smallest of
+            min(slice / overall, overall / slice)).
+        threshold : float
+            Predicted positive means ``score >= threshold``.
+
+        Returns
+        -------
+        DataFrame
+            A row per stratum (the state's other keys): ``demographic_parity_difference``
+            and ``_ratio`` (of the selection rates), ``equal_opportunity_difference`` and
+            ``_ratio`` (of the TPRs), ``equalized_odds_difference`` and ``_ratio`` (the worse
+            of the TPRs' and the FPRs'), as fairlearn's functions of these names with
+            ``sample_weight``. Slices whose rate is undefined are left out.
+
+        Raises
+        ------
+        InputError
+            A state that is not binary, ``sensitive`` not among its keys, or an unknown
+            ``method``.
+
+        See Also
+        --------
+        disparity : Each slice against a reference, with intervals.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> df = pl.DataFrame({"sex": ["f", "f", "f", "m", "m", "m"], "y": [1, 0, 1, 1, 0, 0],
+        ...                    "p": [0.9, 0.6, 0.2, 0.8, 0.3, 0.7]})
+        >>> st = se.accumulate(df, label="y", score="p", by="sex")
+        >>> st.fairness("sex").select("demographic_parity_difference", "equalized_odds_ratio")
+        shape: (1, 2)
+        ┌───────────────────────────────┬──────────────────────┐
+        │ demographic_parity_difference ┆ equalized_odds_ratio │
+        │ ---                           ┆ ---                  │
+        │ f64                           ┆ f64                  │
+        ╞═══════════════════════════════╪══════════════════════╡
+        │ 0.0                           ┆ 0.5                  │
+        └───────────────────────────────┴──────────────────────┘
+
+        """
+        self._require("thresholds", "fairness")
+        return fairness(self, sensitive, method=method, threshold=threshold)
 
     def confusion_matrix(
         self, normalize: Literal["true", "pred", "all"] | None = None, *, wide: bool = False

@@ -16,6 +16,7 @@ import json
 import math
 import warnings
 from dataclasses import replace
+from io import StringIO as io_text
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jobs_support import write_day, write_job, write_log
+from jobs_support import cli, write_day, write_job, write_log
 
 import reference as ref
 import reference_multiclass as ref_multiclass
@@ -69,11 +70,24 @@ def _same(got: pl.DataFrame, want: pl.DataFrame) -> None:
         assert a == pytest.approx(b, rel=1e-12, abs=1e-12, nan_ok=True), column
 
 
+def _hinges(
+    df: pl.DataFrame, cuts: list[int], precision: Any, kw: dict[str, Any]
+) -> list[dict[Any, float | None]]:
+    """Each group's hinge loss from the merged chunks' state and from ``se.evaluate``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tables = [
+            _merged(df, cuts, precision=precision, **kw).metrics(),
+            se.evaluate(df, by="g", precision=precision, **kw),
+        ]
+    return [dict(zip(t["g"], t["hinge_loss"], strict=True)) for t in tables]
+
+
 def _merged(df: pl.DataFrame, cuts: list[int], **kw: Any) -> se.State:
     return se.merge([se.accumulate(c, by="g", **kw) for c in ref.chunks(df, cuts) if c.height])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(ref.binary_frames(probabilities=False), PRECISIONS)
 def test_binary_hinge_of_margins_is_scikit_learns(drawn: Any, precision: Any) -> None:
     df, cuts, weighted = drawn
@@ -81,14 +95,7 @@ def test_binary_hinge_of_margins_is_scikit_learns(drawn: Any, precision: Any) ->
     want = _hinge_by_group(
         df, lambda part, w: ref.hinge(part["y"].to_numpy(), part["p"].to_numpy(), w)
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tables = [
-            _merged(df, cuts, precision=precision, **kw).metrics(),
-            se.evaluate(df, by="g", precision=precision, **kw),
-        ]
-    for table in tables:
-        got = dict(zip(table["g"], table["hinge_loss"], strict=True))
+    for got in _hinges(df, cuts, precision, kw):
         assert got.keys() == want.keys()
         assert all(_close(got[g], want[g]) for g in want), (got, want)
 
@@ -120,7 +127,7 @@ def _margin_frames(draw: st.DrawFn) -> tuple[pl.DataFrame, list[int], int]:
     return pl.DataFrame(data, schema_overrides={"y": pl.Int64}), cuts, k
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(_margin_frames(), PRECISIONS)
 def test_multiclass_hinge_is_crammer_and_singers(drawn: Any, precision: Any) -> None:
     df, cuts, k = drawn
@@ -134,14 +141,7 @@ def test_multiclass_hinge_is_crammer_and_singers(drawn: Any, precision: Any) -> 
         return ref_multiclass.multiclass_hinge(part["y"].to_numpy(), p, sw)
 
     want = _hinge_by_group(df, hinge)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tables = [
-            _merged(df, cuts, precision=precision, **kw).metrics(),
-            se.evaluate(df, by="g", precision=precision, **kw),
-        ]
-    for table in tables:
-        got = dict(zip(table["g"], table["hinge_loss"], strict=True))
+    for got in _hinges(df, cuts, precision, kw):
         assert all(_close(got[g], want[g]) for g in want), (got, want)
 
 
@@ -255,3 +255,13 @@ def test_a_store_of_version_2_runs_on_without_a_full_refresh(tmp_path: Path) -> 
     assert got.filter(new_day)["hinge_loss"].to_list() == pytest.approx(fresh_hinge, rel=1e-12)
     assert got.filter(~new_day)["hinge_loss"].is_null().all()
     assert want["hinge_loss"].is_not_null().all()
+    # the store's windows from the command line: the new day's own window has its hinge loss
+    store = str(tmp_path / "job" / "store")
+    windows = ["--by-window", "1d", "--by-window", "all", "--output", "-", "--format", "csv"]
+    done = cli("state", "metrics", store, *windows)
+    assert done.returncode == 0, done.stderr
+    table = pl.read_csv(io_text(done.stdout))
+    one_day = table.filter(pl.col("window") == "1d")
+    assert one_day["hinge_loss"].is_not_null().all()
+    assert table.filter(pl.col("window") == "all")["hinge_loss"].is_null().all()
+    assert table.height == want.filter(pl.col("day") == pl.col("day").max()).height

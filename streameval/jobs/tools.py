@@ -139,7 +139,8 @@ def window_metrics(
     if not days:
         raise StateFileError(f"expected states in the store {path!r}, found none")
     last = _end_day(end) if end else max(days.values())
-    tables, spec = [], None
+    tables: dict[int, list[pl.DataFrame]] = {}  # by schema version (a store's older states)
+    spec = None
     for text in windows:
         try:
             window = parse_window(text)
@@ -151,7 +152,7 @@ def window_metrics(
         states = [store.read_state(parts[v]["state"], f"partition {v!r}") for _, v in members]
         merged = merge(states)
         spec = merged.spec
-        tables.append(
+        tables.setdefault(spec.schema_version, []).append(
             merged.table.with_columns(
                 pl.lit(window.name).alias("window"),
                 pl.lit(last, pl.Date).alias(key),
@@ -163,7 +164,13 @@ def window_metrics(
             f"expected partitions on or before {last}, found none in {path!r}; hint: its first "
             f"day is {min(days.values())}: pass a later --end"
         )
-    state = State(replace(spec, keys=(*spec.keys, "window", key, "days")), pl.concat(tables))
-    out = state.metrics(**options)
+    keyed = replace(spec, keys=(*spec.keys, "window", key, "days"))
+    outs = [
+        State(replace(keyed, schema_version=v), pl.concat(parts)).metrics(**options)
+        for v, parts in sorted(tables.items())
+    ]
+    out = outs[0]
+    if len(outs) > 1:  # (each table is sorted by its keys: so is their union)
+        out = pl.concat(outs).sort(list(keyed.keys), nulls_last=False, maintain_order=True)
     head = [*spec.keys, "window", key, "days"]
     return out.select(*head, *[c for c in out.columns if c not in head])

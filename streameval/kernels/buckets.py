@@ -26,6 +26,7 @@ import polars as pl
 from ..bucketing import EPS, EXACT_BITS, float_to_key_scalar, key_floats
 from ..spec import Spec
 from . import small_pages
+from .loops import run_hinges
 from .runs import F64, I64, U64, Runs, state_frame
 from .scorekeys import pack
 
@@ -68,34 +69,23 @@ def bucket_keys(key: I64, precision: int, splits: tuple[float, ...]) -> I64:
 
 
 #: Each run's (or bucket's) log-loss, squared-error and hinge sums.
-Losses = tuple[F64, F64, F64]
+Losses = tuple[F64, F64, F64 | None]
 
 
-def hinge_terms(pos: npt.NDArray[Any], neg: npt.NDArray[Any], score: F64) -> F64:
-    """Each run's hinge loss sum, pos·max(0, 1 − score) + neg·max(0, 1 + score).
-
-    >>> hinge_terms(np.array([2, 0]), np.array([1, 3]), np.array([0.5, -2.0])).tolist()
-    [2.5, 0.0]
-    """
-    up = np.maximum(np.subtract(1.0, score), 0.0)
-    down = np.maximum(np.add(1.0, score), 0.0)
-    out: F64 = (pos * up + neg * down).astype(np.float64, copy=False)
-    return out
-
-
-def _losses(runs: Runs, score: F64) -> Losses:
+def _losses(runs: Runs, score: F64) -> tuple[F64, F64, F64]:
     """Σ log loss, Σ squared error and Σ hinge loss of each run's rows (weighted if they are)."""
     clipped = np.clip(score, EPS, 1.0 - EPS)
+    no_groups = np.zeros(0, np.int64)  # (a sum per run)
     if runs.single:  # one row per run: one term, the very float the Polars path sums
         y = runs.pos.astype(bool)
         miss = np.where(y, score - 1.0, score)
-        hinge = np.maximum(np.where(y, 1.0 - score, 1.0 + score), 0.0)
+        hinge = run_hinges(runs.pos, runs.pos[:0], score, no_groups)
         return -np.log(np.where(y, clipped, 1.0 - clipped)), miss * miss, hinge
     pos, neg = runs.pos, runs.neg
     miss = score - 1.0
     ll = pos * -np.log(clipped) + neg * -np.log(1.0 - clipped)
     sq = pos * (miss * miss) + neg * (score * score)
-    hinge = hinge_terms(pos, neg, score)
+    hinge = run_hinges(pos, neg, score, no_groups)
     return ll.astype(np.float64, copy=False), sq.astype(np.float64, copy=False), hinge
 
 
@@ -223,7 +213,8 @@ def bucket_runs(runs: Runs, spec: Spec) -> tuple[Runs, Losses] | None:
 
 
 def _bucket_losses(sums: Mapping[str, npt.NDArray[Any]]) -> Losses:
-    return sums["log_loss"], sums["brier"], sums["hinge"]
+    """The buckets' loss sums (no hinge sums in a state of schema version 2)."""
+    return sums["log_loss"], sums["brier"], sums.get("hinge")
 
 
 def _check_bucketed(runs: Runs, spec: Spec) -> None:

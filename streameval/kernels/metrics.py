@@ -25,9 +25,9 @@ from ..bucketing import EPS, float_to_key_scalar, key_floats
 from ..pairsums import ap_bound_terms, twice_pairs
 from ..spec import ALL, Spec
 from . import small_pages
-from .buckets import Losses, bucket_runs, hinge_terms
+from .buckets import Losses, bucket_runs
 from .dense import SAFE
-from .loops import run_placements
+from .loops import run_hinges, run_placements
 from .runs import F64, I64, Runs
 from .weightedloops import run_metrics
 
@@ -150,7 +150,10 @@ def aggregates(
     else:
         floats["_log_loss"] = np.add.reduceat(losses[0], firsts)
         floats["_brier"] = np.add.reduceat(losses[1], firsts)
-        floats["_hinge"] = np.add.reduceat(losses[2], firsts)
+        hinge = losses[2]  # (none in a state of schema version 2: a null hinge loss)
+        floats["_hinge"] = (
+            np.full(firsts.size, np.nan) if hinge is None else np.add.reduceat(hinge, firsts)
+        )
     counts = []
     for t in thresholds:
         counts.append(g.totals(_threshold_index(runs, g, float_to_key_scalar(t))))
@@ -379,8 +382,8 @@ def _losses(runs: Runs, pos: I64, firsts: I64) -> dict[str, npt.NDArray[np.gener
         np.multiply(other, neg, out=other)
         np.add(buffer, other, out=buffer)
     brier = np.add.reduceat(buffer, firsts)
-    neg = 1 - pos if runs.single else runs.neg.astype(np.int64, copy=False)
-    hinge = np.add.reduceat(hinge_terms(pos, neg, score), firsts)
+    neg = pos[:0] if runs.single else runs.neg.astype(np.int64, copy=False)
+    hinge = run_hinges(pos, neg, score, firsts)
     return {"_log_loss": log_loss, "_brier": brier, "_hinge": hinge}
 
 

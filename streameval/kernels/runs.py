@@ -54,7 +54,8 @@ class Runs:
     single : bool
         Whether every run is one row (unweighted, no tied scores in a group).
     sums : dict of str to ndarray or None
-        Bucketed runs only (:mod:`.dense`): each bucket's ``log_loss``, ``brier`` and ``psum``.
+        Bucketed runs only (:mod:`.dense`): each bucket's ``log_loss``, ``brier``, ``psum``
+        and ``hinge`` (a state of schema version 2 read back: no ``hinge``).
     bucketed : tuple of (int, tuple of float) or None
         Bucketed runs only: the precision and splits the runs are buckets of.
 

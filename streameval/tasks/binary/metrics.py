@@ -29,7 +29,7 @@ from ...metrics.groups import with_group_key
 from ...options import check_beta
 from ...pairsums import ap_bound_terms, twice_pairs
 from ...spec import ALL as ALL  # re-exported: the metric modules' group key
-from .state import column_exprs, has_hinge
+from .state import column_exprs
 
 if TYPE_CHECKING:
     from ...spec import Spec
@@ -115,7 +115,7 @@ def hinge_loss() -> pl.Expr:
 
     scikit-learn's ``hinge_loss`` with the score as the decision function (a margin).
     """
-    return pl.when(P + N > 0).then(pl.col("_hinge") / (P + N))
+    return pl.when(P + N > 0).then(pl.col("_hinge") / (P + N)).fill_nan(None)
 
 
 def accuracy() -> pl.Expr:
@@ -385,7 +385,7 @@ def metric_table(
     """
     thresholds = as_thresholds(threshold)
     check_thresholds(state, thresholds)
-    if kernels.enabled() and has_hinge(state.spec):  # the rows as runs, read by the loops
+    if kernels.enabled():  # the state's rows as runs, read by the compiled loops
         runs = state_runs(state.table, state.spec)
         table = None if runs is None else runs_metrics(runs, state.spec, thresholds, beta)
         if table is not None:
