@@ -21,10 +21,10 @@ import pytest
 from fairlearn import metrics as fm
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jobs_support import cli
 from statsmodels.stats.proportion import confint_proportions_2indep
 
 import streameval as se
+from streameval.cli import main
 from streameval.errors import InputError
 
 RATES = {
@@ -281,7 +281,8 @@ def test_a_state_of_another_task_is_refused() -> None:
         state.disparity("s")
 
 
-def test_the_command_line_tables(tmp_path) -> None:
+def test_the_command_line_tables(tmp_path, capsys) -> None:
+    """In this process (the command line's own start-up is tested elsewhere)."""
     rng = np.random.default_rng(7)
     n = 600
     df = pl.DataFrame(
@@ -296,37 +297,32 @@ def test_the_command_line_tables(tmp_path) -> None:
     df.write_parquet(path)
     state = se.accumulate(df, label="y", score="p", by=["day", "band"])
     base = ["evaluate", str(path), "--label", "y", "--score", "p", "--by", "day", "--by", "band"]
-    done = cli(*base, "--table", "disparity", "--sensitive", "band", "--reference", "2",
-               "--ci", "wilson", "--output", str(tmp_path / "d.parquet"))  # fmt: skip
-    assert done.returncode == 0, done.stderr
+
+    def run(*extra: str) -> tuple[int, str]:
+        capsys.readouterr()
+        status = main([*base, *extra])
+        return status, capsys.readouterr().err
+
+    done = run("--table", "disparity", "--sensitive", "band", "--reference", "2", "--ci",
+               "wilson", "--output", str(tmp_path / "d.parquet"))  # fmt: skip
+    assert done[0] == 0, done[1]
     want = state.disparity("band", reference=2, ci="wilson")
     got = pl.read_parquet(tmp_path / "d.parquet")
     assert got.sort("day", "metric", "band").equals(want.sort("day", "metric", "band"))
-    done = cli(*base, "--table", "fairness", "--sensitive", "band", "--method", "to_overall",
+    done = run("--table", "fairness", "--sensitive", "band", "--method", "to_overall",
                "--output", str(tmp_path / "f.parquet"))  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    assert done[0] == 0, done[1]
     got = pl.read_parquet(tmp_path / "f.parquet")
     assert got.equals(state.fairness("band", method="to_overall"))
+    disparity = ["--table", "disparity", "--sensitive", "band"]
     for extra, message in [
         (["--table", "disparity"], "expected --sensitive to name a --by key"),
         (["--table", "fairness", "--sensitive", "band", "--reference", "2"], "--reference only"),
-        (["--table", "disparity", "--sensitive", "band", "--ci", "bootstrap"], "wilson or"),
+        ([*disparity, "--ci", "bootstrap"], "wilson or"),
         (["--sensitive", "band"], "--sensitive only with --table disparity"),
         (["--table", "fairness", "--sensitive", "band", "--ci", "wilson"], "no --ci with"),
-        (
-            [
-                "--table",
-                "disparity",
-                "--sensitive",
-                "band",
-                "--reference",
-                "overall",
-                "--ci",
-                "wilson",
-            ],
-            "expected a reference slice with --ci",
-        ),
+        ([*disparity, "--reference", "overall", "--ci", "wilson"], "a reference slice with --ci"),
     ]:
-        done = cli(*base, *extra)
-        assert done.returncode == 2 and message in done.stderr, done.stderr
-        assert "Traceback" not in done.stderr
+        status, err = run(*extra)
+        assert status == 2 and message in err, err
+        assert "Traceback" not in err
