@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -14,7 +14,7 @@ from .errors import InputError, SpecMismatchError
 from .io import read_state_file, write_state
 from .options import check_beta
 from .resample import bootstrap_intervals, jackknife_intervals
-from .spec import merged_spec
+from .spec import Spec, merged_spec
 from .states import kind_module
 from .states.data import StateData
 from .stats.classification import binary_reports, class_reports, label_reports
@@ -1342,6 +1342,24 @@ def merge(states: Iterable[State]) -> State:
     )
     kind.check_merged(spec, merged)
     return State(spec, merged.select(table.columns))
+
+
+def metrics_by_version(
+    spec: Spec, tables: Mapping[int, list[pl.DataFrame]], **options: Any
+) -> pl.DataFrame:
+    """The metric table of state tables of ``spec`` grouped by their schema version.
+
+    Each version's tables are finalized at that version (a store's older states: no hinge
+    sums, so a null hinge loss) and the tables concatenated in version order, each sorted by
+    the keys, their union sorted by them too.
+    """
+    outs = [
+        State(replace(spec, schema_version=v), pl.concat(parts)).metrics(**options)
+        for v, parts in sorted(tables.items())
+    ]
+    if len(outs) == 1:
+        return outs[0]
+    return pl.concat(outs).sort(list(spec.keys), nulls_last=False, maintain_order=True)
 
 
 def _at_version(state: State, version: int) -> State:

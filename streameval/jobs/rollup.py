@@ -31,7 +31,7 @@ from typing import Any
 import polars as pl
 
 from ..spec import Spec
-from ..state import State, merge
+from ..state import State, merge, metrics_by_version
 from .partitions import safe_name
 from .store import DamagedStateError, Store
 from .windows import Window
@@ -267,13 +267,7 @@ class Rollups:
                 versions.setdefault(version, []).append(table)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            outs = [
-                State(replace(spec, schema_version=v), pl.concat(parts, how="vertical")).metrics(
-                    **self.metric_kwargs
-                )
-                for v, parts in sorted(versions.items())
-            ]
-        out = pl.concat(outs, how="vertical") if len(outs) > 1 else outs[0]
+            out = metrics_by_version(spec, versions, **self.metric_kwargs)
         for w in caught:
             self.warn(str(w.message))
         out = self._order(out)

@@ -24,7 +24,7 @@ import polars as pl
 
 from .. import progress
 from ..errors import InputError, StateFileError
-from ..state import State, merge, read_state
+from ..state import State, merge, metrics_by_version, read_state
 from .partitions import parse_day
 from .store import MANIFEST, Store
 from .windows import parse_window
@@ -165,12 +165,6 @@ def window_metrics(
             f"day is {min(days.values())}: pass a later --end"
         )
     keyed = replace(spec, keys=(*spec.keys, "window", key, "days"))
-    outs = [
-        State(replace(keyed, schema_version=v), pl.concat(parts)).metrics(**options)
-        for v, parts in sorted(tables.items())
-    ]
-    out = outs[0]
-    if len(outs) > 1:  # (each table is sorted by its keys: so is their union)
-        out = pl.concat(outs).sort(list(keyed.keys), nulls_last=False, maintain_order=True)
+    out = metrics_by_version(keyed, tables, **options)
     head = [*spec.keys, "window", key, "days"]
     return out.select(*head, *[c for c in out.columns if c not in head])
