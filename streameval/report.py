@@ -87,6 +87,9 @@ th { background: #f0f0f0; cursor: pointer; position: sticky; top: 0; }
 td.key, th.key { text-align: left; white-space: nowrap; }
 td .ci { color: #777; font-size: 10px; white-space: nowrap; }
 tr.flag td { background: #fdecea; }
+td.failed { background: #f8c9c4; font-weight: bold; }
+td.warned { background: #fff1c2; }
+.checks-line span { margin-right: 1.5em; }
 ul.legend { list-style: none; padding: 0; margin: 0 0 1em; font-size: 12px; columns: 4 12em; }
 ul.legend .swatch { display: inline-block; width: 2em; height: 0; margin-right: 0.5em;
   vertical-align: middle; border-top-width: 3px; }
@@ -103,8 +106,15 @@ def _number(value: float) -> str:
     return f"{value:.3g}" if value != 0 and abs(value) < 1e-3 else f"{value:.4f}"
 
 
-def _cell(value: Any, key: bool = False, interval: tuple[Any, Any] | None = None) -> str:
+def _cell(
+    value: Any,
+    key: bool = False,
+    interval: tuple[Any, Any] | None = None,
+    failed: tuple[str, str] | None = None,
+) -> str:
     attrs = ' class="key"' if key else ""
+    if failed is not None:  # a check failed (or warned) on this cell: its reasons on hover
+        attrs = f' class="{failed[0]}" title="{html.escape(failed[1])}"'
     if value is None:
         return f'<td{attrs} data-v="">–</td>'
     if isinstance(value, float):
@@ -137,11 +147,13 @@ def table_html(
     *,
     intervals: bool = False,
     flagged: pl.Series | None = None,
+    failed: dict[tuple[Any, ...], tuple[str, str]] | None = None,
 ) -> str:
     """A sortable HTML table (cells carry their raw value for sorting; keys do not wrap).
 
     With ``intervals``, a column ``m`` shows ``m_lo``/``m_hi`` in its cells (those columns
-    are not shown on their own); rows where ``flagged`` is true are marked.
+    are not shown on their own); rows where ``flagged`` is true are marked; the cells
+    ``failed`` names (the row's key values and the column) are marked with their reason.
     """
     columns = table.columns
     paired = {
@@ -159,12 +171,15 @@ def table_html(
     index = {c: i for i, c in enumerate(columns)}
     marks = [False] * table.height if flagged is None else flagged.fill_null(False).to_list()
     rows = []
+    failed = failed or {}
     for row, mark in zip(table.iter_rows(), marks, strict=True):
+        ids = tuple(str(row[index[k]]) for k in keys)
         cells = "".join(
             _cell(
                 row[index[c]],
                 c in keys,
                 (row[index[paired[c][0]]], row[index[paired[c][1]]]) if c in paired else None,
+                failed.get((*ids, c)),
             )
             for c in shown
         )
@@ -182,6 +197,7 @@ def build_report(
     level: float = 0.95,
     trend: str | None = None,
     baseline: Any = "previous",
+    checks: pl.DataFrame | None = None,
 ) -> str:
     """The report of a state as one HTML string.
 
@@ -198,6 +214,10 @@ def build_report(
     baseline : optional
         What each day's AUC is tested against: ``"previous"`` (the day before) or one value
         of the ``trend`` key.
+    checks : DataFrame, optional
+        A job's checks table (:mod:`streameval.jobs.checks`): the report opens with its
+        verdicts, and the metric cells of the slices whose checks failed or warned are
+        marked (with the reason on hover).
 
     Returns
     -------
@@ -222,11 +242,16 @@ def build_report(
     (10, False)
 
     """
-    return _build(state, title, level, trend, baseline)[0]
+    return _build(state, title, level, trend, baseline, checks)[0]
 
 
 def _build(
-    state: State, title: str, level: float, trend: str | None, baseline: Any
+    state: State,
+    title: str,
+    level: float,
+    trend: str | None,
+    baseline: Any,
+    checks: pl.DataFrame | None = None,
 ) -> tuple[str, pl.DataFrame]:
     """The report's text and its metric table."""
     kind = state.spec.kind
@@ -255,11 +280,14 @@ def _build(
         *keys, *(c for n in summary for c in (n, f"{n}_lo", f"{n}_hi") if c in table.columns)
     )
     sections = [f"<h1>{html.escape(title)}</h1>", _summary_line(state, table)]
+    failed = {} if checks is None else failed_cells(checks, keys)
+    if checks is not None:
+        sections += checks_html(checks)
     sections += [
         "<h2>Metrics</h2>",
-        table_html(compact, keys, "metrics", intervals=True, flagged=flagged),
+        table_html(compact, keys, "metrics", intervals=True, flagged=flagged, failed=failed),
         f"<details><summary>All {table.width} columns</summary>"
-        f"{table_html(table, keys, 'metrics-all', flagged=flagged)}</details>",
+        f"{table_html(table, keys, 'metrics-all', flagged=flagged, failed=failed)}</details>",
     ]
     if day is not None:
         sections += _trends(state, table, day, changes, level)
@@ -286,6 +314,43 @@ def _build(
         f"for AUC, at level {level}.</p>\n<script>{SCRIPT}</script>\n</body></html>\n"
     )
     return text, table
+
+
+#: The checks table's columns the report shows for each row that did not pass.
+CHECK_COLUMNS = ("check", "severity", "window", "metric", "value", "baseline", "difference")
+CHECK_TAIL = ("p_adjusted", "status", "reason")
+
+
+def checks_html(checks: pl.DataFrame) -> list[str]:
+    """The report's opening section: the count of each status, and the rows not passed."""
+    counts = checks.group_by("status").len().sort("status")
+    line = "".join(f"<span>{html.escape(str(s))}: {n:,}</span>" for s, n in counts.iter_rows())
+    bad = checks.filter(pl.col("status").is_in(["fail", "warn"]))
+    # the slice: the columns before the metric (the day, the group keys, a threshold)
+    keys = [c for c in checks.columns[: checks.columns.index("metric")] if c not in CHECK_COLUMNS]
+    section = ["<h2>Checks</h2>", f'<p class="checks-line">{line}</p>']
+    if bad.height == 0:
+        return [*section, '<p class="note">Every judged check passed.</p>']
+    shown = bad.select("check", "severity", *keys, *CHECK_COLUMNS[2:], *CHECK_TAIL)
+    return [*section, table_html(shown, keys, "checks", flagged=bad["status"] == "fail")]
+
+
+def failed_cells(checks: pl.DataFrame, keys: list[str]) -> dict[tuple[Any, ...], tuple[str, str]]:
+    """The metric cells to mark: (the slice's key values as text, metric) → (class, reasons).
+
+    The class is ``failed`` when an error check failed on the cell, else ``warned``.
+    """
+    if any(k not in checks.columns for k in keys):
+        return {}
+    bad = checks.filter(pl.col("status").is_in(["fail", "warn"]))
+    cells: dict[tuple[Any, ...], tuple[str, str]] = {}
+    for row in bad.iter_rows(named=True):
+        cell = (*(str(row[k]) for k in keys), row["metric"])
+        text = f"{row['check']} ({row['status']}): {row['reason']}"
+        kind, before = cells.get(cell, ("warned", ""))
+        kind = "failed" if row["status"] == "fail" else kind
+        cells[cell] = (kind, f"{before}; {text}" if before else text)
+    return cells
 
 
 def _trend_key(state: State, trend: str | None) -> str | None:
@@ -601,6 +666,7 @@ def write_report(
     level: float = 0.95,
     trend: str | None = None,
     baseline: Any = "previous",
+    checks: pl.DataFrame | None = None,
 ) -> tuple[int, int]:
     """Write :func:`build_report` to ``path`` (atomically); return its (groups, rows).
 
@@ -619,6 +685,8 @@ def write_report(
     baseline : optional
         What each day's AUC is tested against: ``"previous"`` (the day before) or one value
         of the ``trend`` key.
+    checks : DataFrame, optional
+        A job's checks table, shown first, its failed cells marked (:func:`build_report`).
 
     Returns
     -------
@@ -644,7 +712,7 @@ def write_report(
     True
 
     """
-    text, table = _build(state, title, level, trend, baseline)
+    text, table = _build(state, title, level, trend, baseline, checks)
     target = os.fspath(path)
     tmp = f"{target}.tmp-{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as handle:

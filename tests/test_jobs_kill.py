@@ -1,9 +1,10 @@
 """Crash safety: runs killed with SIGKILL at random moments, then completed by a normal run.
 
-Every completed run must leave exactly the outputs of an uninterrupted run (byte for byte:
-the job is exact-mode binary, so every sum is an integer and any double-counted or lost
-partition would show), a store holding only the files its manifest names, no temporary
-files and no lock.
+Every completed run must leave exactly the outputs of an uninterrupted run — its metric
+tables byte for byte (the job is exact-mode binary, so every sum is an integer and any
+double-counted or lost partition would show), its checks table with the same rows and
+statuses (their standard errors to 1e-12) — a store holding only the files its manifest
+names, no temporary files and no lock.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ def stage(store: Path, days: int) -> str:
         return "states" if done else "before the first state"
     if len(manifest["rollups"]) < days or not manifest.get("running"):
         return "rollups"
-    if len(manifest.get("outputs", {})) < 2:
+    if len(manifest.get("checks", {})) < days:
+        return "checks"
+    if len(manifest.get("outputs", {})) < 3:
         return "outputs"
     return "cleanup or finished"
 
@@ -72,6 +75,7 @@ def check_store(store: Path) -> None:
     manifest = json.loads((store / "manifest.json").read_text())
     named = {e["state"] for e in manifest["partitions"].values()}
     named |= {e["file"] for e in manifest["rollups"].values()}
+    named |= {e["file"] for e in manifest["checks"].values()}
     named |= set(manifest["running"]["files"].values())
     files = {str(p.relative_to(store)) for p in store.rglob("*.parquet")}
     assert files == named, "orphaned or missing store files"
@@ -81,19 +85,37 @@ def check_store(store: Path) -> None:
 WEIGHTED = ('precision = "exact"', 'weight = "weight"')  # default precision, float sums
 
 
+#: Checks the killed runs judge too: their rows are an output, their files in the store.
+CHECKS = (
+    '\n[checking]\noutput = "out/checks"\n\n[[checks]]\nmetric = "roc_auc"\nmin = 0.2\n'
+    'max_drop = 0.3\nbaseline = "history"\ndays = 3\nsignificance = 0.05\nseverity = "warn"\n'
+)
+
+
 def job_in(folder: Path, source: Path, edit: tuple[str, str] | None = None) -> Path:
     job = write_job(folder, source)
+    job.write_text(job.read_text() + CHECKS)
     if edit:
         job.write_text(job.read_text().replace(*edit))
     return job
 
 
 def same_outputs(got: dict[str, bytes], expected: dict[str, bytes], exact: bool) -> None:
-    """Outputs equal byte for byte, or (float sums) as tables to 1e-9."""
-    if exact:
-        assert got == expected, "outputs differ"
-        return
+    """Outputs equal byte for byte, or (float sums) as tables to 1e-9.
+
+    The checks table is compared as a table even in exact mode: its standard errors are
+    DeLong's variances, floating-point sums whose last bits Polars' parallel sums may
+    change between two computations (its statuses and every count are compared exactly).
+    """
     assert sorted(got) == sorted(expected), "output files differ"
+    if exact:
+        metrics = [n for n in expected if not n.startswith("checks/")]
+        assert {n: got[n] for n in metrics} == {n: expected[n] for n in metrics}, "outputs differ"
+        for name in [n for n in expected if n.startswith("checks/")]:
+            ours, theirs = pl.read_parquet(got[name]), pl.read_parquet(expected[name])
+            assert_frame_equal(ours, theirs, rel_tol=1e-12, abs_tol=1e-15)
+            assert ours["status"].to_list() == theirs["status"].to_list()
+        return
     for name, data in expected.items():
         read = pl.read_csv if name.endswith(".csv") else pl.read_parquet
         assert_frame_equal(read(got[name]), read(data), rel_tol=1e-9, abs_tol=1e-12)
@@ -148,7 +170,14 @@ def kill_loop(root: Path, trials: int, days: int, edit: tuple[str, str] | None =
         attempt += 1
     print(f"kill stages over {attempt} attempts (run of {duration:.1f} s): {dict(stages)}")
     assert killed >= trials
-    hit = {"before the first state", "states", "rollups", "outputs", "cleanup or finished"}
+    hit = {
+        "before the first state",
+        "states",
+        "rollups",
+        "checks",
+        "outputs",
+        "cleanup or finished",
+    }
     assert len(hit & set(stages)) >= 2, stages
 
 
@@ -162,7 +191,7 @@ def test_many_more_kills_on_a_longer_job(tmp_path):
 
 
 def test_a_weighted_default_precision_job_killed_at_random_moments_converges(tmp_path):
-    kill_loop(tmp_path, trials=8, days=10, edit=WEIGHTED)
+    kill_loop(tmp_path, trials=6, days=10, edit=WEIGHTED)
 
 
 def store_files(store: Path) -> dict[str, bytes]:
@@ -170,13 +199,14 @@ def store_files(store: Path) -> dict[str, bytes]:
     manifest = json.loads((store / "manifest.json").read_text())
     named = {e["state"] for e in manifest["partitions"].values()}
     named |= {e["file"] for e in manifest["rollups"].values()}
+    named |= {e["file"] for e in manifest.get("checks", {}).values()}
     named |= set(manifest["running"]["files"].values())
     return {n: (store / n).read_bytes() for n in sorted(named | {"manifest.json"})}
 
 
 def test_a_full_refresh_killed_at_random_moments_leaves_the_old_store_or_the_new(tmp_path):
     """A refresh to another precision, killed anywhere: the store is the old one or the new."""
-    days, trials = 10, 10
+    days, trials = 10, 8
     source, new_outputs, _first, duration = reference(tmp_path, days, WEIGHTED)
     base = job_in(tmp_path / "base", source)  # the store as it was: exact, unweighted
     run_job(base, quiet=True)

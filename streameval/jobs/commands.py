@@ -18,6 +18,9 @@ from ..tasks.registry import taking
 from .runner import run_job
 from .tools import _manifest, inspect_text, is_store, load_states, window_metrics
 
+#: The exit status of a run whose error-severity checks failed (its outputs are written).
+CHECKS_FAILED = 3
+
 
 def register(sub: Any) -> None:
     """Add ``run`` and ``state`` to the ``streameval`` subcommands."""
@@ -31,6 +34,11 @@ def register(sub: Any) -> None:
     run.add_argument("job", help="the job file (TOML)")
     run.add_argument("--dry-run", action="store_true", help="list what would be processed")
     run.add_argument("--full-refresh", action="store_true", help="recompute every partition")
+    run.add_argument(
+        "--checks-only",
+        action="store_true",
+        help="read no source: judge the stored days again by the job's checks",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     run.set_defaults(handler=_run)
 
@@ -96,10 +104,11 @@ def _run(args: argparse.Namespace) -> int:
     width = None if args.dry_run else terminal_width(sys.stderr)
     stream = None if width is None else FittedStream(sys.stderr, width)
     try:
-        run_job(
+        report = run_job(
             args.job,
             dry_run=args.dry_run,
             full_refresh=args.full_refresh,
+            checks_only=args.checks_only,
             quiet=args.quiet,
             stream=stream,  # type: ignore[arg-type]
         )
@@ -108,7 +117,7 @@ def _run(args: argparse.Namespace) -> int:
             f"the job failed on a file operation ({exc}); hint: check that the store and output "
             "folders are writable and the source readable"
         ) from None
-    return 0
+    return CHECKS_FAILED if report.checks_failed else 0
 
 
 def _inspect(args: argparse.Namespace) -> int:

@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from ..spec import parse_precision
+from ..tasks.registry import offering, offers
+from .checkconfig import CheckConfig, CheckingConfig, read_checking, read_checks
 from .task import TaskConfig, read_task
 from .tomlkeys import MISSING, JobConfigError, Table, choice, type_name
 from .windows import Window, parse_window
@@ -94,6 +96,10 @@ class JobConfig:
         The state store's folder (``[store] path``), resolved.
     outputs : tuple of OutputConfig
         The ``[[outputs]]`` tables: each metric table's path, format and windows.
+    checks : tuple of CheckConfig
+        The ``[[checks]]`` tables: what each day is judged by (:mod:`.checkconfig`).
+    checking : CheckingConfig
+        The ``[checking]`` table: the checks table's path, the correction, ``on_failure``.
 
     Examples
     --------
@@ -114,6 +120,8 @@ class JobConfig:
     task: TaskConfig
     store: str
     outputs: tuple[OutputConfig, ...]
+    checks: tuple[CheckConfig, ...] = ()
+    checking: CheckingConfig = field(default_factory=CheckingConfig)
 
     @property
     def base(self) -> str:
@@ -236,7 +244,7 @@ def load_job(path: str | os.PathLike[str]) -> JobConfig:
         ) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, IsADirectoryError) as exc:
         raise JobConfigError(f"{file}: not a valid TOML job file ({exc})") from None
-    top = Table(file, "", data, ["source", "task", "store", "outputs"])
+    top = Table(file, "", data, ["source", "task", "store", "outputs", "checks", "checking"])
     base = os.path.dirname(file)
     source = _source(Table(file, "source", top.take("source", "table"), _SOURCE_KEYS), base)
     task = read_task(file, top.take("task", "table"))
@@ -244,12 +252,14 @@ def load_job(path: str | os.PathLike[str]) -> JobConfig:
     store = _resolve(base, store_table.take("path", "str"))
     store_table.done()
     raw_outputs = top.take("outputs", "tables", [])
+    checks = read_checks(file, top.take("checks", "tables", []), task, source.partition_key, base)
+    checking = read_checking(file, top.take("checking", "table", {}), base)
     top.done()
     outputs = tuple(
         _output(Table(file, f"outputs[{i}]", item, ["path", "format", "windows"]), base, source)
         for i, item in enumerate(raw_outputs)
     )
-    job = JobConfig(file, source, task, store, outputs)
+    job = JobConfig(file, source, task, store, outputs, checks, checking)
     _cross_checks(top, job)
     return job
 
@@ -336,6 +346,17 @@ def _output(t: Table, base: str, source: SourceConfig) -> OutputConfig:
 
 def _cross_checks(top: Table, job: JobConfig) -> None:
     key = job.source.partition_key
+    c = job.checking
+    if not job.checks and (c.output or c.report or c.on_failure):
+        raise top.error(
+            "checking", "expected [[checks]] tables to judge by; hint: add one, or drop [checking]"
+        )
+    if c.report is not None and not offers(job.task.kind, "metrics"):
+        raise top.error(
+            "checking.report",
+            f"expected a {', '.join(offering('metrics'))} task for a report, got "
+            f"{job.task.kind!r}; hint: drop report (the checks table has every verdict)",
+        )
     for name in job.task.by:
         if name == key or name in RESERVED:
             raise top.error(
@@ -363,6 +384,10 @@ def _no_overlaps(top: Table, job: JobConfig) -> None:
     ]
     targets = [("store.path", _real(job.store))]
     targets += [(f"outputs[{i}].path", _real(o.path)) for i, o in enumerate(job.outputs)]
+    if job.checking.output is not None:
+        targets.append(("checking.output", _real(job.checking.output)))
+    if job.checking.report is not None:
+        targets.append(("checking.report", _real(job.checking.report)))
     for n, (where, target) in enumerate(targets):
         for what, source in sources:
             if _inside(target, source) or _inside(source, target):

@@ -79,37 +79,55 @@ def day_file(output: OutputConfig, key: str | None, name: str) -> str:
     return os.path.join(output.path, safe_name(f"{key}={name}"), PART)
 
 
+def checks_output(job: JobConfig) -> OutputConfig | None:
+    """The checks table as an output (``[checking] output``), or None."""
+    if job.checking.output is None or not job.checks:
+        return None
+    return OutputConfig(job.checking.output, job.checking.format, ())
+
+
 def publish(
     job: JobConfig,
     store: Store,
     manifest: dict[str, Any],
     names: Sequence[str],
     save: Callable[[], None],
+    judged: Sequence[str] = (),
+    *,
+    metrics: bool = True,
 ) -> Published:
     """Write every output from the rollups of ``names`` (the output days, in order).
 
-    Before a Parquet output gains files, the manifest records them as ``pending`` (and is
-    saved), so that a run killed while writing them still knows which files are its own.
+    The checks table (``[checking] output``) is written from the stored check rows of the
+    days ``judged``; ``metrics=False`` writes it alone. Before a Parquet output gains files,
+    the manifest records them as ``pending`` (and is saved), so that a run killed while
+    writing them still knows which files are its own.
     """
     done = Published()
     key = job.source.partition_key
-    rollups = manifest["rollups"]
     records = manifest.setdefault("outputs", {})
-    for name in [n for n in records if n not in [o.path for o in job.outputs]]:
+    checks = checks_output(job)
+    targets = [(o, "rollups", names) for o in job.outputs] if metrics else []
+    if checks is not None:
+        targets.append((checks, "checks", judged))
+    paths = [o.path for o in job.outputs] + ([checks.path] if checks is not None else [])
+    for name in [n for n in records if n not in paths]:
         del records[name]
-    tables: dict[str, pl.DataFrame] = {}
+    tables: dict[tuple[str, str], pl.DataFrame] = {}
 
-    def rows(name: str, output: OutputConfig) -> pl.DataFrame:
-        if name not in tables:
-            entry = rollups[name]
-            what = f"the stored metric rows of {name!r}"
-            tables[name] = store.read_table(entry["file"], entry.get("blake2b"), what)
+    def rows(name: str, output: OutputConfig, cache: str) -> pl.DataFrame:
+        if (cache, name) not in tables:
+            entry = manifest[cache][name]
+            what = f"the stored {'metric' if cache == 'rollups' else 'check'} rows of {name!r}"
+            tables[cache, name] = store.read_table(entry["file"], entry.get("blake2b"), what)
+        if not output.windows:
+            return tables[cache, name]
         wanted = [w.name for w in output.windows]
-        return tables[name].filter(pl.col("window").is_in(wanted))
+        return tables[cache, name].filter(pl.col("window").is_in(wanted))
 
-    for output in job.outputs:
+    for output, cache, names in targets:
         settings = digest_of(output.format, [w.name for w in output.windows], key)
-        days = {n: rollups[n]["digest"] for n in names}
+        days = {n: manifest[cache][n]["digest"] for n in names}
         record = records.get(output.path) or {}
         same = record.get("settings") == settings
         recorded: dict[str, str] = record.get("files") or {}
@@ -127,7 +145,8 @@ def publish(
                     done.unchanged += 1
                     files[path] = recorded[path]
                     continue
-                files[path] = _put(path, serialize(rows(n, output), "parquet"), done, store.tag)
+                table = rows(n, output, cache)
+                files[path] = _put(path, serialize(table, "parquet"), done, store.tag)
             stale = owned - set(expected.values())
             done.removed += _remove_others(output.path, stale, recorded, store.tag)
         else:
@@ -136,8 +155,8 @@ def publish(
                 done.unchanged += 1
                 files[path] = recorded[path]
             else:
-                parts = [rows(n, output) for n in names]
-                table = pl.concat(parts, how="vertical") if parts else pl.DataFrame()
+                parts = [rows(n, output, cache) for n in names]
+                table = pl.concat(parts, how="vertical_relaxed") if parts else pl.DataFrame()
                 files[path] = _put(path, serialize(table, output.format), done, store.tag)
             remove_temporaries(Path(output.path).parent, store.tag)
         records[output.path] = {

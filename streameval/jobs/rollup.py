@@ -32,7 +32,6 @@ import polars as pl
 
 from ..spec import Spec
 from ..state import State, merge, metrics_by_version
-from .partitions import safe_name
 from .store import DamagedStateError, Store
 from .windows import Window
 
@@ -57,6 +56,16 @@ def digest_of(*parts: Any) -> str:
     """First 16 hex digits of the SHA-256 of the parts' JSON."""
     text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def day_label(key: str | None, entry: Entry) -> str:
+    """An output day's label in file names: ``day=2026-10-01`` (``all`` without a key).
+
+    >>> entry = Entry("2026-10-01", None, "", "")
+    >>> day_label("day", entry), day_label(None, entry)
+    ('day=2026-10-01', 'all')
+    """
+    return f"{key}={entry.value}" if key else "all"
 
 
 def plan_digests(
@@ -89,8 +98,39 @@ def _members(entries: Sequence[Entry], i: int, window: Window) -> list[Entry]:
     return list(entries[j : i + 1])
 
 
+class StateCache:
+    """The stored partitions' states, read once and held until dropped.
+
+    Shared by a run's rollups and checks: the states the rollups hold at the end (the last
+    days' windows) are those a nightly run's checks read again.
+    """
+
+    def __init__(self, store: Store, entries: Sequence[Entry]) -> None:
+        self.store, self.entries = store, list(entries)
+        self._held: dict[int, State] = {}
+
+    def get(self, i: int) -> State:
+        """The state of entry ``i`` (read from the store the first time)."""
+        if i not in self._held:
+            e = self.entries[i]
+            what = f"the state of partition {e.value!r}"
+            self._held[i] = self.store.read_state(e.state, what, e.value)
+        return self._held[i]
+
+    def held(self) -> list[int]:
+        """The entries whose states are held."""
+        return list(self._held)
+
+    def drop(self, i: int) -> None:
+        """Let go of entry ``i``'s state."""
+        self._held.pop(i, None)
+
+
 class Rollups:
     """Computes the stale days' metric rows into the store, batch by batch."""
+
+    #: The cache of partition states to read through (one per :meth:`run` when None).
+    states: StateCache | None = None
 
     def __init__(
         self,
@@ -153,13 +193,8 @@ class Rollups:
         first = stale[0] if stale else len(entries) - 1
         folds, begin = self._resume(entries, first, chains, running)
         last = len(entries) - 1 if running else stale[-1]
-        states: dict[int, State] = {}
-
-        def state(i: int) -> State:
-            if i not in states:
-                what = f"the state of partition {entries[i].value!r}"
-                states[i] = self.store.read_state(entries[i].state, what, entries[i].value)
-            return states[i]
+        states = self.states if self.states is not None else StateCache(self.store, entries)
+        state = states.get
 
         todo, rows = set(stale), 0
         batch: list[tuple[int, list[Tagged]]] = []
@@ -187,9 +222,9 @@ class Rollups:
                     self._flush(entries, batch, digests, save)
                     batch, rows = [], 0
             day = entries[i].day
-            for j in [j for j in states if j < i]:
+            for j in [j for j in states.held() if j < i]:
                 if day is None or not trailing or entries[j].day < day - span:  # type: ignore[operator]
-                    del states[j]
+                    states.drop(j)
         if batch:
             self._flush(entries, batch, digests, save)
         if running:
@@ -279,15 +314,9 @@ class Rollups:
             e = entries[i]
             rows = parts.get((e.day,), out.clear())
             name = self.name(e)
-            label = f"{self.key}={e.value}" if self.key else "all"
-            rel = self.store.place(f"metrics/{safe_name(label)}.{digests[i]}.parquet")
-            content = self.store.write_table(rows, rel)
-            cached[name] = {
-                "digest": digests[i],
-                "file": rel,
-                "rows": rows.height,
-                "blake2b": content,
-            }
+            cached[name] = self.store.write_rows(
+                rows, "metrics", day_label(self.key, e), digests[i]
+            )
         save()
 
     def _order(self, out: pl.DataFrame) -> pl.DataFrame:

@@ -42,22 +42,26 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
 import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+import polars as pl
+
 from ..accumulate import accumulate
 from ..errors import StreamevalError
 from ..spec import same_computation
-from .config import JobConfig, load_job
+from .checks import REJECTED, Checks
+from .config import JobConfig, JobConfigError, load_job
 from .discover import discover
 from .lock import StoreLock
-from .outputs import publish
+from .outputs import Published, publish
 from .partitions import Partition, parse_day, safe_name
 from .progress import Progress
-from .rollup import Entry, Rollups
+from .rollup import Entry, Rollups, StateCache
 from .store import DamagedStateError, Store, StoreError
 
 SAVE_EVERY = 0.5  # seconds between manifest writes while partitions are computed
@@ -94,6 +98,13 @@ class RunReport:
         Output files removed (of days no longer in the source).
     seconds : float
         Duration of the run.
+    judged : int
+        Days whose checks were judged (again).
+    failures : list of dict
+        The check rows that failed or warned on the days the run answers for: the last
+        day, and the days of the partitions it computed (see ``docs/checks.md``).
+    checks_failed : int
+        Of ``failures``, those of ``error`` checks (``streameval run`` then exits with 3).
 
     Examples
     --------
@@ -118,6 +129,9 @@ class RunReport:
     unchanged: int = 0
     removed: int = 0
     seconds: float = 0.0
+    judged: int = 0
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    checks_failed: int = 0
 
 
 def plan(parts: list[Partition], manifest: dict[str, Any] | None, store: Store) -> RunReport:
@@ -150,6 +164,7 @@ def run_job(
     *,
     dry_run: bool = False,
     full_refresh: bool = False,
+    checks_only: bool = False,
     quiet: bool = False,
     stream: TextIO | None = None,
 ) -> RunReport:
@@ -169,6 +184,9 @@ def run_job(
         Recompute every partition into a new generation of the store, which takes the old
         one's place when the run completes (needed after a change of the job's
         :meth:`JobConfig.identity`).
+    checks_only : bool
+        Read no source: judge every stored day again by the job's ``[[checks]]`` and write
+        the checks table alone.
     quiet : bool
         No progress lines (they go to ``stream``, default stderr); warnings are still shown.
     stream : text file, optional
@@ -211,9 +229,17 @@ def run_job(
 
     """
     job = load_job(path)
-    parts = discover(job.source, job.base)
     store = Store(job.store)
     out = sys.stderr if stream is None else stream
+    command = f"streameval run {os.path.abspath(os.fspath(path))} on {socket.gethostname()}"
+    if checks_only:
+        if dry_run or full_refresh:
+            raise JobConfigError(
+                "expected --checks-only alone, not with --dry-run or --full-refresh"
+            )
+        with StoreLock(store.lock_path, command):
+            return _judge_only(job, store, store.open(job.identity(), False), out, quiet)
+    parts = discover(job.source, job.base)
     if dry_run:
         manifest = None if full_refresh else store.read_manifest()
         if manifest is not None:
@@ -221,7 +247,6 @@ def run_job(
         report = plan(parts, manifest, store)
         _print_plan(job, parts, report, sys.stdout if stream is None else stream)
         return report
-    command = f"streameval run {os.path.abspath(os.fspath(path))} on {socket.gethostname()}"
     with StoreLock(store.lock_path, command) as lock:
         manifest = store.open(job.identity(), full_refresh)
         try:
@@ -275,29 +300,152 @@ def _run(
         store, manifest, job.windows, job.source.partition_key,
         job.task.metric_kwargs(), job.task.by, warn,
     )  # fmt: skip
+    checks = Checks(job, store, manifest, warn)
 
     def save() -> None:
         store.save(manifest)
 
     for _ in range(len(parts) + 3):  # each repair recomputes a damaged file once
         stored = entries(job, manifest)
+        rollups.states = checks.states = StateCache(store, stored)  # (each state read once)
         try:
             report.rollup_days += rollups.run(stored, save)
+            report.judged += len(checks.run(stored, save))
             store.switch(manifest)  # a full refresh takes the store's place here
             names = list(dict.fromkeys(rollups.name(e) for e in stored)) if job.outputs else []
-            published = publish(job, store, manifest, names, save)
+            judged = list(dict.fromkeys(checks.name(e) for e in stored)) if job.checks else []
+            published = publish(job, store, manifest, names, save, judged)
+            computed = {
+                checks.name(e) for e in stored if e.value in set(report.new + report.changed)
+            }
+            _answer(job, checks, stored, computed, report)
             break
         except DamagedStateError as exc:
             _repair(job, store, manifest, parts, exc, progress, warn)
     else:  # pragma: no cover - each repair replaces one damaged file
         raise StoreError(f"the store {store.root!r} keeps failing its checks")
-    report.written, report.unchanged = published.written, published.unchanged
     report.removed = published.removed
+    return _finish(job, store, manifest, checks, stored, report, published, progress, started)
+
+
+def _judge_only(
+    job: JobConfig, store: Store, manifest: dict[str, Any], out: TextIO, quiet: bool
+) -> RunReport:
+    """``--checks-only``: judge every stored day again and write the checks table alone."""
+    started = time.monotonic()
+    progress = Progress(0, 0, stream=out, quiet=quiet)
+    if not job.checks:
+        raise JobConfigError(f"{job.file}: checks: missing; --checks-only needs [[checks]] tables")
+    if not manifest.get("partitions"):
+        raise StoreError(
+            f"the store {store.root!r} holds no states yet; hint: run the job once without "
+            "--checks-only"
+        )
+    report = RunReport(partitions=len(manifest["partitions"]))
+    checks = Checks(job, store, manifest, lambda m: progress.log(f"warning: {m}", always=True))
+    stored = entries(job, manifest)
+
+    def save() -> None:
+        store.save(manifest)
+
+    try:
+        report.judged = len(checks.run(stored, save, force=True))
+        judged = list(dict.fromkeys(checks.name(e) for e in stored))
+        published = publish(job, store, manifest, [], save, judged, metrics=False)
+        _answer(job, checks, stored, set(), report)
+    except DamagedStateError as exc:
+        raise StoreError(
+            f"{exc}; hint: run the job without --checks-only to repair the store"
+        ) from None
+    return _finish(job, store, manifest, checks, stored, report, published, progress, started)
+
+
+def _finish(
+    job: JobConfig,
+    store: Store,
+    manifest: dict[str, Any],
+    checks: Checks,
+    stored: list[Entry],
+    report: RunReport,
+    published: Published,
+    progress: Progress,
+    started: float,
+) -> RunReport:
+    """A run's end: its manifest saved, the files it no longer names deleted, its summary.
+
+    The verdicts are told (logged, given to ``on_failure``, put in the report) in between.
+    """
+    report.written, report.unchanged = published.written, published.unchanged
     store.save(manifest)
     store.remove_unreferenced(manifest)
+    _tell(job, checks, stored, report, progress.log)
     report.seconds = time.monotonic() - started
     progress.log(_summary(report))
     return report
+
+
+def _answer(
+    job: JobConfig, checks: Checks, stored: list[Entry], computed: set[str], report: RunReport
+) -> None:
+    """The failed rows the run answers for: the last day's and those of the days computed."""
+    if not job.checks or not stored:
+        return
+    days = [n for n in dict.fromkeys(checks.name(e) for e in stored) if n in computed]
+    days.append(checks.name(stored[-1]))
+    rows = [checks.rows(n) for n in dict.fromkeys(days)]
+    failed = pl.concat(rows, how="vertical_relaxed").filter(pl.col("status").is_in(REJECTED))
+    report.failures = failed.to_dicts()
+    report.checks_failed = failed.filter(pl.col("status") == "fail").height
+
+
+def _tell(job: JobConfig, checks: Checks, stored: list[Entry], report: RunReport, log: Any) -> None:
+    """Log the failed rows, run ``on_failure`` with them, then write the checks report."""
+    for row in report.failures[:20]:
+        log(
+            f"check {row['check']!r} {row['status']}: {_where(job, row)}{row['reason']}",
+            always=True,
+        )
+    if len(report.failures) > 20:
+        log(f"… and {len(report.failures) - 20} more failed check row(s)", always=True)
+    if report.failures and job.checking.on_failure:
+        notify(job, pl.DataFrame(report.failures), log)
+    path = job.checking.report
+    if path is not None and job.checks and stored and (report.judged or not os.path.exists(path)):
+        try:
+            checks.write_report(stored)
+        except (StreamevalError, OSError) as exc:  # (the verdicts are out: the report can wait)
+            log(f"warning: the checks report was not written: {exc}", always=True)
+
+
+def _where(job: JobConfig, row: dict[str, Any]) -> str:
+    keys = [k for k in (job.source.partition_key, *job.task.by, "threshold", "model", "k") if k]
+    text = ", ".join(f"{k}={row[k]}" for k in keys if k in row)
+    return f"{text}: " if text else ""
+
+
+def notify(job: JobConfig, failed: pl.DataFrame, log: Any) -> None:
+    """Run ``on_failure`` with the failed rows as a JSON array on its standard input."""
+    command = list(job.checking.on_failure)
+    try:
+        done = subprocess.run(
+            command,
+            input=failed.write_json().encode(),
+            cwd=job.base,
+            timeout=job.checking.on_failure_timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        log(
+            f"warning: on_failure command {command!r} was stopped after "
+            f"{job.checking.on_failure_timeout:g} s",
+            always=True,
+        )
+        return
+    except OSError as exc:
+        log(f"warning: on_failure command {command!r} could not start ({exc})", always=True)
+        return
+    if done.returncode != 0:
+        log(f"warning: on_failure command {command!r} exited with {done.returncode}", always=True)
 
 
 def _compute(
@@ -355,10 +503,11 @@ def _repair(
     warn: Any,
 ) -> None:
     """Recompute a damaged store file: a partition's state from its source, or a rollup."""
-    if exc.partition is None:  # metric rows or a running window: recomputed from the states
-        for name, entry in list(manifest["rollups"].items()):
-            if entry.get("file") == exc.file:
-                del manifest["rollups"][name]
+    if exc.partition is None:  # metric or check rows, a running window: from the states
+        for table in ("rollups", "checks"):
+            for name, entry in list(manifest.get(table, {}).items()):
+                if entry.get("file") == exc.file:
+                    del manifest[table][name]
         if exc.file in (manifest.get("running") or {}).get("files", {}).values():
             manifest["running"] = {}
         warn(f"{exc}; recomputing it")
@@ -382,8 +531,15 @@ def _summary(r: RunReport) -> str:
         f"{len(r.changed)} changed), {r.partitions - r.processed} unchanged, {len(r.dropped)} "
         f"dropped; {r.rows:,} rows read; rollups of {r.rollup_days} day(s) recomputed; "
         f"outputs: {r.written} file(s) written, {r.unchanged} unchanged, {r.removed} removed; "
-        f"{r.seconds:.2f} s"
+        f"{_checked(r)}{r.seconds:.2f} s"
     )
+
+
+def _checked(r: RunReport) -> str:
+    if not r.judged and not r.failures:
+        return ""
+    warned = len(r.failures) - r.checks_failed
+    return f"checks: {r.judged} day(s) judged, {r.checks_failed} failed, {warned} warned; "
 
 
 def _print_plan(job: JobConfig, parts: list[Partition], r: RunReport, out: TextIO) -> None:

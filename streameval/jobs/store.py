@@ -42,11 +42,12 @@ from ..spec import READABLE_VERSIONS, SCHEMA_VERSION
 from ..state import State, read_state
 from ..states import kind_module
 from ..version import __version__
+from .partitions import safe_name
 
 STORE_FORMAT = 1
 MANIFEST = "manifest.json"
 LOCK = "LOCK"
-FOLDERS = ("states", "metrics", "running")
+FOLDERS = ("states", "metrics", "running", "checks")
 GENERATION = re.compile(r"g[0-9]+")
 STORE_FILE = re.compile(r"[A-Za-z0-9._=-]+\.[0-9a-f]{16}\.parquet")
 
@@ -316,6 +317,26 @@ class Store:
         atomic_write(self.path(relative), lambda tmp: table.write_parquet(tmp), tag=self.tag)
         return file_digest(self.path(relative))
 
+    def write_rows(
+        self, rows: pl.DataFrame, folder: str, label: str, digest: str
+    ) -> dict[str, Any]:
+        """Write one output day's rows (metric or check rows) into ``folder``; its record.
+
+        The file is ``folder/<label>.<digest>.parquet`` in the current generation (another
+        name derived from the digest if that file exists: a file a manifest names is never
+        rewritten in place, so a run killed while writing leaves it as it was); the
+        returned manifest record names it with the rows' ``digest``, its row count and the
+        BLAKE2b digest of its bytes (checked when it is read back).
+        """
+        rel = self.place(f"{folder}/{safe_name(label)}.{digest}.parquet")
+        n = 0
+        while os.path.exists(self.path(rel)):  # (never rewrite a file a manifest may name)
+            n += 1
+            name = hashlib.sha256(f"{digest}:{n}".encode()).hexdigest()[:16]
+            rel = self.place(f"{folder}/{safe_name(label)}.{name}.parquet")
+        content = self.write_table(rows, rel)
+        return {"digest": digest, "file": rel, "rows": rows.height, "blake2b": content}
+
     def read_table(self, relative: str, digest: str | None, what: str) -> pl.DataFrame:
         """Read a table written by :meth:`write_table`, checked against its recorded digest."""
         path = self.path(relative)
@@ -334,6 +355,7 @@ class Store:
         names = {e["state"] for e in manifest.get("partitions", {}).values()}
         names |= {e["file"] for e in manifest.get("rollups", {}).values()}
         names |= set((manifest.get("running") or {}).get("files", {}).values())
+        names |= {e["file"] for e in manifest.get("checks", {}).values()}
         return {os.path.normpath(n) for n in names}
 
     def _generations(self) -> list[Path]:

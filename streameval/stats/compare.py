@@ -233,9 +233,14 @@ def _joint_sums(state: StateData, keys: list[str]) -> pl.LazyFrame:
     return per_group
 
 
-def paired_test(state: StateData, level: float, alternative: str) -> pl.DataFrame:
-    """Per group and pair of models (in ``spec.scores`` order): the paired DeLong test."""
-    check_alternative(alternative)
+def paired_moments(state: StateData) -> tuple[pl.DataFrame, list[str]]:
+    """Per group and pair of models (in ``spec.scores`` order): the AUCs and their difference.
+
+    Columns: the group keys (the returned list: :data:`~streameval.spec.ALL` without keys),
+    ``model_a``, ``model_b``, ``roc_auc_a``, ``roc_auc_b``, ``difference`` (a − b), ``_sd``
+    (its DeLong standard error, from both variances and their covariance) and ``_widen``
+    (the two AUCs' bucketing error bounds).
+    """
     _, keys = _groups(state)
     summed = paired_sums(state.table, state.spec) if kernels.enabled() else None
     if summed is None:
@@ -257,7 +262,13 @@ def paired_test(state: StateData, level: float, alternative: str) -> pl.DataFram
                 (pl.col(f"_e{i}") + pl.col(f"_e{j}")).alias("_widen"),
             )
         )
-    out = pl.concat(rows).collect()
+    return pl.concat(rows).collect(), keys
+
+
+def paired_test(state: StateData, level: float, alternative: str) -> pl.DataFrame:
+    """Per group and pair of models (in ``spec.scores`` order): the paired DeLong test."""
+    check_alternative(alternative)
+    out, keys = paired_moments(state)
     diff, sd = out["difference"].to_numpy(), out["_sd"].to_numpy()
     with np.errstate(invalid="ignore", divide="ignore"):
         # a standard error within rounding is 0 (weights summed in another order differ in

@@ -1,0 +1,137 @@
+"""What a job's checks cost: the same job run with and without ``[[checks]]``.
+
+Writes ``--days`` days of ``--segments`` segments (``generate.py``'s data) and runs two job
+files on it, each into a fresh store: the plain job (metric outputs ``1d``, ``7d``, ``28d``)
+and the same job with checks (an AUC floor, a significant AUC drop against the previous
+day, against the segment's 28 days of accepted history, and a recall drop). Two runs of
+each are timed: the first run (every day computed and judged) and a nightly run (one new
+day). Prints a Markdown table with the checks' share of each run.
+
+    python benchmarks/checks.py --rows 30_000_000 --segments 3000 --days 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from generate import generate
+
+from streameval.jobs import run_job
+
+CHECKS = """
+[checking]
+output = "checks"
+
+[[checks]]
+name = "auc floor"
+metric = "roc_auc"
+min = 0.6
+min_n = 200
+
+[[checks]]
+name = "auc vs yesterday"
+metric = "roc_auc"
+max_drop = 0.02
+baseline = "previous"
+significance = 0.05
+min_n = 200
+
+[[checks]]
+name = "auc vs history"
+metric = "roc_auc"
+max_drop = 0.02
+baseline = "history"
+days = 28
+significance = 0.05
+min_n = 200
+
+[[checks]]
+name = "recall vs yesterday"
+metric = "recall"
+max_relative_drop = 0.05
+baseline = "previous"
+significance = 0.05
+severity = "warn"
+"""
+
+
+#: The configurations timed: no checks, the checks but the history one, all four.
+CONFIGS = {
+    "no checks": "",
+    "3 checks (floor, previous day ×2)": CHECKS.split('[[checks]]\nname = "auc vs history"')[0]
+    + "[[checks]]"
+    + CHECKS.split("[[checks]]")[-1],
+    "4 checks (+ 28-day history)": CHECKS,
+}
+
+
+def job_text(data: Path, checks: str) -> str:
+    return (
+        f'[source]\npaths = ["{data}"]\npartition_key = "day"\n\n'
+        '[task]\nlabel = "label"\nscore = "score"\nby = ["segment"]\n\n'
+        '[store]\npath = "store"\n\n'
+        '[[outputs]]\npath = "metrics"\nwindows = ["1d", "7d", "28d"]\n' + checks
+    )
+
+
+def timed_runs(root: Path, data: Path, last: Path, checks: str) -> tuple[float, float]:
+    """Seconds of the first run (without the last day) and of the nightly run adding it."""
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    (root / "job.toml").write_text(job_text(data, checks))
+    hidden = data.parent / f"held_back_{last.name}"
+    last.rename(hidden)  # (out of the source until the nightly run)
+    try:
+        start = time.perf_counter()
+        run_job(root / "job.toml", quiet=True)
+        first = time.perf_counter() - start
+    finally:
+        hidden.rename(last)
+    start = time.perf_counter()
+    report = run_job(root / "job.toml", quiet=True)
+    nightly = time.perf_counter() - start
+    assert report.processed == 1
+    return first, nightly
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=30_000_000)
+    parser.add_argument("--segments", type=int, default=3000)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--root", default="/tmp/se_checks")
+    parser.add_argument("--repeat", type=int, default=1, help="alternating rounds")
+    args = parser.parse_args(argv)
+    root = Path(args.root)
+    data = root / f"data_{args.rows}_{args.segments}_{args.days}"
+    if not data.exists():
+        generate(data, args.rows, args.segments, args.days, seed=0)
+    last = sorted(data.glob("day=*"))[-1]
+    results: dict[str, list[tuple[float, float]]] = {name: [] for name in CONFIGS}
+    for _ in range(args.repeat):
+        for n, (name, checks) in enumerate(CONFIGS.items()):
+            results[name].append(timed_runs(root / f"job_{n}", data, last, checks))
+    print(f"{args.rows:,} rows, {args.segments:,} segments, {args.days} days")
+    print("| job | first run (s) | added | nightly run, one new day (s) | added |")
+    print("| --- | --- | --- | --- | --- |")
+    base = [min(r[i] for r in results["no checks"]) for i in (0, 1)]
+    for name in CONFIGS:
+        first, nightly = (min(r[i] for r in results[name]) for i in (0, 1))
+        added = [
+            f"{t / b - 1:+.1%}" if name != "no checks" else ""
+            for t, b in zip((first, nightly), base, strict=True)
+        ]
+        print(f"| {name} | {first:.1f} | {added[0]} | {nightly:.1f} | {added[1]} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

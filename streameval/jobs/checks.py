@@ -1,0 +1,379 @@
+"""A job's checks: each day's windows judged against bounds and baselines, from stored states.
+
+Each output day (each value of the partition key) is judged by every ``[[checks]]`` table:
+the check's window ending at the day is merged from the stored partition states, its metric
+measured per slice, and compared with the baseline (:mod:`.judge`). All the day's p-values
+are one family, adjusted together (``[checking] correction``: Benjamini–Hochberg by
+default), so testing thousands of slices a day keeps the share of false alarms at the
+checks' level. No source data is read.
+
+A day's check rows are kept in the store (``checks/day=….parquet``) with a digest of
+everything they depend on (the checks, the states of every partition its windows and
+baselines read, and, for ``history`` baselines, the previous day's verdicts); a day whose
+digest is unchanged is not judged again.
+
+Baselines: ``previous`` is the window of the same length just before (a ``7d`` window's
+seven days before it); ``history`` pools the ``days`` days before the window (of its end
+weekday with ``same_weekday``), leaving out each slice's days on which this check failed or
+warned; ``reference`` is a state file's slices; ``champion`` another model's value on the
+same rows (a paired task).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import date, timedelta
+from typing import Any
+
+import polars as pl
+
+from ..errors import InputError
+from ..report import write_report
+from ..state import State, merge, read_state
+from ..stats.multiple import adjust
+from .checkconfig import CheckConfig
+from .config import JobConfig
+from .judge import (
+    champion_rows,
+    check_reference_keys,
+    compare,
+    measure,
+    metric_table,
+    screen,
+    verdicts,
+    with_baseline,
+)
+from .rollup import FLAT, Entry, StateCache, day_label, digest_of
+from .store import Store
+
+CHECKS_FORMAT = 1
+SAVE_EVERY = 0.5  # seconds between manifest writes while days are judged
+#: Statuses that leave a slice's day out of a ``history`` baseline.
+REJECTED = ("fail", "warn")
+#: The checks table's columns after the keys (see docs/checks.md).
+COLUMNS = (
+    "metric", "value", "n", "positives", "baseline_kind", "baseline", "baseline_n",
+    "difference", "difference_lo", "difference_hi", "tolerance", "p_value", "p_adjusted",
+    "status", "reason",
+)  # fmt: skip
+
+
+class Checks:
+    """Judges the stale days of a job's store and keeps their rows in it."""
+
+    def __init__(
+        self,
+        job: JobConfig,
+        store: Store,
+        manifest: dict[str, Any],
+        warn: Callable[[str], None],
+    ) -> None:
+        self.job, self.store, self.manifest, self.warn = job, store, manifest, warn
+        self.key = job.source.partition_key
+        self.by = job.task.by
+        self.checks = {c.name: c for c in job.checks}
+        self.kwargs = job.task.metric_kwargs()
+        self.settings = digest_of(
+            CHECKS_FORMAT,
+            job.checking.correction,
+            [c.settings() for c in job.checks],
+            manifest.get("spec"),
+            self.kwargs,
+            self.key,
+        )
+        self.references: dict[str, State] = {}
+        #: The partition states to read through (shared with the rollups; None: its own).
+        self.states: StateCache | None = None
+        self._states = StateCache(store, [])
+        self._tables: dict[tuple[int, ...], tuple[State, pl.DataFrame] | None] = {}
+
+    def name(self, entry: Entry) -> str:
+        """A day's name in the manifest: the partition value (one ``*`` without a key)."""
+        return entry.value if self.key else FLAT
+
+    def digests(self, entries: Sequence[Entry]) -> list[str]:
+        """Each judged day's digest (every day with a key; the last one without)."""
+        if not self.key:
+            return [digest_of(self.settings, [[e.value, e.digest] for e in entries])]
+        reach = max(c.window.days + c.lookback for c in self.checks.values())
+        chained = any(c.baseline == "history" for c in self.checks.values())
+        out: list[str] = []
+        for i, e in enumerate(entries):
+            first = e.day - timedelta(days=reach)  # type: ignore[operator]
+            members = [[m.value, m.digest] for m in entries[: i + 1] if m.day >= first]  # type: ignore[operator]
+            previous = out[-1] if chained and out else None
+            out.append(digest_of(self.settings, members, previous))
+        return out
+
+    def run(
+        self, entries: Sequence[Entry], save: Callable[[], None], force: bool = False
+    ) -> list[str]:
+        """Judge the days whose digest changed (every day with ``force``); their names."""
+        cached: dict[str, Any] = self.manifest.setdefault("checks", {})
+        if not self.checks or not entries:
+            cached.clear()
+            return []
+        points = list(range(len(entries))) if self.key else [len(entries) - 1]
+        digests = self.digests(entries)
+        wanted = {self.name(entries[i]) for i in points}
+        for name in [n for n in cached if n not in wanted]:
+            del cached[name]
+        judged: list[str] = []
+        verdicts_by_day: dict[int, pl.DataFrame] = {}
+        self._tables.clear()  # (a retry after a repair: the entries may have changed)
+        self._states = self.states if self.states is not None else StateCache(self.store, entries)
+        saved = time.monotonic()
+        for n, i in enumerate(points):
+            name = self.name(entries[i])
+            entry = cached.get(name) or {}
+            fresh = (
+                not force
+                and entry.get("digest") == digests[n]
+                and os.path.exists(self.store.path(entry.get("file", "")))
+            )
+            if fresh:
+                continue
+            rows = self.judge_day(entries, i, verdicts_by_day)
+            label = day_label(self.key, entries[i])
+            cached[name] = self.store.write_rows(rows, "checks", label, digests[n])
+            verdicts_by_day[i] = rows
+            judged.append(name)
+            self._forget(entries, i)
+            if time.monotonic() - saved >= SAVE_EVERY:  # a killed run resumes from here
+                save()
+                saved = time.monotonic()
+        if judged:
+            save()
+        self._tables.clear()
+        return judged
+
+    def _forget(self, entries: Sequence[Entry], i: int) -> None:
+        """Drop the cached states and tables no later day's checks read."""
+        if not self.key:
+            return
+        reach = max(c.window.days + c.lookback for c in self.checks.values())
+        first = entries[i].day - timedelta(days=reach)  # type: ignore[operator]
+        for j in [j for j in self._states.held() if entries[j].day < first]:  # type: ignore[operator]
+            self._states.drop(j)
+        for members in [m for m in self._tables if not m or entries[max(m)].day < first]:  # type: ignore[operator]
+            del self._tables[members]
+
+    def rows(self, name: str) -> pl.DataFrame:
+        """A judged day's stored rows (checked against their digest)."""
+        entry = self.manifest["checks"][name]
+        what = f"the stored check rows of {name!r}"
+        return self.store.read_table(entry["file"], entry.get("blake2b"), what)
+
+    # -- one day -------------------------------------------------------------------------
+
+    def judge_day(
+        self, entries: Sequence[Entry], i: int, known: dict[int, pl.DataFrame]
+    ) -> pl.DataFrame:
+        """Every check's rows at entry ``i``, the day's p-values adjusted together."""
+        parts = []
+        for check in self.checks.values():
+            rows = self._judge(check, entries, i, known)
+            parts.append(rows)
+        parts = [p for p in parts if p.width]
+        if not parts:  # (each day is in its own windows: a check always has rows to judge)
+            return self._order(pl.DataFrame({"_day": [entries[i].day]}).clear(), entries[i])
+        day = pl.concat(parts, how="diagonal_relaxed")
+        adjusted = adjust(
+            day["p_value"].fill_null(float("nan")).to_numpy(), self.job.checking.correction
+        )
+        day = day.with_columns(pl.Series("p_adjusted", adjusted).fill_nan(None))
+        day = verdicts(day, self.checks)
+        return self._order(day, entries[i])
+
+    def _judge(
+        self, check: CheckConfig, entries: Sequence[Entry], i: int, known: dict[int, pl.DataFrame]
+    ) -> pl.DataFrame:
+        kind = self.job.task.kind
+        end = entries[i].day
+        window = self._window(check, entries, i)
+        if window is None:
+            return pl.DataFrame()
+        state, table = window
+        slices = [k for k in self.by]
+        if check.baseline == "champion":
+            rows = champion_rows(state, check, table, slices)
+        else:
+            current = measure(table, check, kind, slices)
+            baseline, on = self._baseline(check, entries, i, known, slices)
+            if baseline is not None:  # (a ranking task's rows: one per cutoff k)
+                on = [*on, *(c for c in ("k",) if c in current.columns and c in baseline.columns)]
+            every = check.baseline in ("previous", "history")  # (the window's own slices)
+            rows = with_baseline(current, baseline, on, every)
+        rows = screen(compare(rows, check, kind), check)
+        return rows.with_columns(
+            pl.lit(check.name).alias("check"),
+            pl.lit(check.severity).alias("severity"),
+            pl.lit(check.window.name).alias("window"),
+            pl.lit(check.metric).alias("metric"),
+            pl.lit(check.baseline, pl.String).alias("baseline_kind"),
+            pl.lit(end, pl.Date).alias("_day"),
+        )
+
+    def _window(
+        self, check: CheckConfig, entries: Sequence[Entry], i: int
+    ) -> tuple[State, pl.DataFrame] | None:
+        """The check's window ending at entry ``i``: its merged state and metric table."""
+        if not self.key:
+            members = list(range(len(entries)))
+        else:
+            end: date = entries[i].day  # type: ignore[assignment]
+            first = end - timedelta(days=check.window.days - 1)
+            members = [j for j in range(i + 1) if entries[j].day >= first]  # type: ignore[operator]
+        return self._merged(members)
+
+    def _merged(self, members: list[int]) -> tuple[State, pl.DataFrame] | None:
+        """The merged state of the entries ``members`` and its metric table (None: none)."""
+        key = tuple(members)
+        if key not in self._tables:
+            if not members:
+                self._tables[key] = None
+            else:
+                state = merge([self._state(j) for j in members])
+                self._tables[key] = (
+                    state,
+                    metric_table(state, list(self.checks.values()), self.kwargs),
+                )
+        return self._tables[key]
+
+    def _state(self, j: int) -> State:
+        return self._states.get(j)
+
+    def _baseline(
+        self,
+        check: CheckConfig,
+        entries: Sequence[Entry],
+        i: int,
+        known: dict[int, pl.DataFrame],
+        slices: list[str],
+    ) -> tuple[pl.DataFrame | None, list[str]]:
+        """The baseline's measured rows and the keys they join on (None: no baseline)."""
+        kind = self.job.task.kind
+        if check.baseline is None:
+            return None, slices
+        if check.baseline == "reference":
+            reference = self._reference(check)
+            on = check_reference_keys(reference, slices, check)
+            table = metric_table(reference, [check], self.kwargs)
+            return measure(table, check, kind, on), on
+        end: date = entries[i].day  # type: ignore[assignment]
+        start = end - timedelta(days=check.window.days - 1)
+        if check.baseline == "previous":
+            first = start - timedelta(days=check.window.days)
+            members = [j for j in range(i) if first <= entries[j].day < start]  # type: ignore[operator]
+            merged = self._merged(members)
+            return (None if merged is None else measure(merged[1], check, kind, slices)), slices
+        first = start - timedelta(days=check.days)
+        members = [
+            j
+            for j in range(i)
+            if first <= entries[j].day < start  # type: ignore[operator]
+            and (not check.same_weekday or entries[j].day.weekday() == end.weekday())  # type: ignore[union-attr]
+        ]
+        parts = []
+        for j in members:
+            state = self._state(j)
+            rejected = self._rejected(check, entries, j, known)
+            table = state.table
+            if rejected is not None and rejected.height and slices:
+                table = table.join(rejected, on=slices, how="anti", nulls_equal=True)
+            elif rejected is not None and rejected.height:
+                table = table.clear()
+            parts.append(State(state.spec, table))
+        if not parts:
+            return None, slices
+        pooled = merge(parts)
+        table = metric_table(pooled, [check], self.kwargs)
+        return measure(table, check, kind, slices), slices
+
+    def _rejected(
+        self, check: CheckConfig, entries: Sequence[Entry], j: int, known: dict[int, pl.DataFrame]
+    ) -> pl.DataFrame | None:
+        """The slices on which ``check`` failed or warned at entry ``j``."""
+        if j not in known:
+            name = self.name(entries[j])
+            if name not in self.manifest.get("checks", {}):
+                return None
+            known[j] = self.rows(name)
+        rows = known[j]
+        if "check" not in rows.columns:
+            return None
+        bad = rows.filter(pl.col("check") == check.name, pl.col("status").is_in(REJECTED))
+        return bad.select(self.by).unique() if self.by else bad.select("check").head(1)
+
+    def _reference(self, check: CheckConfig) -> State:
+        assert check.reference is not None
+        if check.name not in self.references:
+            try:
+                state = read_state(check.reference)
+            except InputError as exc:
+                raise InputError(f"check {check.name!r}: the reference state: {exc}") from None
+            if state.spec.kind != self.job.task.kind:
+                raise InputError(
+                    f"check {check.name!r}: expected a {self.job.task.kind} reference state, "
+                    f"got a {state.spec.kind} one in {check.reference!r}"
+                )
+            self.references[check.name] = state
+        return self.references[check.name]
+
+    def _order(self, day: pl.DataFrame, entry: Entry) -> pl.DataFrame:
+        head = ["check", "severity"]
+        if self.key:
+            day = day.rename({"_day": self.key})
+            head.append(self.key)
+        else:
+            day = day.drop("_day")
+        head += ["window", *self.by]
+        ids = [c for c in ("threshold", "model", "k") if c in day.columns]
+        columns = [*head, *ids, *COLUMNS]
+        types: dict[str, pl.DataType | type[pl.DataType]] = {c: pl.Float64 for c in COLUMNS}
+        types.update({"metric": pl.String, "baseline_kind": pl.String, "status": pl.String})
+        types.update({"reason": pl.String, "n": pl.Int64, "baseline_n": pl.Int64})
+        types.update({"check": pl.String, "severity": pl.String, "window": pl.String})
+        day = day.with_columns(
+            (pl.col(c) if c in day.columns else pl.lit(None)).cast(t).alias(c)
+            for c, t in types.items()
+        )
+        # one fixed order whatever the joins' (the checks' order, then the slices'), so equal
+        # inputs give equal bytes
+        rank = {name: i for i, name in enumerate(self.checks)}
+        order = pl.col("check").replace_strict(rank, return_dtype=pl.Int32)
+        return day.select(columns).sort(
+            [order, *self.by, *ids], nulls_last=False, maintain_order=True
+        )
+
+    def write_report(self, entries: Sequence[Entry]) -> None:
+        """The HTML report of the last ``report_days`` days, opening with their checks."""
+        path = self.job.checking.report
+        assert path is not None
+        if self.key:
+            last = entries[-1].day
+            first = last - timedelta(days=self.job.checking.report_days - 1)  # type: ignore[operator]
+            shown = [i for i, e in enumerate(entries) if e.day >= first]  # type: ignore[operator]
+            parts = [(i, self._states.get(i)) for i in shown]
+            spec = replace(parts[0][1].spec, keys=(*parts[0][1].spec.keys, self.key))
+            tables = [
+                s.table.with_columns(pl.lit(entries[i].day, pl.Date).alias(self.key))
+                for i, s in parts
+            ]
+            state = merge([State(spec, t) for t in tables])
+            names = list(dict.fromkeys(self.name(entries[i]) for i in shown))
+        else:
+            state = merge([self._states.get(i) for i in range(len(entries))])
+            names = [FLAT]
+        rows = pl.concat([self.rows(n) for n in names], how="vertical_relaxed")
+        title = f"{os.path.basename(self.job.file)}: checks and metrics"
+        try:
+            write_report(state, path, title=title, trend=self.key, checks=rows)
+        except OSError as exc:
+            raise InputError(
+                f"cannot write the checks report {path!r} ({exc.strerror}); hint: check that "
+                "its folder exists and is writable"
+            ) from None

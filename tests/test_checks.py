@@ -1,0 +1,527 @@
+"""Job checks: bounds, baselines, significance and the day's false-discovery control.
+
+Every p-value is compared with a direct computation from the raw rows (DeLong's variance via
+``State.roc_test`` and the metric intervals, the binomial variance from the counts), the
+adjustments with statsmodels' ``multipletests``; the simulated days check the false-alarm
+rate over 200 days without change, and that an injected drop is the one row that fails.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from datetime import date, timedelta
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+import streameval as se
+from streameval.cli import main
+from streameval.jobs import run_job
+from streameval.jobs.config import load_job
+from streameval.jobs.tomlkeys import JobConfigError
+from streameval.stats.multiple import adjust
+
+START = date(2026, 10, 1)
+SEGMENTS = ["a", "b", "c", "d", "e"]
+
+
+def day_rows(day: int, rows: int, seed: int, drops: dict[tuple[int, str], float]) -> pl.DataFrame:
+    """A day's predictions: per segment, scores separating the classes by 1 (``drops``: less)."""
+    rng = np.random.default_rng([seed, day])
+    seg = np.repeat(SEGMENTS, rows)
+    y = (rng.random(seg.size) < 0.4).astype(np.int8)
+    shift = np.array([drops.get((day, s), 1.0) for s in seg])
+    score = 1 / (1 + np.exp(-(y * shift + rng.normal(0, 1, seg.size))))
+    other = 1 / (1 + np.exp(-(y * 0.3 + rng.normal(0, 1, seg.size))))
+    weight = rng.choice([0.5, 1.0, 2.0], seg.size)
+    frame = {"segment": seg, "label": y, "score": np.round(score, 4), "old": np.round(other, 4)}
+    return pl.DataFrame({**frame, "weight": weight})
+
+
+def write_days(
+    root: Path, days: int, rows: int = 150, seed: int = 0, drops: dict | None = None
+) -> pl.DataFrame:
+    """Write ``days`` days under ``root/preds/day=…``; return every row with its day."""
+    frames = []
+    for d in range(days):
+        day = START + timedelta(days=d)
+        frame = day_rows(d, rows, seed, drops or {})
+        folder = root / "preds" / f"day={day.isoformat()}"
+        folder.mkdir(parents=True, exist_ok=True)
+        frame.write_parquet(folder / "part-0.parquet")
+        frames.append(frame.with_columns(pl.lit(day).alias("day")))
+    return pl.concat(frames)
+
+
+def job(root: Path, checks: str, task: str = "", checking: str = "") -> Path:
+    task = task or 'label = "label"\nscore = "score"'
+    text = (
+        f'[source]\npaths = ["preds"]\npartition_key = "day"\n\n[task]\n{task}\n'
+        f'by = ["segment"]\n\n[store]\npath = "store"\n\n[checking]\noutput = "checks"\n'
+        f"{checking}\n{checks}"
+    )
+    path = root / "job.toml"
+    path.write_text(text)
+    return path
+
+
+def checks_table(root: Path) -> pl.DataFrame:
+    return pl.read_parquet(root / "checks" / "**" / "*.parquet").sort("check", "day", "segment")
+
+
+# -- adjustments ---------------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.floats(0, 1), st.just(float("nan")), st.sampled_from([0.0, 0.01, 1.0])),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_adjusted_p_values_are_statsmodels(p):
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.array(p)
+    present = ~np.isnan(p)
+    for method, theirs in (("bh", "fdr_bh"), ("holm", "holm")):
+        ours = adjust(p, method)
+        assert np.isnan(ours[~present]).all()
+        if present.any():
+            expected = multipletests(p[present], method=theirs)[1]
+            np.testing.assert_allclose(ours[present], expected, rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(adjust(p, "none")[present], p[present])
+
+
+# -- p-values against direct computation ----------------------------------------------------
+
+
+@pytest.mark.parametrize("drop", [0.0, 0.03])
+def test_auc_drop_against_the_previous_day_is_delongs_test(tmp_path, drop):
+    rows = write_days(tmp_path, 3, drops={(2, "b"): 0.3})
+    checks = (
+        f'[[checks]]\nmetric = "roc_auc"\nmax_drop = {drop}\nbaseline = "previous"\n'
+        "significance = 0.05\n"
+    )
+    run_job(job(tmp_path, checks), quiet=True)
+    got = checks_table(tmp_path).filter(pl.col("day") == START + timedelta(days=2))
+    state = se.accumulate(rows, label="label", score="score", by=["segment", "day"])
+    metrics = state.metrics(ci="wilson").sort("segment", "day")
+    tested = state.roc_test("day", "previous").sort("segment", "day")
+    for seg in SEGMENTS:
+        m = metrics.filter(pl.col("segment") == seg)
+        a, b = m["roc_auc"][2], m["roc_auc"][1]
+        sd = math.hypot(m["roc_auc_se"][2], m["roc_auc_se"][1])
+        row = got.filter(pl.col("segment") == seg).row(0, named=True)
+        assert row["value"] == pytest.approx(a, abs=1e-12)
+        assert row["baseline"] == pytest.approx(b, abs=1e-12)
+        assert row["p_value"] == pytest.approx(stats.norm.sf((b - a - drop) / sd), abs=1e-9)
+        if drop == 0:  # DeLong's statistic (A − B)/√(Va + Vb): p = Φ(statistic)
+            statistic = tested.filter(pl.col("segment") == seg)["statistic"][-1]
+            assert row["p_value"] == pytest.approx(stats.norm.cdf(statistic), abs=1e-9)
+    p = got.sort("segment")["p_value"].to_numpy()
+    np.testing.assert_allclose(got.sort("segment")["p_adjusted"], adjust(p, "bh"), atol=1e-12)
+    failed = got.filter(pl.col("status") == "fail")["segment"].to_list()
+    assert failed == ["b"]
+
+
+def test_weighted_recall_relative_drop_is_the_binomial_test(tmp_path):
+    rows = write_days(tmp_path, 2, drops={(1, "c"): 0.2})
+    checks = (
+        '[[checks]]\nmetric = "recall"\nmax_relative_drop = 0.05\nbaseline = "previous"\n'
+        "significance = 0.05\nseverity = 'warn'\n"
+    )
+    task = 'label = "label"\nscore = "score"\nweight = "weight"\nthreshold = [0.6, 0.5]'
+    run_job(job(tmp_path, checks, task), quiet=True)
+    got = checks_table(tmp_path).filter(pl.col("day") == START + timedelta(days=1))
+    assert got["threshold"].unique().to_list() == [0.6]  # the task's first threshold
+    for seg in SEGMENTS:
+        values = []
+        for d in (1, 0):
+            r = rows.filter(pl.col("segment") == seg, pl.col("day") == START + timedelta(days=d))
+            pos = r.filter(pl.col("label") == 1)
+            tp = pos.filter(pl.col("score") >= 0.6)["weight"].sum()
+            trials = pos["weight"].sum()
+            values.append((tp / trials, trials))
+        (a, na), (b, nb) = values
+        var = a * (1 - a) / na + (0.95**2) * b * (1 - b) / nb
+        row = got.filter(pl.col("segment") == seg).row(0, named=True)
+        assert row["value"] == pytest.approx(a, rel=1e-12)
+        assert row["tolerance"] == pytest.approx(0.05 * b, rel=1e-12)
+        assert row["p_value"] == pytest.approx(
+            stats.norm.sf((0.95 * b - a) / math.sqrt(var)), abs=1e-9
+        )
+    assert set(got["status"]) <= {"pass", "warn"}
+    assert "warn" in got["status"].to_list()
+
+
+def test_a_challenger_against_its_champion_is_delongs_paired_test(tmp_path):
+    rows = write_days(tmp_path, 1)
+    checks = (
+        '[[checks]]\nmetric = "roc_auc"\nmodel = "old"\nchampion = "score"\nmax_drop = 0\n'
+        'baseline = "champion"\nsignificance = 0.05\nwindow = "1d"\n'
+    )
+    task = 'kind = "paired"\nlabel = "label"\nscores = ["score", "old"]'
+    run_job(job(tmp_path, checks, task), quiet=True)
+    got = checks_table(tmp_path)
+    state = se.accumulate(rows, task="paired", label="label", scores=["score", "old"], by="segment")
+    tested = state.roc_test(alternative="greater").sort("segment")  # score > old: old worse
+    for seg in SEGMENTS:
+        row = got.filter(pl.col("segment") == seg).row(0, named=True)
+        t = tested.filter(pl.col("segment") == seg).row(0, named=True)
+        assert row["model"] == "old"
+        assert row["value"] == pytest.approx(t["roc_auc_b"], abs=1e-12)
+        assert row["baseline"] == pytest.approx(t["roc_auc_a"], abs=1e-12)
+        assert row["p_value"] == pytest.approx(t["p_value"], abs=1e-9)
+    assert (got["status"] == "fail").sum() >= 3  # the old model separates the classes by 0.3, not 1
+
+
+def test_a_reference_state_is_each_slices_baseline(tmp_path):
+    rows = write_days(tmp_path, 2)
+    reference = rows.filter(pl.col("day") == START)
+    se.accumulate(reference, label="label", score="score").write(tmp_path / "ref.parquet")
+    checks = (
+        '[[checks]]\nmetric = "roc_auc"\nmax_drop = 0.05\nbaseline = "reference"\n'
+        'reference = "ref.parquet"\n'
+    )
+    run_job(job(tmp_path, checks), quiet=True)
+    got = checks_table(tmp_path)
+    expected = se.evaluate(reference, label="label", score="score")["roc_auc"].item()
+    assert got["baseline"].to_list() == pytest.approx([expected] * got.height, abs=1e-12)
+    raw = (pl.col("baseline") - pl.col("value") - 0.05 > 0).alias("x")
+    assert got.select((pl.col("status") == "fail") == raw)["status"].all()
+
+
+# -- the simulated days ---------------------------------------------------------------------
+
+
+def test_over_200_unchanged_days_false_alarms_stay_within_the_level(tmp_path):
+    write_days(tmp_path, 200, rows=120, seed=7)
+    level = 0.05
+    checks = (
+        f'[[checks]]\nmetric = "roc_auc"\nmax_drop = 0\nbaseline = "previous"\n'
+        f"significance = {level}\n"
+    )
+    run_job(job(tmp_path, checks), quiet=True)
+    got = checks_table(tmp_path).filter(pl.col("status") != "no_baseline")
+    days = got["day"].n_unique()
+    alarmed = got.filter(pl.col("status") == "fail")["day"].n_unique()
+    assert days == 199 and got.height == 199 * len(SEGMENTS)
+    # BH at q: under no change at all, P(any alarm in a day) ≤ q; binomial tolerance (3 sd)
+    assert alarmed / days <= level + 3 * math.sqrt(level * (1 - level) / days)
+    # without the adjustment, five tests a day alarm on about 1 − 0.95⁵ of days
+    raw = got.filter(pl.col("p_value") <= level)["day"].n_unique()
+    assert raw > alarmed
+
+
+def test_an_injected_drop_fails_alone_and_leaves_the_accepted_history(tmp_path):
+    drop_day = 12
+    rows = write_days(tmp_path, 15, rows=400, seed=3, drops={(drop_day, "c"): 0.0})
+    checks = (
+        '[[checks]]\nmetric = "roc_auc"\nmax_drop = 0.02\nbaseline = "history"\ndays = 7\n'
+        "significance = 0.05\nmin_n = 100\n"
+    )
+    report = run_job(job(tmp_path, checks), quiet=True)
+    got = checks_table(tmp_path)
+    failed = got.filter(pl.col("status") == "fail")
+    assert failed.select("day", "segment").rows() == [(START + timedelta(days=drop_day), "c")]
+    assert [r["segment"] for r in report.failures] == ["c"] and report.checks_failed == 1
+    # the next day's history for c leaves the failed day out; for the others it keeps it
+    nxt = got.filter(pl.col("day") == START + timedelta(days=drop_day + 1))
+    for seg, days in (("c", [6, 7, 8, 9, 10, 11]), ("a", [6, 7, 8, 9, 10, 11, 12])):
+        kept = rows.filter(
+            pl.col("segment") == seg,
+            pl.col("day").is_in([START + timedelta(days=d) for d in days]),
+        )
+        expected = se.evaluate(kept, label="label", score="score")
+        row = nxt.filter(pl.col("segment") == seg).row(0, named=True)
+        assert row["baseline_n"] == kept.height
+        assert row["baseline"] == pytest.approx(expected["roc_auc"].item(), abs=1e-12)
+
+
+# -- runs, statuses, outputs ----------------------------------------------------------------
+
+
+def test_exit_status_on_failure_command_and_checks_only(tmp_path, capsys, monkeypatch):
+    write_days(tmp_path, 4, drops={(3, "a"): -1.0})
+    sink = tmp_path / "failed.json"
+    command = json.dumps(
+        [sys.executable, "-c", f"import sys; open({str(sink)!r}, 'w').write(sys.stdin.read())"]
+    )
+    checks = '[[checks]]\nmetric = "roc_auc"\nmin = 0.6\nmin_n = 10\n'
+    path = job(tmp_path, checks, checking=f"on_failure = {command}\n")
+    assert main(["run", str(path), "--quiet"]) == 3
+    failed = json.loads(sink.read_text())
+    assert [(r["day"], r["segment"], r["status"]) for r in failed] == [("2026-10-04", "a", "fail")]
+    assert "check 'roc_auc 1d' fail: day=2026-10-04, segment=a" in capsys.readouterr().err
+    # a warn check alone: status 0, the command still told
+    path.write_text(path.read_text().replace("min_n = 10", "min_n = 10\nseverity = 'warn'"))
+    sink.unlink()
+    assert main(["run", str(path), "--quiet"]) == 0
+    assert json.loads(sink.read_text())[0]["status"] == "warn"
+    # --checks-only reads no source: the source can be gone
+    for f in (tmp_path / "preds").rglob("*.parquet"):
+        f.unlink()
+    path.write_text(path.read_text().replace("min = 0.6", "min = 0.1"))
+    assert main(["run", str(path), "--checks-only", "--quiet"]) == 0
+    assert set(checks_table(tmp_path)["status"]) == {"pass"}
+
+
+def test_statuses_too_small_no_baseline_and_slices(tmp_path):
+    write_days(tmp_path, 2)
+    checks = (
+        '[[checks]]\nname = "big"\nmetric = "roc_auc"\nmax_drop = 0.5\nbaseline = "previous"\n'
+        "min_n = 100000\n"
+        '[[checks]]\nname = "some"\nmetric = "accuracy"\nmin = 0\nmax_drop = 0.5\n'
+        'baseline = "previous"\nwhere = { segment = ["a", "b"] }\n'
+    )
+    run_job(job(tmp_path, checks), quiet=True)
+    got = checks_table(tmp_path)
+    assert set(got.filter(pl.col("check") == "big")["status"]) == {"too_small"}
+    some = got.filter(pl.col("check") == "some")
+    assert sorted(set(some["segment"])) == ["a", "b"]
+    assert some.filter(pl.col("day") == START)["status"].unique().to_list() == ["no_baseline"]
+    assert some.filter(pl.col("day") > START)["status"].unique().to_list() == ["pass"]
+    assert got.schema["n"] == pl.Int64 and got.schema["p_value"] == pl.Float64
+
+
+def test_a_second_run_judges_nothing_and_a_new_day_only_itself(tmp_path):
+    write_days(tmp_path, 3)
+    path = job(tmp_path, '[[checks]]\nmetric = "roc_auc"\nmin = 0.5\n')
+    assert run_job(path, quiet=True).judged == 3
+    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "checks").rglob("*.parquet")}
+    assert run_job(path, quiet=True).judged == 0
+    assert before == {p: p.stat().st_mtime_ns for p in (tmp_path / "checks").rglob("*.parquet")}
+    frame = day_rows(3, 150, 0, {})
+    folder = tmp_path / "preds" / f"day={(START + timedelta(days=3)).isoformat()}"
+    folder.mkdir()
+    frame.write_parquet(folder / "part-0.parquet")
+    assert run_job(path, quiet=True).judged == 1
+    assert checks_table(tmp_path)["day"].n_unique() == 4
+
+
+@pytest.mark.parametrize(
+    ("check", "message"),
+    [
+        ('metric = "roc_acu"\nmin = 0.5', "did you mean 'roc_auc'"),
+        ('metric = "roc_auc"', "a check needs min, max, max_drop or max_relative_drop"),
+        ('metric = "roc_auc"\nmax_drop = 0.1', "checks[0].baseline: missing"),
+        (
+            'metric = "f1"\nmax_drop = 0.1\nbaseline = "previous"\nsignificance = 0.05',
+            "no analytic variance",
+        ),
+        ('metric = "roc_auc"\nmin = 0.5\nwindow = "all"', "expected a trailing window"),
+        ('metric = "roc_auc"\nmin = 0.5\nwhere = { region = "x" }', "group keys"),
+        ('metric = "roc_auc"\nmax_drop = 0.1\nbaseline = "reference"', "expected a state file"),
+        ('metric = "roc_auc"\nmin = 0.5\nthreshold = 0.7', "the task's thresholds"),
+        (
+            'metric = "roc_auc"\nmax_drop = 0.1\nmax_relative_drop = 0.1\nbaseline = "previous"',
+            "not both",
+        ),
+        ('metric = "n"\nmin = 5', "expected one of"),
+    ],
+)
+def test_mistakes_in_checks_are_named(tmp_path, check, message):
+    path = job(tmp_path, f"[[checks]]\n{check}\n")
+    with pytest.raises(JobConfigError) as info:
+        load_job(path)
+    assert message in str(info.value)
+
+
+def test_checking_needs_checks_and_a_report_is_html(tmp_path):
+    path = job(tmp_path, "")
+    with pytest.raises(JobConfigError, match="expected \\[\\[checks\\]\\] tables"):
+        load_job(path)
+    path = job(tmp_path, '[[checks]]\nmetric = "roc_auc"\nmin = 0.5\n', checking='report = "r.txt"')
+    with pytest.raises(JobConfigError, match=r"checking\.report: expected an \.html file"):
+        load_job(path)
+    champion = '[[checks]]\nmetric = "roc_auc"\nmax_drop = 0\nbaseline = "champion"\n'
+    with pytest.raises(JobConfigError, match="expected model = challenger"):
+        load_job(job(tmp_path, champion))
+
+
+def test_checks_only_needs_checks_and_stored_states(tmp_path):
+    write_days(tmp_path, 1)
+    path = job(tmp_path, "").with_name("plain.toml")
+    path.write_text(job(tmp_path, "").read_text().replace('output = "checks"', ""))
+    with pytest.raises(JobConfigError, match="--checks-only needs"):
+        run_job(path, checks_only=True, quiet=True)
+    path = job(tmp_path, '[[checks]]\nmetric = "roc_auc"\nmin = 0.5\n')
+    with pytest.raises(se.errors.StreamevalError, match="holds no states yet"):
+        run_job(path, checks_only=True, quiet=True)
+    assert not os.path.exists(tmp_path / "checks")
+
+
+def test_the_report_opens_with_the_checks_and_marks_the_failed_cells(tmp_path):
+    import shutil
+    import subprocess
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    write_days(tmp_path, 4, drops={(3, "a"): -1.0})
+    checks = (
+        '[[checks]]\nname = "floor"\nmetric = "roc_auc"\nmin = 0.6\n'
+        '[[checks]]\nname = "recall"\nmetric = "recall"\nmin = 0.99\nseverity = "warn"\n'
+        'where = { segment = "b" }\n'
+    )
+    path = job(tmp_path, checks, checking='report = "report.html"\nreport_days = 2\n')
+    run_job(path, quiet=True)
+    text = (tmp_path / "report.html").read_text()
+    assert text.index("<h2>Checks</h2>") < text.index("<h2>Metrics</h2>")
+    # the failed AUC of a on the last day, in the compact and the full table; b's recall warns
+    assert text.count('class="failed"') == 2
+    assert text.count('class="warned"') == 2 * 2  # b's recall on both days of the report
+    mtime = (tmp_path / "report.html").stat().st_mtime_ns
+    run_job(path, quiet=True)  # nothing judged: the report is left as it was
+    assert (tmp_path / "report.html").stat().st_mtime_ns == mtime
+    if chromium is None:  # CI installs Debian's chromium (.ci/run): there, a missing one fails
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but no Chromium browser: .ci/run installs Debian's chromium")
+        pytest.skip("needs a Chromium browser (Debian's chromium)")
+    browser = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--virtual-time-budget=5000",
+    ]
+    dom = subprocess.run(
+        [*browser, "--dump-dom", (tmp_path / "report.html").as_uri()],
+        capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    first = dom.index('<table id="checks"')
+    assert first < dom.index('<table id="metrics"')
+    assert dom[first : dom.index("</table>", first)].count("<tr") == 1 + 1 + 2  # head, a, b×2
+    assert dom.count('class="failed"') == 2
+
+
+@pytest.mark.parametrize(
+    ("task", "metric", "direction"),
+    [
+        ('kind = "multiclass"\nlabel = "animal"\nprediction = "guess"\n'
+         'classes = ["cat", "dog", "bird"]', "accuracy", 1),
+        ('kind = "regression"\nlabel = "y"\nprediction = "y_hat"', "mse", -1),
+    ],
+)  # fmt: skip
+def test_other_tasks_judge_their_metrics_by_their_direction(tmp_path, task, metric, direction):
+    from jobs_support import day_frame
+
+    kind = "multiclass" if "multiclass" in task else "regression"
+    frames = []
+    for d in range(3):
+        day = START + timedelta(days=d)
+        frame = day_frame(kind, d, 300)
+        (tmp_path / "preds" / f"day={day}").mkdir(parents=True)
+        frame.write_parquet(tmp_path / "preds" / f"day={day}" / "part-0.parquet")
+        frames.append(frame.with_columns(pl.lit(day).alias("day")))
+    rows = pl.concat(frames)
+    check = f'[[checks]]\nmetric = "{metric}"\nmax_relative_drop = 0.01\nbaseline = "previous"\n'
+    run_job(job(tmp_path, check, task), quiet=True)
+    got = checks_table(tmp_path).filter(pl.col("day") > START)
+    options = (
+        dict(task="multiclass", label="animal", prediction="guess")
+        if kind == "multiclass"
+        else dict(task="regression", label="y", prediction="y_hat")
+    )
+    expected = se.evaluate(rows, by=["segment", "day"], **options).sort("segment", "day")
+    for row in got.iter_rows(named=True):
+        values = expected.filter(pl.col("segment") == row["segment"])
+        now = values.filter(pl.col("day") == row["day"])[metric].item()
+        before = values.filter(pl.col("day") == row["day"] - timedelta(days=1))[metric].item()
+        assert row["value"] == pytest.approx(now, rel=1e-12)
+        assert row["baseline"] == pytest.approx(before, rel=1e-12)
+        worse = direction * (before - now) - 0.01 * abs(before) > 0
+        assert (row["status"] == "fail") == worse
+    assert got["p_value"].is_null().all()
+
+
+def _compared(check: str, rows: dict) -> dict:
+    """One row judged by :func:`compare` and :func:`screen` (a binary or regression check)."""
+    from streameval.jobs.checkconfig import read_checks
+    from streameval.jobs.judge import compare, screen
+    from streameval.jobs.task import read_task
+
+    kind = "regression" if "r2" in check else "binary"
+    task = {"kind": kind, "label": "y", "by": ["g"]}
+    task |= {"prediction": "p"} if kind == "regression" else {"score": "p"}
+    parsed = read_checks(
+        "job.toml", [dict(tomllib_loads(check))], read_task("job.toml", task), "day", "."
+    )
+    frame = pl.DataFrame(
+        {k: [v] for k, v in rows.items()}, schema_overrides={k: pl.Float64 for k in rows}
+    )
+    return screen(compare(frame, parsed[0], kind), parsed[0]).row(0, named=True)
+
+
+def tomllib_loads(text: str) -> dict:
+    import tomllib
+
+    return tomllib.loads(text)
+
+
+BASE = {"value": 0.8, "se": 0.01, "n": 500.0, "positives": 200.0, "baseline": 0.8,
+        "baseline_se": 0.01, "baseline_n": 500.0, "baseline_positives": 200.0}  # fmt: skip
+
+
+def test_a_relative_tolerance_is_a_share_of_the_baselines_magnitude():
+    check = 'metric = "r2"\nmax_relative_drop = 0.1\nbaseline = "previous"'
+    better = _compared(check, BASE | {"value": -0.19, "baseline": -0.20})
+    assert better["tolerance"] == pytest.approx(0.02) and better["excess"] < 0
+    assert not better["_drop"]
+    worse = _compared(check, BASE | {"value": -0.30, "baseline": -0.20})
+    assert worse["excess"] == pytest.approx(0.08) and worse["_drop"]
+    # lower is better: excess = v − (1 + r)·b, whose variance scales b's by (1 + r)²
+    check = 'metric = "error_rate"\nmax_relative_drop = 0.1\nbaseline = "previous"\n'
+    row = _compared(check + "significance = 0.05", BASE | {"value": 0.3, "baseline": 0.2})
+    sd = math.sqrt(0.01**2 + (1.1 * 0.01) ** 2)
+    assert row["excess"] == pytest.approx(0.08)
+    assert row["p_value"] == pytest.approx(stats.norm.sf(0.08 / sd), rel=1e-12)
+
+
+def test_a_high_significance_never_fails_an_improvement_and_no_se_is_undefined():
+    check = 'metric = "roc_auc"\nmax_drop = 0\nbaseline = "previous"\nsignificance = 0.7'
+    row = _compared(check, BASE | {"value": 0.81})
+    assert row["p_value"] > 0.5 and not row["_drop"]
+    untested = _compared(check, BASE | {"value": 0.0, "se": None})
+    assert untested["status"] == "undefined" and untested["p_value"] is None
+
+
+def test_a_slice_gone_from_the_window_is_no_data(tmp_path):
+    write_days(tmp_path, 2)
+    day = tmp_path / "preds" / f"day={START + timedelta(days=1)}" / "part-0.parquet"
+    pl.read_parquet(day).filter(pl.col("segment") != "e").write_parquet(day)
+    run_job(
+        job(tmp_path, '[[checks]]\nmetric = "roc_auc"\nmax_drop = 0.5\nbaseline = "previous"\n'),
+        quiet=True,
+    )
+    got = checks_table(tmp_path).filter(pl.col("day") == START + timedelta(days=1))
+    gone = got.filter(pl.col("segment") == "e").row(0, named=True)
+    assert gone["status"] == "no_data" and gone["value"] is None and gone["baseline_n"] == 150
+
+
+def test_a_changed_reference_or_a_damaged_check_file_is_judged_again(tmp_path):
+    rows = write_days(tmp_path, 2)
+    se.accumulate(rows.head(300), label="label", score="score").write(tmp_path / "ref.parquet")
+    checks = (
+        '[[checks]]\nmetric = "roc_auc"\nmax_drop = 0.5\nbaseline = "reference"\n'
+        'reference = "ref.parquet"\n'
+    )
+    path = job(tmp_path, checks)
+    assert run_job(path, quiet=True).judged == 2
+    se.accumulate(rows.tail(300), label="label", score="score").write(tmp_path / "ref.parquet")
+    assert run_job(path, quiet=True).judged == 2  # every day read the reference
+    expected = se.evaluate(rows.tail(300), label="label", score="score")["roc_auc"].item()
+    assert checks_table(tmp_path)["baseline"].unique().to_list() == pytest.approx([expected])
+    stored = sorted((tmp_path / "store" / "checks").glob("*.parquet"))
+    stored[-1].write_bytes(b"not parquet")
+    report = run_job(path, quiet=True)  # the damaged rows are judged again from the states
+    assert report.judged == 1 and report.failures == []
+    assert checks_table(tmp_path).height == 2 * len(SEGMENTS)
