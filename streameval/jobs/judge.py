@@ -267,11 +267,20 @@ def verdicts(rows: pl.DataFrame, checks: dict[str, CheckConfig]) -> pl.DataFrame
         .then(pl.col("status"))
         .otherwise(verdict.otherwise(pl.lit("pass")))
     )
-    out = rows.with_columns(status.alias("status"), dropped.fill_null(False).alias("_dropped"))
-    reasons = [_reason(row, checks[row["check"]]) for row in out.iter_rows(named=True)]
-    return out.with_columns(pl.Series("reason", reasons, pl.String)).drop(
-        "_bound", "_drop", "_dropped"
+    out = rows.with_columns(
+        status.alias("status"), dropped.fill_null(False).alias("_dropped")
+    ).with_row_index("_row")
+    # a reason for each row that did not pass (most pass: only those few are formatted)
+    shown = out.filter(pl.col("status") != "pass")
+    reasons = pl.DataFrame(
+        {
+            "_row": shown["_row"],
+            "reason": [_reason(r, checks[r["check"]]) for r in shown.iter_rows(named=True)],
+        },
+        schema={"_row": pl.UInt32, "reason": pl.String},
     )
+    out = out.join(reasons, on="_row", how="left", maintain_order="left")
+    return out.drop("_row", "_bound", "_drop", "_dropped")
 
 
 def _reason(row: dict[str, Any], check: CheckConfig) -> str | None:
