@@ -23,6 +23,7 @@ from .crossval import fold_metrics
 from .errors import DomainWarning, InputError, SpecMismatchError, StateFileError, StreamevalError
 from .estimators import bootstrap_estimate
 from .evaluate import evaluate
+from .slices import find_slices
 from .spec import DEFAULT_PRECISION, Spec
 from .state import State, merge, read_state
 from .version import __version__ as __version__
@@ -39,6 +40,7 @@ __all__ = [
     "accumulate",
     "bootstrap_estimate",
     "evaluate",
+    "find_slices",
     "fold_metrics",
     "merge",
     "read_state",

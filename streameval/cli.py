@@ -1,4 +1,4 @@
-"""The command line: ``evaluate``, ``report`` and ``demo`` (``run`` and ``state``: jobs).
+"""The command line: ``evaluate``, ``report``, ``slices`` and ``demo`` (``run``, ``state``: jobs).
 
 Bad input prints one line on stderr and exits with status 2; every argument is checked
 before any data is read. On a terminal a table fits its width; piped, it is CSV.
@@ -28,6 +28,7 @@ from .cli_checks import (
 )
 from .cli_help import Formatter, add_command, examples
 from .cli_output import emit, output_errors
+from .cli_slices import register as register_slices
 from .demo import generate_predictions
 from .errors import StreamevalError
 from .evaluate import evaluate
@@ -238,6 +239,7 @@ def _build() -> argparse.ArgumentParser:
     demo.add_argument("--dir", help="keep the log in this folder (default: a temporary one)")
     _add_output(demo)
 
+    register_slices(sub)
     register(sub)  # run, state inspect|merge|metrics
     return parser
 

@@ -39,6 +39,13 @@ EXAMPLES = {
         ("each day's AUC against one day", "streameval report preds/ --label label --score "
          "score --by segment --by day --baseline 2026-10-01 --output report.html"),
     ],
+    "slices": [
+        ("the worst slices and pairs of slices by AUC", "streameval slices preds/ --label label "
+         "--score score --features country device plan"),
+        ("single features, recall at 0.3, saved", "streameval slices preds/ --label label "
+         "--score score --features country device --depth 1 --metric recall --threshold 0.3 "
+         "--output worst.csv"),
+    ],
     "demo": [
         ("generate 200,000 rows, evaluate them", "streameval demo"),
         ("keep the log to try other commands", "streameval demo --rows 1000000 --dir demo-log"),

@@ -94,6 +94,51 @@ def prepare(
     ``tables``: plan for a metric table, where a kernel that builds no states
     (:attr:`streameval.tasks.common.TaskPlan.states`) serves too.
     """
+    module, opened, boot, used = open_source(source, inputs, by, drop_nulls, engine)
+    lf, schema, files, keys = opened.lf, opened.schema, opened.files, opened.keys
+    replication = None
+    if boot is None:
+        task = module.plan(opened, inputs)
+    else:
+        task, replication = resample_plan.plan_replicated(module, opened, inputs, boot, used)
+        if drawn and replication.runs is not None:
+            task = replace(task, runs=replication.runs)
+    if not (tables or task.states):
+        task = replace(task, runs=None)
+    wanted = [*used, *keys, *(list(boot.row_id) if boot else [])]
+    units = hive_units(lf, source, files, keys) if files and not task.whole else None
+    # (a replicated state's Polars passes have no reader: its partitions stay whole)
+    if units is not None and engine == "streaming" and task.runs is not None:
+        units = split_large(units, keys, schema, len(wanted), Scatter)
+    in_memory = isinstance(source, pl.DataFrame) or (
+        type(source).__module__.startswith("pyarrow")
+        and type(source).__name__ in ("Table", "RecordBatch")
+    )
+    if units is None and not in_memory and engine == "streaming" and task.runs is not None:
+        rows = collect(lf.select(pl.len()), engine, files).item()
+        # a shard's budget is in rows of four columns: wider rows (class scores) make more
+        units = shard_units(lf, keys, schema, rows * max(4, len(wanted)) // 4)
+    scatter = None
+    if units and units[0].shard is not None and not units[0].constants:
+        scatter = Scatter(lf, len(units), units[0].shard[0])
+    return Plan(lf, schema, files, engine, wanted, task, units, in_memory, replication, scatter)
+
+
+def open_source(
+    source: Source,
+    inputs: Inputs,
+    by: str | Sequence[str] | None,
+    drop_nulls: bool,
+    engine: Engine,
+    key_role: str = "group key",
+) -> tuple[Any, Opened, Any, list[str]]:
+    """Open and validate the source for a task.
+
+    Checks the schema, the columns' roles and types and the group keys (``by``, named
+    ``key_role`` in errors); with ``drop_nulls``, counts the rows dropped (one pass) and filters
+    them out. Returns the task's module, the opened source, the bootstrap options and the
+    columns read in a role.
+    """
     module = task_of(inputs.task)
     if inputs.labels and not offers(inputs.task, "labels"):
         raise InputError(
@@ -128,13 +173,13 @@ def prepare(
             raise InputError(hint)
     for column, role in roles:
         require_columns(schema, [column], role=role)
-    require_columns(schema, keys, role="group key")
+    require_columns(schema, keys, role=key_role)
     require_columns(schema, ids, role="row id")
     reserved = {resample_draw.REPLICATE} if boot else set()
     for name in keys:
         if name in module.RESERVED | reserved or name.startswith("_") or name in used:
             raise InputError(
-                f"expected group keys other than the columns read ({', '.join(used)}), names "
+                f"expected {key_role}s other than the columns read ({', '.join(used)}), names "
                 f"starting with '_', and the state's and metric table's own columns, got "
                 f"{name!r}; hint: rename it in a LazyFrame"
             )
@@ -155,32 +200,7 @@ def prepare(
                 stacklevel=caller_level(),
             )
         lf = lf.filter(valid)
-    opened = Opened(lf, schema, files, engine, keys)
-    replication = None
-    if boot is None:
-        task = module.plan(opened, inputs)
-    else:
-        task, replication = resample_plan.plan_replicated(module, opened, inputs, boot, used)
-        if drawn and replication.runs is not None:
-            task = replace(task, runs=replication.runs)
-    if not (tables or task.states):
-        task = replace(task, runs=None)
-    units = hive_units(lf, source, files, keys) if files and not task.whole else None
-    # (a replicated state's Polars passes have no reader: its partitions stay whole)
-    if units is not None and engine == "streaming" and task.runs is not None:
-        units = split_large(units, keys, schema, len(wanted), Scatter)
-    in_memory = isinstance(source, pl.DataFrame) or (
-        type(source).__module__.startswith("pyarrow")
-        and type(source).__name__ in ("Table", "RecordBatch")
-    )
-    if units is None and not in_memory and engine == "streaming" and task.runs is not None:
-        rows = collect(lf.select(pl.len()), engine, files).item()
-        # a shard's budget is in rows of four columns: wider rows (class scores) make more
-        units = shard_units(lf, keys, schema, rows * max(4, len(wanted)) // 4)
-    scatter = None
-    if units and units[0].shard is not None and not units[0].constants:
-        scatter = Scatter(lf, len(units), units[0].shard[0])
-    return Plan(lf, schema, files, engine, wanted, task, units, in_memory, replication, scatter)
+    return module, Opened(lf, schema, files, engine, keys), boot, used
 
 
 def _check_key_types(schema: pl.Schema, keys: Sequence[str]) -> None:

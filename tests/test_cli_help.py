@@ -36,7 +36,7 @@ def test_each_subcommand_is_listed_with_a_one_line_description(capsys, monkeypat
         section = out.split("positional arguments:")[1].split("\n\n")[0]
         listed = re.findall(r"^    (\w+)\s{2,}(\S.*)$", section, re.M)
         wanted = ["inspect", "merge", "metrics"] if command else ["evaluate", "report", "demo",
-                                                                  "run", "state"]  # fmt: skip
+                                                                  "slices", "run", "state"]  # fmt: skip
         assert [name for name, _ in listed] == wanted
         assert all(len(text) > 20 for _, text in listed)
 
@@ -44,4 +44,4 @@ def test_each_subcommand_is_listed_with_a_one_line_description(capsys, monkeypat
 @pytest.mark.parametrize("example", [line for lines in EXAMPLES.values() for _, line in lines])
 def test_every_example_parses(example):
     args = _build().parse_args(shlex.split(example)[1:])
-    assert args.command in ("evaluate", "report", "demo", "run", "state")
+    assert args.command in ("evaluate", "report", "demo", "slices", "run", "state")

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..measure import table_of, testable
 from ..metrics.registry import TABLES, declared
 from ..stats.multiple import METHODS
 from ..tasks.registry import offers
@@ -235,7 +236,7 @@ def read_checks(
 
 def _check(t: Table, task: TaskConfig, key: str | None, base: str) -> CheckConfig:
     kind = task.kind
-    table = "paired" if offers(kind, "models") else kind
+    table = table_of(kind)
     metric = t.take("metric", "str")
     declaration = declared(table, metric)
     if declaration is None or not declaration.is_estimate:
@@ -375,24 +376,6 @@ def _where(t: Table, task: TaskConfig) -> dict[str, list[str]]:
             raise t.error(path, f"expected a value or a list of values, got {value!r}")
         out[name] = [str(v).lower() if isinstance(v, bool) else str(v) for v in values]
     return out
-
-
-def testable(table: str, metric: str) -> bool:
-    """Whether ``metric`` of the metric table ``table`` has an analytic variance.
-
-    An AUC has DeLong's; a proportion whose successes and trials are columns of the table
-    has the binomial one.
-
-    >>> testable("binary", "roc_auc"), testable("binary", "recall"), testable("binary", "f1")
-    (True, True, False)
-    """
-    m = declared(table, metric)
-    if m is None or m.interval == "none":
-        return False
-    if m.interval == "auc":
-        return True
-    names = {d.name for d in TABLES[table]}
-    return m.counts is not None and all(set(e.meta.root_names()) <= names for e in m.counts())
 
 
 def _testable(t: Table, table: str, metric: str) -> None:

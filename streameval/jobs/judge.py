@@ -26,50 +26,17 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError
-from ..metrics.declare import Metric
-from ..metrics.registry import TABLES, declared
+from ..measure import declaration, measured, narrowed_metrics
 from ..state import State
 from ..stats.compare import paired_moments
-from ..tasks.registry import offers
-from .checkconfig import CheckConfig, testable
+from .checkconfig import CheckConfig
 
-#: The identifier columns of metric rows besides the group keys.
-IDENTIFIERS = ("threshold", "model", "k")
 MEASURED = ("value", "se", "n", "positives")
 
 
-def table_of(kind: str) -> str:
-    """The metric table a task's checks read (a paired task: its models' table)."""
-    return "paired" if offers(kind, "models") else kind
-
-
-def declaration(kind: str, metric: str) -> Metric:
-    """The declared metric column ``metric`` of a task's table."""
-    m = declared(table_of(kind), metric)
-    assert m is not None  # (the job file's checks were validated against the registry)
-    return m
-
-
 def metric_table(state: State, checks: list[CheckConfig], kwargs: dict[str, Any]) -> pl.DataFrame:
-    """The state's metric table with what ``checks`` need: their columns and intervals.
-
-    Only the checks' metrics are computed (with the counts their variances and
-    ``min_positives`` read), when the task lets a table be narrowed.
-    """
-    options = {k: v for k, v in kwargs.items() if k not in ("metrics", "ci")}
-    kind = state.spec.kind
-    table = table_of(kind)
-    if offers(kind, "metrics"):
-        if any(testable(table, c.metric) for c in checks):
-            options["ci"] = "wilson"
-        names = {d.name for d in TABLES[table]}
-        wanted = {c.metric for c in checks} | ({"positives"} & names)
-        for c in checks:
-            m = declaration(kind, c.metric)
-            if m.counts is not None and testable(table, c.metric):
-                wanted |= {n for e in m.counts() for n in e.meta.root_names()}
-        options["metrics"] = [d.name for d in TABLES[table] if d.name in wanted]
-    return state.metrics(**options)
+    """The state's metric table with what ``checks`` need: their columns and intervals."""
+    return narrowed_metrics(state, [c.metric for c in checks], kwargs)
 
 
 def measure(
@@ -81,33 +48,14 @@ def measure(
     check's threshold (a binary task's first by default), model (``model`` overrides it:
     the champion's) and ``where`` filter.
     """
-    m = declaration(kind, check.metric)
-    rows = table
-    if "threshold" in rows.columns:
-        wanted = check.threshold if check.threshold is not None else rows["threshold"].min()
-        rows = rows.filter(pl.col("threshold") == wanted)
-    model = model or check.model
-    if model is not None and "model" in rows.columns:
-        rows = rows.filter(pl.col("model") == model)
-    for key, values in check.where.items():
-        if key in rows.columns:  # (a reference state without the key: every value's)
-            rows = rows.filter(pl.col(key).cast(pl.String).is_in(values))
-    se: pl.Expr = pl.lit(None, pl.Float64)
-    if m.interval == "auc" and f"{m.name}_se" in rows.columns:
-        se = pl.col(f"{m.name}_se")
-    elif m.interval == "proportion" and m.counts is not None and testable(table_of(kind), m.name):
-        x, trials = (e.cast(pl.Float64) for e in m.counts())
-        p = x / trials
-        se = pl.when(trials > 0).then((p * (1 - p) / trials).clip(0.0).sqrt())
-    ids = [c for c in IDENTIFIERS if c in rows.columns and c not in slices]
-    positives = pl.col("positives") if "positives" in rows.columns else pl.lit(None)
-    return rows.select(
-        *slices,
-        *ids,
-        pl.col(m.name).cast(pl.Float64).alias("value"),
-        se.cast(pl.Float64).alias("se"),
-        pl.col("n").cast(pl.Float64).alias("n"),
-        positives.cast(pl.Float64).alias("positives"),
+    return measured(
+        table,
+        kind,
+        check.metric,
+        slices,
+        threshold=check.threshold,
+        model=model or check.model,
+        where=check.where,
     )
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -14,6 +15,7 @@ from ...kernels.collect import collect_unit
 from ...metrics.registry import names as registered
 from ...metrics.select import select_metrics
 from ...resample_draw import ROW_KEY
+from ...spec import Spec
 from ...states.data import StateData
 from ...stats.tables import binary_table
 from ...validate import diagnose_bad_rows, label_expr
@@ -53,8 +55,24 @@ def numeric(inputs: Inputs) -> list[tuple[str, str]]:
     return [(inputs.score, "score")] if inputs.score is not None else []
 
 
-def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
-    """Spec and state query of a binary task."""
+@dataclass(frozen=True)
+class Rows:
+    """A binary task's rows as expressions: the spec, y, score, weight, invalid-row flag."""
+
+    spec: Spec
+    y: pl.Expr
+    p: pl.Expr
+    w: pl.Expr | None
+    bad: pl.Expr
+    diagnose: Callable[[], Exception]
+
+
+def row_exprs(opened: Opened, inputs: Inputs) -> Rows:
+    """The spec and row expressions of a binary task (label values read if need be).
+
+    ``bad`` flags the rows that cannot be evaluated (a null label, a non-finite score, a
+    label other than the two classes, a bad weight); ``diagnose`` names what was wrong.
+    """
     lf, schema, score = opened.lf, opened.schema, str(inputs.score)
     bits = inputs.precision
     cuts = {t for t in inputs.thresholds if not is_bucket_edge(t, bits)}
@@ -82,20 +100,34 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
         found=values is not None,
     )
 
-    def build(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Any:
-        return binary.state_query(unit, spec, schema, y, p, w, bad, constants)
-
     def diagnose() -> Exception:
         return diagnose_bad_rows(
             lf, inputs.label, score, inputs.weight, not_allowed, opened.engine, opened.files
         )
 
-    columns = [inputs.label, score, *opened.keys, *([inputs.weight] if inputs.weight else [])]
+    return Rows(spec, y, p, w, bad, diagnose)
+
+
+def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
+    """Spec and state query of a binary task."""
+    schema = opened.schema
+    rows = row_exprs(opened, inputs)
+    spec, y, p, w, bad = rows.spec, rows.y, rows.p, rows.w, rows.bad
+
+    def build(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Any:
+        return binary.state_query(unit, spec, schema, y, p, w, bad, constants)
+
+    columns = [
+        inputs.label,
+        str(inputs.score),
+        *opened.keys,
+        *([inputs.weight] if inputs.weight else []),
+    ]
     key = pl.col(ROW_KEY) if inputs.bootstrap else None  # (added by the replicates' reader)
-    runs = unit_reader(opened, columns, collect_unit, (y, p, w, bad, key), diagnose)
+    runs = unit_reader(opened, columns, collect_unit, (y, p, w, bad, key), rows.diagnose)
 
     invalid = lambda t: bool(t["bucket"].null_count())  # noqa: E731
-    return TaskPlan(spec, build, invalid, diagnose, runs)
+    return TaskPlan(spec, build, invalid, rows.diagnose, runs)
 
 
 def metric_table(state: StateData, options: MetricOptions) -> pl.DataFrame:

@@ -1,0 +1,194 @@
+"""Compiled loops of slice discovery: every slice's score histogram from one read of the rows.
+
+A slice is a value of one feature, or a pair of values of two features (a *grouping set*
+is the features a slice fixes). Every slice of every grouping set is counted in one pass:
+each row adds its weight to one cell per grouping set, the cell of (its bucket, its slice).
+
+The cells are dense, laid out ``[bucket][slice]``: a grouping set of two features with
+``c1`` and ``c2`` codes holds ``c1 · c2`` slices from its offset, the slice of codes
+``(a, b)`` at ``offset + a · c2 + b`` (a one-feature set: ``offset + a``). A unit's rows are
+ordered by (bucket, label) first (a counting sort), so that a grouping set's cells of one
+bucket stay in cache while that bucket's rows are added to them; the rows of two halves of
+the buckets are added by two threads, into disjoint cells.
+
+>>> import numpy as np
+>>> bucket = np.array([1, 0, 1, 0], np.int64)
+>>> order, starts = bucket_order(bucket, 2)
+>>> order.tolist(), starts.tolist()
+([1, 3, 0, 2], [0, 2, 4])
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+F64 = npt.NDArray[np.float64]
+
+jit = numba.njit(cache=True, nogil=True)
+
+
+@jit
+def bucket_order(bucket, buckets):  # type: ignore[no-untyped-def]
+    """The rows ordered by bucket (a stable counting sort), and each bucket's first row."""
+    starts = np.zeros(buckets + 1, np.int64)
+    for i in range(bucket.size):
+        starts[bucket[i] + 1] += 1
+    for b in range(buckets):
+        starts[b + 1] += starts[b]
+    at = starts[:-1].copy()
+    order = np.empty(bucket.size, np.int64)
+    for i in range(bucket.size):
+        b = bucket[i]
+        order[at[b]] = i
+        at[b] += 1
+    return order, starts
+
+
+@jit
+def gather_codes(codes, order, features, out):  # type: ignore[no-untyped-def]
+    """Copy the codes (features × rows) of ``features`` into ``out`` in ``order``."""
+    for f in features:
+        src = codes[f]
+        dst = out[f]
+        for i in range(order.size):
+            dst[i] = src[order[i]]
+
+
+@jit
+def add_runs(  # type: ignore[no-untyped-def]
+    codes, weight, starts, first, second, offset, stride, slices, pos, neg, rows, lo, hi
+):
+    """Add the rows of runs ``lo`` … ``hi`` to their cells (one per grouping set).
+
+    The rows are ordered by run: run ``r`` holds the negatives (``r`` even) or positives
+    (odd) of bucket ``r // 2``, rows ``starts[r]`` … ``starts[r + 1]`` of ``codes``
+    (:func:`gather_codes`'s; its last row 0) and ``weight`` (empty: each row weighs 1).
+    Grouping set ``k`` is features ``first[k]`` and ``second[k]``; its slice of codes
+    ``(a, b)`` is ``offset[k] + a · stride[k] + b``. ``pos`` and ``neg`` are the cells'
+    sums of weights, ``rows`` (weighted only; else empty) their rows. A set's cells of a
+    bucket stay in cache while the run is added; four sets are added in one pass over the
+    run's rows (independent additions, in flight together).
+    """
+    sets = first.size
+    for run in range(lo, hi):
+        start = starts[run]
+        end = starts[run + 1]
+        if start == end:
+            continue
+        target = pos if run & 1 else neg
+        base = (run >> 1) * slices
+        k = 0
+        if weight.size == 0:
+            while k + 4 <= sets:
+                a0, b0 = codes[first[k]], codes[second[k]]
+                a1, b1 = codes[first[k + 1]], codes[second[k + 1]]
+                a2, b2 = codes[first[k + 2]], codes[second[k + 2]]
+                a3, b3 = codes[first[k + 3]], codes[second[k + 3]]
+                o0, o1 = base + offset[k], base + offset[k + 1]
+                o2, o3 = base + offset[k + 2], base + offset[k + 3]
+                s0, s1, s2, s3 = stride[k], stride[k + 1], stride[k + 2], stride[k + 3]
+                for i in range(start, end):
+                    target[o0 + a0[i] * s0 + b0[i]] += 1.0
+                    target[o1 + a1[i] * s1 + b1[i]] += 1.0
+                    target[o2 + a2[i] * s2 + b2[i]] += 1.0
+                    target[o3 + a3[i] * s3 + b3[i]] += 1.0
+                k += 4
+        for rest in range(k, sets):
+            a = codes[first[rest]]
+            b = codes[second[rest]]
+            at = base + offset[rest]
+            step = stride[rest]
+            if weight.size:
+                for i in range(start, end):
+                    cell = at + a[i] * step + b[i]
+                    target[cell] += weight[i]
+                    rows[cell] += 1.0
+            else:
+                for i in range(start, end):
+                    target[at + a[i] * step + b[i]] += 1.0
+
+
+@jit
+def auc_columns(pos, neg, rows, all_pos, all_neg, all_rows, order, out):  # type: ignore[no-untyped-def]
+    """Per column of ``pos``/``neg`` (buckets × slices): its and the rest's AUC sums.
+
+    The rest of a column is ``all_pos − pos`` (``all_neg − neg``), none where no row is left
+    (``all_rows − rows``, weighted: ``rows`` not empty) and never below 0. Buckets are
+    visited in ``order`` (highest score first). ``out[j, side]`` (side 0: the slice, 1: the
+    rest) receives P, N, the AUC, DeLong's variance and the bound, as
+    :func:`streameval.stats.delong.delong` and the ``roc_auc_error`` bound
+    ``½ Σ pos_b · neg_b / (P · N)`` (NaN where undefined: the AUC without positives or
+    negatives, the variance with fewer than two of either).
+
+    >>> pos, neg = np.array([[1.0], [1.0], [0.0], [1.0]]), np.array([[0.0], [1.0], [1.0], [1.0]])
+    >>> out = np.zeros((1, 2, 5))
+    >>> none = np.zeros(4)
+    >>> auc_columns(pos, neg, np.zeros((0, 1)), none, none, none, np.arange(4), out)
+    >>> out[0, 0].round(6).tolist()  # P, N, AUC, variance, bound
+    [3.0, 3.0, 0.666667, 0.074074, 0.111111]
+    """
+    columns = pos.shape[1]
+    weighted = rows.shape[0] > 0
+    # sums[side, stat, j]: P, N, Σ pos·neg, then the AUC's area, then DeLong's two sums
+    sums = np.zeros((2, 6, columns))
+    mine = np.zeros((2, columns))  # (pos, neg) of one bucket: the slice's
+    rest = np.zeros((2, columns))  # and the rest's
+    above = np.zeros((2, 2, columns))  # weight above (side, pos/neg, column)
+    for stage in range(3):
+        above[:] = 0.0
+        for t in range(order.size):
+            b = order[t]
+            for j in range(columns):
+                p = pos[b, j]
+                q = neg[b, j]
+                mine[0, j] = p
+                mine[1, j] = q
+                if weighted and all_rows[b] - rows[b, j] <= 0:
+                    rest[0, j] = 0.0
+                    rest[1, j] = 0.0
+                else:
+                    rest[0, j] = max(all_pos[b] - p, 0.0)
+                    rest[1, j] = max(all_neg[b] - q, 0.0)
+            for side in range(2):
+                cell = mine if side == 0 else rest
+                for j in range(columns):
+                    p = cell[0, j]
+                    q = cell[1, j]
+                    if stage == 0:
+                        sums[side, 0, j] += p
+                        sums[side, 1, j] += q
+                        sums[side, 2, j] += p * q
+                        continue
+                    P = sums[side, 0, j]
+                    N = sums[side, 1, j]
+                    above[side, 0, j] += p
+                    above[side, 1, j] += q
+                    if not (P > 0 and N > 0):
+                        continue
+                    v10 = (N - above[side, 1, j] + 0.5 * q) / N
+                    if stage == 1:
+                        sums[side, 3, j] += p * v10
+                        continue
+                    auc = sums[side, 3, j] / P
+                    v01 = (above[side, 0, j] - 0.5 * p) / P
+                    sums[side, 4, j] += p * (v10 - auc) ** 2
+                    sums[side, 5, j] += q * (v01 - auc) ** 2
+    for side in range(2):
+        for j in range(columns):
+            P = sums[side, 0, j]
+            N = sums[side, 1, j]
+            out[j, side, 0] = P
+            out[j, side, 1] = N
+            defined = P > 0 and N > 0
+            out[j, side, 2] = sums[side, 3, j] / P if defined else np.nan
+            out[j, side, 4] = 0.5 * sums[side, 2, j] / (P * N) if defined else np.nan
+            if P > 1 and N > 1:
+                out[j, side, 3] = sums[side, 4, j] / ((P - 1) * P) + sums[side, 5, j] / (
+                    (N - 1) * N
+                )
+            else:
+                out[j, side, 3] = np.nan

@@ -1,0 +1,348 @@
+"""Worst-slice discovery: every slice's metric against the rest, p-values, ranking, errors.
+
+Each slice's and each rest's numbers are checked against scikit-learn (exact mode) or
+``se.evaluate`` at the same precision on the slice's rows, the p-values against their
+definition and statsmodels' ``multipletests``, for random chunked, weighted, tied,
+imbalanced inputs read in several batches.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import ndtr
+from sklearn.metrics import roc_auc_score
+from statsmodels.stats.multitest import multipletests
+
+import streameval as se
+import streameval.slices as slices_module
+from streameval.cli import main
+from streameval.slices import counts as counts_module
+from tests.reference import binary_frames, chunks, close
+
+Z95 = 1.959963984540054
+
+
+def _in_slice(row: dict[str, Any]) -> pl.Expr:
+    cond = pl.lit(True)
+    for f, v in zip(row["features"], row["values"], strict=True):
+        cond &= pl.col(f).is_null() if v is None else pl.col(f).cast(pl.String) == v
+    return cond
+
+
+def _sklearn_auc(part: pl.DataFrame, weighted: bool) -> float | None:
+    y = part["y"].to_numpy()
+    w = part["w"].to_numpy() if weighted else None
+    kept = np.ones(len(y), bool) if w is None else w > 0
+    if len(set(y[kept])) < 2:
+        return None
+    return float(roc_auc_score(y, part["p"].to_numpy(), sample_weight=w))
+
+
+def _source(df: pl.DataFrame, cuts: list[int]) -> pl.LazyFrame:
+    """The rows as a LazyFrame of chunks (read in several batches)."""
+    return pl.concat([c.lazy() for c in chunks(df, cuts) if c.height] or [df.lazy()])
+
+
+@st.composite
+def sliced_frames(draw: st.DrawFn) -> tuple[pl.DataFrame, list[int], bool]:
+    """``binary_frames`` with two more features: a String with nulls and a small Int."""
+    df, cuts, weighted = draw(binary_frames())
+    n = df.height
+    a = draw(st.lists(st.sampled_from(["x", "y", None]), min_size=n, max_size=n))
+    b = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
+    return df.with_columns(a=pl.Series(a, dtype=pl.String), b=pl.Series(b)), cuts, weighted
+
+
+@settings(max_examples=40, deadline=None)
+@given(sliced_frames(), st.sampled_from([1, 2]))
+def test_every_slice_matches_sklearn_in_exact_mode(drawn: Any, depth: int) -> None:
+    df, cuts, weighted = drawn
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(slices_module, "BATCH_ROWS", 3)  # several batches: codes, buckets grow
+        mp.setattr(counts_module, "STAGED_ROWS", 5)  # counted in several flushes
+        out = se.find_slices(
+            _source(df, cuts),
+            label="y",
+            score="p",
+            features=["g", "a", "b"],
+            depth=depth,
+            weight="w" if weighted else None,
+            precision="exact",
+            min_n=1,
+            every=True,
+        )
+    if depth == 1:
+        assert (out["features"].list.len() == 1).all()
+    for row in out.iter_rows(named=True):
+        mine, rest = df.filter(_in_slice(row)), df.filter(~_in_slice(row).fill_null(False))
+        assert row["n"] == mine.height and row["rest_n"] == rest.height
+        assert row["n"] >= 1 and row["rest_n"] >= 1
+        positives = (mine["y"] * mine["w"]).sum() if weighted else mine["y"].sum()
+        assert close(row["positives"], float(positives))
+        assert close(row["roc_auc"], _sklearn_auc(mine, weighted))
+        assert close(row["rest"], _sklearn_auc(rest, weighted))
+        assert row["roc_auc_error"] is None or row["roc_auc_error"] == 0.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(sliced_frames(), st.sampled_from([3, 6]))
+def test_bucketed_slices_and_intervals_match_evaluate(drawn: Any, bits: int) -> None:
+    """The AUC, its DeLong interval and bound equal se.evaluate's on the slice's rows."""
+    df, cuts, weighted = drawn
+    out = se.find_slices(
+        _source(df, cuts),
+        label="y",
+        score="p",
+        features=["a", "b"],
+        weight="w" if weighted else None,
+        precision=bits,
+        min_n=1,
+        every=True,
+    )
+    kwargs = {"weight": "w" if weighted else None, "precision": bits, "ci": "wilson"}
+    for row in out.iter_rows(named=True):
+        mine = df.filter(_in_slice(row))
+        want = se.evaluate(mine, label="y", score="p", **kwargs).row(0, named=True)
+        assert close(row["roc_auc"], want["roc_auc"])
+        if want["roc_auc"] is not None:
+            assert close(row["roc_auc_error"], want["roc_auc_error"])
+        for column in ("roc_auc_lo", "roc_auc_hi"):
+            assert close(row[column], want[column], 1e-7), column
+
+
+def test_p_values_are_one_sided_normal_and_adjusted_as_statsmodels() -> None:
+    df = _planted(6000, seed=3)
+    out = se.find_slices(df, label="y", score="p", features=["a", "b"], min_n=50, every=True)
+    for row in out.iter_rows(named=True):
+        mine, rest = df.filter(_in_slice(row)), df.filter(~_in_slice(row))
+        s1 = se.evaluate(mine, label="y", score="p", precision=6, ci="wilson")["roc_auc_se"][0]
+        s2 = se.evaluate(rest, label="y", score="p", precision=6, ci="wilson")["roc_auc_se"][0]
+        sd = math.sqrt(s1**2 + s2**2)
+        assert close(row["difference"], row["rest"] - row["roc_auc"])
+        assert close(row["p_value"], float(ndtr(-row["difference"] / sd)), 1e-7)
+        assert close(row["difference_hi"] - row["difference"], Z95 * sd, 1e-7)
+    for method, name in (("bh", "fdr_bh"), ("holm", "holm")):
+        got = se.find_slices(
+            df, label="y", score="p", features=["a", "b"], min_n=50, every=True,
+            correction=method,
+        )  # fmt: skip
+        expected = multipletests(got["p_value"].to_numpy(), method=name)[1]
+        np.testing.assert_allclose(got["adjusted_p"].to_numpy(), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_proportion_at_a_threshold_matches_evaluate(weighted: bool) -> None:
+    df = _planted(4000, seed=5).with_columns(w=pl.Series(np.linspace(0.1, 3, 4000)))
+    w = "w" if weighted else None
+    out = se.find_slices(
+        df, label="y", score="p", features=["a", "b"], metric="recall", threshold=0.3,
+        weight=w, min_n=20, every=True,
+    )  # fmt: skip
+    assert out.height > 0
+    for row in out.iter_rows(named=True):
+        parts = ((df.filter(_in_slice(row)), "recall"), (df.filter(~_in_slice(row)), "rest"))
+        for part, column in parts:
+            want = se.evaluate(part, label="y", score="p", threshold=0.3, weight=w, ci="wilson")
+            assert close(row[column], want["recall"][0])
+            if column == "recall":
+                assert close(row["recall_lo"], want["recall_lo"][0])
+                assert close(row["recall_hi"], want["recall_hi"][0])
+        x = df.filter(_in_slice(row))
+        y, p = x["y"].to_numpy(), x["p"].to_numpy()
+        weights = x["w"].to_numpy() if weighted else np.ones(len(y))
+        trials = weights[y == 1].sum()
+        recall = weights[(y == 1) & (p >= 0.3)].sum() / trials
+        rest = df.filter(~_in_slice(row))
+        ry, rp = rest["y"].to_numpy(), rest["p"].to_numpy()
+        rw = rest["w"].to_numpy() if weighted else np.ones(len(ry))
+        rest_trials = rw[ry == 1].sum()
+        rest_recall = rw[(ry == 1) & (rp >= 0.3)].sum() / rest_trials
+        sd = math.sqrt(
+            recall * (1 - recall) / trials + rest_recall * (1 - rest_recall) / rest_trials
+        )
+        assert close(row["difference"], rest_recall - recall)
+        assert close(row["p_value"], float(ndtr(-(rest_recall - recall) / sd)), 1e-7)
+
+
+def _planted(n: int, seed: int, weak: bool = True) -> pl.DataFrame:
+    """Three features; the model is poor where a = x and b = 1 (when ``weak``)."""
+    rng = np.random.default_rng(seed)
+    a = rng.choice(["x", "y", "z"], n)
+    b = rng.integers(0, 3, n)
+    c = rng.choice(["u", "v"], n)
+    y = rng.integers(0, 2, n)
+    noise = np.where((a == "x") & (b == 1) & weak, 4.0, 1.0)
+    p = 1 / (1 + np.exp(-(2 * y - 1 + noise * rng.normal(size=n))))
+    return pl.DataFrame({"a": a, "b": b, "c": c, "y": y, "p": p})
+
+
+def test_a_planted_pair_tops_the_list_and_its_parents_do_not_hide_it() -> None:
+    df = _planted(30000, seed=1)
+    out = se.find_slices(df, label="y", score="p", features=["a", "b", "c"], min_n=200)
+    assert out["slice"][0] == "a=x, b=1"
+    assert out["rank"].to_list() == list(range(1, out.height + 1))
+    assert out["difference"].is_sorted(descending=True)
+    assert out["significant"].all()
+    # a pair is listed only where it is worse than its worse parent
+    pairs = out.filter(pl.col("parent").is_not_null())
+    assert (pairs["difference"] > pairs["parent_difference"]).all()
+    every = se.find_slices(
+        df, label="y", score="p", features=["a", "b", "c"], min_n=200, inherited=True
+    )
+    assert every.height >= out.height
+    assert set(out["slice"]) <= set(every["slice"])
+
+
+def test_no_change_lists_nothing_at_the_false_discovery_level() -> None:
+    df = _planted(30000, seed=2, weak=False)
+    out = se.find_slices(df, label="y", score="p", features=["a", "b", "c"], min_n=200)
+    assert out.height == 0
+    judged = se.find_slices(
+        df, label="y", score="p", features=["a", "b", "c"], min_n=200, every=True
+    )
+    assert judged.height == 3 + 3 + 2 + 9 + 6 + 6  # every single and pair slice
+    assert judged["adjusted_p"].min() > 0.05
+
+
+def test_min_n_leaves_small_slices_and_their_complements_out() -> None:
+    df = _planted(3000, seed=4)
+    out = se.find_slices(df, label="y", score="p", features=["a", "b"], min_n=400, every=True)
+    assert (out["n"] >= 400).all() and (out["rest_n"] >= 400).all()
+    counts = df.group_by("a", "b").len()
+    assert out.filter(pl.col("features").list.len() == 2).height == (counts["len"] >= 400).sum()
+
+
+def test_the_sources_give_the_same_slices(tmp_path: Any) -> None:
+    df = _planted(5000, seed=6).with_columns(day=pl.lit(date(2026, 11, 1)))
+    df = pl.concat([df, df.with_columns(day=pl.lit(date(2026, 11, 2)))])
+    kwargs: dict[str, Any] = {"label": "y", "score": "p", "features": ["a", "b", "day"]}
+    want = se.find_slices(df, min_n=100, every=True, **kwargs)
+    df.write_parquet(tmp_path / "one.parquet")
+    df.write_parquet(tmp_path / "hive", partition_by="day")
+    for i, part in enumerate(df.partition_by("c")):
+        (tmp_path / "glob").mkdir(exist_ok=True)
+        part.write_parquet(tmp_path / "glob" / f"{i}.parquet")
+    sources = [
+        tmp_path / "one.parquet",
+        tmp_path / "hive",
+        str(tmp_path / "glob" / "*.parquet"),
+        pl.scan_parquet(tmp_path / "one.parquet"),
+        df.to_arrow(),
+    ]
+    for source in sources:
+        got = se.find_slices(source, min_n=100, every=True, **kwargs)
+        key = ["slice"]
+        a, b = got.sort(key), want.sort(key)
+        assert a["slice"].to_list() == b["slice"].to_list(), source
+        assert a["n"].to_list() == b["n"].to_list()
+        np.testing.assert_allclose(a["roc_auc"].to_numpy(), b["roc_auc"].to_numpy(), rtol=1e-12)
+
+
+def test_feature_types_and_null_values_make_slices() -> None:
+    n = 600
+    rng = np.random.default_rng(7)
+    df = pl.DataFrame(
+        {
+            "s": pl.Series([["p", "q", None][i] for i in rng.integers(0, 3, n)], dtype=pl.String),
+            "cat": pl.Series(rng.choice(["k", "l"], n)).cast(pl.Categorical),
+            "enum": pl.Series(rng.choice(["m", "o"], n)).cast(pl.Enum(["m", "o"])),
+            "flag": rng.random(n) < 0.5,
+            "i8": pl.Series(rng.integers(0, 3, n)).cast(pl.Int8),
+            "day": pl.Series([date(2026, 1, 1 + i % 2) for i in range(n)]),
+            "y": rng.integers(0, 2, n),
+            "p": rng.random(n),
+        }
+    )
+    features = ["s", "cat", "enum", "flag", "i8", "day"]
+    out = se.find_slices(df, label="y", score="p", features=features, depth=1, min_n=1, every=True)
+    assert out.height == 3 + 2 + 2 + 2 + 3 + 2
+    assert "s=null" in out["slice"].to_list() and "flag=true" in out["slice"].to_list()
+    assert "day=2026-01-02" in out["slice"].to_list()
+    for row in out.iter_rows(named=True):
+        assert row["n"] == df.filter(_in_slice(row)).height, row["slice"]
+
+
+def test_a_hash_collision_reads_the_data_again_with_other_seeds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    df = _planted(2000, seed=8)
+    want = se.find_slices(df, label="y", score="p", features=["a", "b"], min_n=10, every=True)
+    real = counts_module.SliceCounts._number
+    seen: list[tuple[int, int]] = []
+
+    def colliding(self: Any, batch: Any, i: int, out: Any) -> Any:
+        seen.append(self.seeds)
+        if self.seeds == counts_module.SEEDS[0]:
+            raise counts_module.Collision(self.features[i])
+        return real(self, batch, i, out)
+
+    monkeypatch.setattr(counts_module.SliceCounts, "_number", colliding)
+    got = se.find_slices(df, label="y", score="p", features=["a", "b"], min_n=10, every=True)
+    assert counts_module.SEEDS[1] in seen
+    assert got.equals(want)
+
+
+def test_empty_data_gives_an_empty_table() -> None:
+    df = pl.DataFrame({"a": ["x"], "y": [1], "p": [0.5]}).clear()
+    out = se.find_slices(df, label="y", score="p", features=["a"], every=True)
+    assert out.height == 0 and {"slice", "roc_auc", "adjusted_p", "rank"} <= set(out.columns)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"features": ["x"]}, "expected the feature 'x' to be a string"),
+        ({"depth": 3}, "expected depth=1"),
+        ({"metric": "f1"}, "analytic variance"),
+        ({"features": ["y"]}, "expected features other than the columns read"),
+        ({"features": ["nope"]}, "nope"),
+        ({"features": []}, "expected at least one feature"),
+        ({"min_n": 0}, "expected min_n="),
+        ({"correction": "bonferroni"}, "expected correction="),
+        ({"significance": 1.5}, "expected significance="),
+        ({"max_values": 2}, "expected at most 2 distinct values in the feature 'a'"),
+        ({"memory": 1000}, "expected the slices' score histograms to fit"),
+    ],
+)
+def test_mistakes_are_named(kwargs: dict[str, Any], message: str) -> None:
+    df = _planted(500, seed=9).with_columns(x=pl.col("p") * 2)
+    options: dict[str, Any] = {"label": "y", "score": "p", "features": ["a", "b"], **kwargs}
+    with pytest.raises(se.InputError, match=message):
+        se.find_slices(df, **options)
+
+
+def test_rows_that_cannot_be_evaluated_are_named_or_dropped() -> None:
+    df = _planted(500, seed=10).with_columns(
+        y=pl.when(pl.int_range(pl.len()) == 3).then(None).otherwise(pl.col("y"))
+    )
+    with pytest.raises(se.InputError, match="null"):
+        se.find_slices(df, label="y", score="p", features=["a"])
+    with pytest.warns(UserWarning, match="dropped 1 rows"):
+        out = se.find_slices(
+            df, label="y", score="p", features=["a"], drop_nulls=True, min_n=1, every=True
+        )
+    assert out["n"].sum() == 499
+
+
+def test_the_command_line_lists_and_writes_the_slices(tmp_path: Any, capsys: Any) -> None:
+    df = _planted(20000, seed=11).with_columns(x=pl.col("p") * 2)
+    df.write_parquet(tmp_path / "preds.parquet")
+    args = ["slices", str(tmp_path / "preds.parquet"), "--label", "y", "--score", "p"]
+    assert main([*args, "--features", "a", "b", "c", "--min-n", "200"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("rank,slice,roc_auc")
+    assert printed[1].startswith('1,"a=x, b=1",')
+    out = tmp_path / "worst.parquet"
+    assert main([*args, "--features", "a", "b", "--output", str(out)]) == 0
+    want = se.find_slices(df, label="y", score="p", features=["a", "b"])
+    assert pl.read_parquet(out).equals(want)
+    assert main([*args, "--features", "x"]) == 2
+    assert "expected the feature 'x' to be a string" in capsys.readouterr().err
