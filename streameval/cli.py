@@ -19,7 +19,7 @@ import polars as pl
 from . import display
 from .accumulate import accumulate
 from .cli_checks import (
-    FORMATS,
+    add_output,
     check_evaluate,
     check_inputs,
     check_level,
@@ -64,18 +64,6 @@ def _precision(text: str) -> int:
         return parse_precision(text)
     except StreamevalError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _add_output(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--output", help="write the table to FILE.parquet, .csv or .json, or '-' for stdout"
-    )
-    parser.add_argument(
-        "--format", choices=FORMATS, help="the --output format (default: its suffix; csv for -)"
-    )
-    parser.add_argument(
-        "--all", action="store_true", help="print every column and row (in blocks that fit)"
-    )
 
 
 def _add_inputs(parser: argparse.ArgumentParser) -> None:
@@ -203,7 +191,7 @@ def _build() -> argparse.ArgumentParser:
         action="store_true",
         help="binary, multiclass: print caret's confusion matrix and statistics per group",
     )
-    _add_output(ev)
+    add_output(ev)
 
     rep = add_command(
         sub,
@@ -237,7 +225,7 @@ def _build() -> argparse.ArgumentParser:
     )
     demo.add_argument("--rows", type=int, default=200_000)
     demo.add_argument("--dir", help="keep the log in this folder (default: a temporary one)")
-    _add_output(demo)
+    add_output(demo)
 
     register_slices(sub)
     register(sub)  # run, state inspect|merge|metrics

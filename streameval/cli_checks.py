@@ -241,3 +241,16 @@ def check_evaluate(args: argparse.Namespace) -> str | None:
         raise _fail(f"expected --alpha between 0 and 1, got {args.alpha}", "--alpha 0.5")
     check_beta_option(args.beta)
     return output_format(args.output, args.format)
+
+
+def add_output(parser: argparse.ArgumentParser) -> None:
+    """Add the options of a command that writes or prints a table: output, format, all."""
+    parser.add_argument(
+        "--output", help="write the table to FILE.parquet, .csv or .json, or '-' for stdout"
+    )
+    parser.add_argument(
+        "--format", choices=FORMATS, help="the --output format (default: its suffix; csv for -)"
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="print every column and row (in blocks that fit)"
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .cli_checks import FORMATS, check_level, check_output_path, output_format
+from .cli_checks import add_output, check_level, check_output_path, output_format
 from .cli_help import add_command
 from .cli_output import emit
 from .progress import at_terminal, showing
@@ -55,9 +55,9 @@ def register(sub: Any) -> None:
     )
     cmd.add_argument(
         "--correction",
-        choices=["bh", "holm", "none"],
+        choices=["bh", "by", "holm", "none"],
         default="bh",
-        help="Benjamini-Hochberg (default), Holm, or none",
+        help="Benjamini-Hochberg (default), Benjamini-Yekutieli, Holm, or none",
     )
     cmd.add_argument(
         "--every", action="store_true", help="list every slice judged, not only the worse"
@@ -70,16 +70,11 @@ def register(sub: Any) -> None:
     cmd.add_argument(
         "--max-values", type=int, default=1000, help="most distinct values of a feature (1000)"
     )
+    cmd.add_argument(
+        "--memory", type=float, default=4.0, help="most GiB the slices' histograms may take (4)"
+    )
     cmd.add_argument("--drop-nulls", action="store_true", help="drop rows with nulls, with a count")
-    cmd.add_argument(
-        "--output", help="write the table to FILE.parquet, .csv or .json, or '-' for stdout"
-    )
-    cmd.add_argument(
-        "--format", choices=FORMATS, help="the --output format (default: its suffix; csv for -)"
-    )
-    cmd.add_argument(
-        "--all", action="store_true", help="print every column and row (in blocks that fit)"
-    )
+    add_output(cmd)
     cmd.set_defaults(handler=_slices)
 
 
@@ -108,6 +103,7 @@ def _slices(args: argparse.Namespace) -> int:
             every=args.every,
             inherited=args.inherited,
             max_values=args.max_values,
+            memory=int(args.memory * 2**30),
             drop_nulls=args.drop_nulls,
         )
     if fmt not in ("parquet", "json"):  # (CSV and the terminal: the slice says it all)

@@ -111,6 +111,11 @@ def _integer(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _whole(value: Any) -> bool:
+    """An integer of any integral type (NumPy's too), not a boolean."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def _real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
@@ -221,6 +226,16 @@ EXPECTED: dict[str, tuple[Check, str, str]] = {
     "seed": (_integer, "an integer (int)", "seed=0"),
     "drop_nulls": (lambda v: isinstance(v, bool), "True or False", "drop_nulls=True"),
     "progress": (lambda v: isinstance(v, bool), "True or False", "progress=True"),
+    "features": (_names, "a column name or a list of column names", "features=['country']"),
+    "depth": (_whole, "1 or 2 (int)", "depth=2"),
+    "metric": (_text, "a metric name (str)", "metric='roc_auc'"),
+    "min_n": (_whole, "a number of rows (int)", "min_n=500"),
+    "significance": (_real, "a number", "significance=0.05"),
+    "correction": (_text, "a correction's name (str)", "correction='bh'"),
+    "every": (lambda v: isinstance(v, bool), "True or False", "every=True"),
+    "inherited": (lambda v: isinstance(v, bool), "True or False", "inherited=True"),
+    "max_values": (_whole, "a number of values (int)", "max_values=1000"),
+    "memory": (_whole, "a number of bytes (int)", "memory=4 << 30"),
     "engine": (
         lambda v: v in ("streaming", "in-memory"),
         "'streaming' or 'in-memory'",

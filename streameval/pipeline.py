@@ -131,11 +131,13 @@ def open_source(
     drop_nulls: bool,
     engine: Engine,
     key_role: str = "group key",
+    reserved: bool = True,
 ) -> tuple[Any, Opened, Any, list[str]]:
     """Open and validate the source for a task.
 
     Checks the schema, the columns' roles and types and the group keys (``by``, named
-    ``key_role`` in errors); with ``drop_nulls``, counts the rows dropped (one pass) and filters
+    ``key_role`` in errors; with ``reserved``, refused when named like a state's or metric
+    table's column); with ``drop_nulls``, counts the rows dropped (one pass) and filters
     them out. Returns the task's module, the opened source, the bootstrap options and the
     columns read in a role.
     """
@@ -175,15 +177,17 @@ def open_source(
         require_columns(schema, [column], role=role)
     require_columns(schema, keys, role=key_role)
     require_columns(schema, ids, role="row id")
-    reserved = {resample_draw.REPLICATE} if boot else set()
+    taken = ({resample_draw.REPLICATE} if boot else set()) | (
+        module.RESERVED if reserved else set()
+    )
     for name in keys:
-        if name in module.RESERVED | reserved or name.startswith("_") or name in used:
+        if name in taken or name.startswith("_") or name in used:
+            tables = ", and the state's and metric table's own columns" if reserved else ""
             raise InputError(
-                f"expected {key_role}s other than the columns read ({', '.join(used)}), names "
-                f"starting with '_', and the state's and metric table's own columns, got "
-                f"{name!r}; hint: rename it in a LazyFrame"
+                f"expected {key_role}s other than the columns read ({', '.join(used)}) and "
+                f"names starting with '_'{tables}, got {name!r}; hint: rename it in a LazyFrame"
             )
-    _check_key_types(schema, keys)
+    _check_key_types(schema, keys, key_role)
     numeric = module.numeric(inputs) + ([(inputs.weight, "weight")] if inputs.weight else [])
     for column, role in numeric:
         if not schema[column].is_numeric():
@@ -203,12 +207,12 @@ def open_source(
     return module, Opened(lf, schema, files, engine, keys), boot, used
 
 
-def _check_key_types(schema: pl.Schema, keys: Sequence[str]) -> None:
+def _check_key_types(schema: pl.Schema, keys: Sequence[str], role: str = "group key") -> None:
     """Refuse group keys whose type Polars cannot group or sort (Python objects)."""
     for name in keys:
         if schema[name] == pl.Object:
             raise InputError(
-                f"expected the group key {name!r} to be a column Polars can group by, got "
+                f"expected the {role} {name!r} to be a column Polars can group by, got "
                 f"{schema[name]} (Python objects); hint: convert it to strings or numbers"
             )
 

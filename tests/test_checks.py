@@ -93,7 +93,7 @@ def test_adjusted_p_values_are_statsmodels(p):
 
     p = np.array(p)
     present = ~np.isnan(p)
-    for method, theirs in (("bh", "fdr_bh"), ("holm", "holm")):
+    for method, theirs in (("bh", "fdr_bh"), ("by", "fdr_by"), ("holm", "holm")):
         ours = adjust(p, method)
         assert np.isnan(ours[~present]).all()
         if present.any():

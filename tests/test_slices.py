@@ -53,12 +53,23 @@ def _source(df: pl.DataFrame, cuts: list[int]) -> pl.LazyFrame:
 
 @st.composite
 def sliced_frames(draw: st.DrawFn) -> tuple[pl.DataFrame, list[int], bool]:
-    """``binary_frames`` with two more features: a String with nulls and a small Int."""
+    """``binary_frames`` with three more features: a String with nulls (and the string
+    ``"null"``), a small Int and a Boolean."""
     df, cuts, weighted = draw(binary_frames())
     n = df.height
-    a = draw(st.lists(st.sampled_from(["x", "y", None]), min_size=n, max_size=n))
+    a = draw(st.lists(st.sampled_from(["x", "null", None]), min_size=n, max_size=n))
     b = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
-    return df.with_columns(a=pl.Series(a, dtype=pl.String), b=pl.Series(b)), cuts, weighted
+    c = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    columns = {"a": pl.Series(a, dtype=pl.String), "b": pl.Series(b), "c": pl.Series(c)}
+    return df.with_columns(**columns), cuts, weighted
+
+
+def _expected_slices(df: pl.DataFrame, features: list[str], depth: int, min_n: int) -> int:
+    """How many slices have ``min_n`` rows or more, and as many outside them."""
+    sets = [[f] for f in features]
+    sets += [[f, g] for i, f in enumerate(features) for g in features[i + 1 :]] * (depth == 2)
+    counts = [df.group_by(s).len()["len"] for s in sets]
+    return sum(int(((c >= min_n) & (df.height - c >= min_n)).sum()) for c in counts)
 
 
 @settings(max_examples=40, deadline=None)
@@ -72,15 +83,21 @@ def test_every_slice_matches_sklearn_in_exact_mode(drawn: Any, depth: int) -> No
             _source(df, cuts),
             label="y",
             score="p",
-            features=["g", "a", "b"],
+            features=["g", "a", "b", "c"],  # (6 pairs: the loop adding 4 sets at once runs)
             depth=depth,
             weight="w" if weighted else None,
             precision="exact",
             min_n=1,
             every=True,
         )
+    assert out.height == _expected_slices(df, ["g", "a", "b", "c"], depth, 1)
     if depth == 1:
         assert (out["features"].list.len() == 1).all()
+    rows = out.iter_rows(named=True)
+    singles = {r["slice"]: r["difference"] for r in rows if len(r["features"]) == 1}
+    for row in out.filter(pl.col("parent").is_not_null()).iter_rows(named=True):
+        assert row["parent"] in row["slice"]
+        assert row["parent_difference"] == singles[row["parent"]]
     for row in out.iter_rows(named=True):
         mine, rest = df.filter(_in_slice(row)), df.filter(~_in_slice(row).fill_null(False))
         assert row["n"] == mine.height and row["rest_n"] == rest.height
@@ -123,10 +140,10 @@ def test_p_values_are_one_sided_normal_and_adjusted_as_statsmodels() -> None:
     out = se.find_slices(df, label="y", score="p", features=["a", "b"], min_n=50, every=True)
     for row in out.iter_rows(named=True):
         mine, rest = df.filter(_in_slice(row)), df.filter(~_in_slice(row))
-        s1 = se.evaluate(mine, label="y", score="p", precision=6, ci="wilson")["roc_auc_se"][0]
-        s2 = se.evaluate(rest, label="y", score="p", precision=6, ci="wilson")["roc_auc_se"][0]
-        sd = math.sqrt(s1**2 + s2**2)
-        assert close(row["difference"], row["rest"] - row["roc_auc"])
+        a = se.evaluate(mine, label="y", score="p", precision=6, ci="wilson").row(0, named=True)
+        b = se.evaluate(rest, label="y", score="p", precision=6, ci="wilson").row(0, named=True)
+        sd = math.sqrt(a["roc_auc_se"] ** 2 + b["roc_auc_se"] ** 2)
+        assert close(row["difference"], b["roc_auc"] - a["roc_auc"])
         assert close(row["p_value"], float(ndtr(-row["difference"] / sd)), 1e-7)
         assert close(row["difference_hi"] - row["difference"], Z95 * sd, 1e-7)
     for method, name in (("bh", "fdr_bh"), ("holm", "holm")):
@@ -264,7 +281,7 @@ def test_feature_types_and_null_values_make_slices() -> None:
     features = ["s", "cat", "enum", "flag", "i8", "day"]
     out = se.find_slices(df, label="y", score="p", features=features, depth=1, min_n=1, every=True)
     assert out.height == 3 + 2 + 2 + 2 + 3 + 2
-    assert "s=null" in out["slice"].to_list() and "flag=true" in out["slice"].to_list()
+    assert "s is null" in out["slice"].to_list() and "flag=true" in out["slice"].to_list()
     assert "day=2026-01-02" in out["slice"].to_list()
     for row in out.iter_rows(named=True):
         assert row["n"] == df.filter(_in_slice(row)).height, row["slice"]
@@ -290,6 +307,55 @@ def test_a_hash_collision_reads_the_data_again_with_other_seeds(
     assert got.equals(want)
 
 
+def test_a_collision_of_the_first_hash_is_seen_by_the_second() -> None:
+    counts = counts_module.SliceCounts(["a"], 1, False, 6, (), 10, 1 << 20)
+    batch = pl.DataFrame(
+        {"a": ["x", "y"], "_g0": pl.Series([5, 5], dtype=pl.UInt64),
+         "_h0": pl.Series([7, 8], dtype=pl.UInt64)}
+    )  # fmt: skip
+    with pytest.raises(counts_module.Collision):
+        counts._number(batch, 0, 0)
+    counts.close()
+
+
+def test_a_weighted_rest_without_positives_has_no_auc() -> None:
+    """The rest's sums are the whole's minus the slice's: weighted, a class absent from the
+    rest is known from its rows, not from a difference of float sums."""
+    rng = np.random.default_rng(13)
+    n = 20000
+    a, b = rng.integers(0, 30, n), rng.integers(0, 2, n)
+    y = np.where(b == 1, rng.integers(0, 2, n), 0)
+    df = pl.DataFrame({"a": a, "b": b, "y": y, "p": rng.random(n), "w": rng.random(n) * 10})
+    for precision in (0, 6):
+        for metric in ("roc_auc", "recall"):
+            out = se.find_slices(
+                df, label="y", score="p", features=["a", "b"], weight="w", metric=metric,
+                precision=precision, min_n=1, every=True,
+            )  # fmt: skip
+            row = out.filter(pl.col("slice") == "b=1").row(0, named=True)
+            rest = se.evaluate(df.filter(pl.col("b") == 0), label="y", score="p", weight="w")
+            assert row["rest"] == rest[metric][0], (precision, metric)  # (None; recall: 0.0)
+            assert row["p_value"] is None, (precision, metric)
+
+
+def test_features_named_like_metric_columns_and_a_single_feature_at_depth_2() -> None:
+    df = _planted(3000, seed=14).rename({"a": "n", "b": "precision"})
+    out = se.find_slices(
+        df, label="y", score="p", features=["n", "precision"], min_n=100, every=True
+    )
+    assert {"n=x", "precision=1", "n=x, precision=1"} <= set(out["slice"])
+    alone = se.find_slices(df, label="y", score="p", features=["n"], min_n=1, every=True)
+    assert sorted(alone["slice"]) == ["n=x", "n=y", "n=z"]
+
+
+def test_slices_that_cannot_be_tested_come_last() -> None:
+    df = _planted(3000, seed=15).with_columns(
+        y=pl.when(pl.col("a") == "z").then(0).otherwise(pl.col("y"))
+    )
+    out = se.find_slices(df, label="y", score="p", features=["a"], metric="recall", every=True)
+    assert out["slice"][-1] == "a=z" and out["p_value"][-1] is None
+
+
 def test_empty_data_gives_an_empty_table() -> None:
     df = pl.DataFrame({"a": ["x"], "y": [1], "p": [0.5]}).clear()
     out = se.find_slices(df, label="y", score="p", features=["a"], every=True)
@@ -304,12 +370,19 @@ def test_empty_data_gives_an_empty_table() -> None:
         ({"metric": "f1"}, "analytic variance"),
         ({"features": ["y"]}, "expected features other than the columns read"),
         ({"features": ["nope"]}, "nope"),
-        ({"features": []}, "expected at least one feature"),
+        ({"features": []}, "expected one or more distinct features"),
         ({"min_n": 0}, "expected min_n="),
         ({"correction": "bonferroni"}, "expected correction="),
         ({"significance": 1.5}, "expected significance="),
         ({"max_values": 2}, "expected at most 2 distinct values in the feature 'a'"),
-        ({"memory": 1000}, "expected the slices' score histograms to fit"),
+        ({"memory": 1000}, "expected the slices' score histograms to fit in 1,000 bytes"),
+        ({"threshold": float("nan")}, "expected threshold= to be one finite number"),
+        ({"threshold": [0.3, 0.5]}, "expected threshold= to be one finite number"),
+        ({"label": ["y"]}, "expected label= to be one column name"),
+        ({"weight": 1}, "expected weight= to be a column name"),
+        ({"significance": None}, "expected significance= to be a number"),
+        ({"features": ["a", "a"]}, "expected one or more distinct features"),
+        ({"features": [1]}, "expected features= to be a column name"),
     ],
 )
 def test_mistakes_are_named(kwargs: dict[str, Any], message: str) -> None:
@@ -317,6 +390,12 @@ def test_mistakes_are_named(kwargs: dict[str, Any], message: str) -> None:
     options: dict[str, Any] = {"label": "y", "score": "p", "features": ["a", "b"], **kwargs}
     with pytest.raises(se.InputError, match=message):
         se.find_slices(df, **options)
+
+
+def test_a_spark_dataframe_is_refused_with_a_way_round(spark_classic: Any) -> None:
+    frame = spark_classic.createDataFrame(_planted(100, seed=12).to_pandas())
+    with pytest.raises(se.InputError, match="Spark DataFrame; hint: write it as Parquet"):
+        se.find_slices(frame, label="y", score="p", features=["a"])
 
 
 def test_rows_that_cannot_be_evaluated_are_named_or_dropped() -> None:

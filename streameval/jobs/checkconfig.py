@@ -162,7 +162,7 @@ class CheckingConfig:
         ``.parquet``, ``.csv`` or ``.json`` file. None: kept in the store only.
     format : str
         ``parquet``, ``csv`` or ``json``.
-    correction : {"bh", "holm", "none"}
+    correction : {"bh", "by", "holm", "none"}
         How one day's p-values are adjusted together.
     on_failure : list of str, optional
         A command (argument list; a string is run by ``/bin/sh -c``) given the failed rows

@@ -60,7 +60,20 @@ def gather_codes(codes, order, features, out):  # type: ignore[no-untyped-def]
 
 @jit
 def add_runs(  # type: ignore[no-untyped-def]
-    codes, weight, starts, first, second, offset, stride, slices, pos, neg, rows, lo, hi
+    codes,
+    weight,
+    starts,
+    first,
+    second,
+    offset,
+    stride,
+    slices,
+    pos,
+    neg,
+    pos_rows,
+    neg_rows,
+    lo,
+    hi,
 ):
     """Add the rows of runs ``lo`` … ``hi`` to their cells (one per grouping set).
 
@@ -69,7 +82,8 @@ def add_runs(  # type: ignore[no-untyped-def]
     (:func:`gather_codes`'s; its last row 0) and ``weight`` (empty: each row weighs 1).
     Grouping set ``k`` is features ``first[k]`` and ``second[k]``; its slice of codes
     ``(a, b)`` is ``offset[k] + a · stride[k] + b``. ``pos`` and ``neg`` are the cells'
-    sums of weights, ``rows`` (weighted only; else empty) their rows. A set's cells of a
+    sums of weights, ``pos_rows`` and ``neg_rows`` (weighted only; else empty) their rows
+    (that a rest is empty is known exactly, not from a difference of sums). A set's cells of a
     bucket stay in cache while the run is added; four sets are added in one pass over the
     run's rows (independent additions, in flight together).
     """
@@ -80,6 +94,7 @@ def add_runs(  # type: ignore[no-untyped-def]
         if start == end:
             continue
         target = pos if run & 1 else neg
+        counted = pos_rows if run & 1 else neg_rows
         base = (run >> 1) * slices
         k = 0
         if weight.size == 0:
@@ -106,89 +121,73 @@ def add_runs(  # type: ignore[no-untyped-def]
                 for i in range(start, end):
                     cell = at + a[i] * step + b[i]
                     target[cell] += weight[i]
-                    rows[cell] += 1.0
+                    counted[cell] += 1.0
             else:
                 for i in range(start, end):
                     target[at + a[i] * step + b[i]] += 1.0
 
 
 @jit
-def auc_columns(pos, neg, rows, all_pos, all_neg, all_rows, order, out):  # type: ignore[no-untyped-def]
-    """Per column of ``pos``/``neg`` (buckets × slices): its and the rest's AUC sums.
+def auc_columns(pos, neg, order, out):  # type: ignore[no-untyped-def]
+    """Per column of ``pos``/``neg`` (buckets × slices): P, N, the AUC, its variance, bound.
 
-    The rest of a column is ``all_pos − pos`` (``all_neg − neg``), none where no row is left
-    (``all_rows − rows``, weighted: ``rows`` not empty) and never below 0. Buckets are
-    visited in ``order`` (highest score first). ``out[j, side]`` (side 0: the slice, 1: the
-    rest) receives P, N, the AUC, DeLong's variance and the bound, as
-    :func:`streameval.stats.delong.delong` and the ``roc_auc_error`` bound
-    ``½ Σ pos_b · neg_b / (P · N)`` (NaN where undefined: the AUC without positives or
-    negatives, the variance with fewer than two of either).
+    Buckets are visited in ``order`` (highest score first). ``out[j]`` receives P, N, the
+    AUC, DeLong's variance and the ``roc_auc_error`` bound ``½ Σ pos_b · neg_b / (P · N)``,
+    as :func:`streameval.stats.delong.delong` (NaN where undefined: the AUC without
+    positives or negatives, the variance with fewer than two of either).
 
     >>> pos, neg = np.array([[1.0], [1.0], [0.0], [1.0]]), np.array([[0.0], [1.0], [1.0], [1.0]])
-    >>> out = np.zeros((1, 2, 5))
-    >>> none = np.zeros(4)
-    >>> auc_columns(pos, neg, np.zeros((0, 1)), none, none, none, np.arange(4), out)
-    >>> out[0, 0].round(6).tolist()  # P, N, AUC, variance, bound
+    >>> out = np.zeros((1, 5))
+    >>> auc_columns(pos, neg, np.arange(4), out)
+    >>> out[0].round(6).tolist()  # P, N, AUC, variance, bound
     [3.0, 3.0, 0.666667, 0.074074, 0.111111]
     """
     columns = pos.shape[1]
-    weighted = rows.shape[0] > 0
-    # sums[side, stat, j]: P, N, Σ pos·neg, then the AUC's area, then DeLong's two sums
-    sums = np.zeros((2, 6, columns))
-    mine = np.zeros((2, columns))  # (pos, neg) of one bucket: the slice's
-    rest = np.zeros((2, columns))  # and the rest's
-    above = np.zeros((2, 2, columns))  # weight above (side, pos/neg, column)
-    for stage in range(3):
-        above[:] = 0.0
-        for t in range(order.size):
-            b = order[t]
-            for j in range(columns):
-                p = pos[b, j]
-                q = neg[b, j]
-                mine[0, j] = p
-                mine[1, j] = q
-                if weighted and all_rows[b] - rows[b, j] <= 0:
-                    rest[0, j] = 0.0
-                    rest[1, j] = 0.0
-                else:
-                    rest[0, j] = max(all_pos[b] - p, 0.0)
-                    rest[1, j] = max(all_neg[b] - q, 0.0)
-            for side in range(2):
-                cell = mine if side == 0 else rest
-                for j in range(columns):
-                    p = cell[0, j]
-                    q = cell[1, j]
-                    if stage == 0:
-                        sums[side, 0, j] += p
-                        sums[side, 1, j] += q
-                        sums[side, 2, j] += p * q
-                        continue
-                    P = sums[side, 0, j]
-                    N = sums[side, 1, j]
-                    above[side, 0, j] += p
-                    above[side, 1, j] += q
-                    if not (P > 0 and N > 0):
-                        continue
-                    v10 = (N - above[side, 1, j] + 0.5 * q) / N
-                    if stage == 1:
-                        sums[side, 3, j] += p * v10
-                        continue
-                    auc = sums[side, 3, j] / P
-                    v01 = (above[side, 0, j] - 0.5 * p) / P
-                    sums[side, 4, j] += p * (v10 - auc) ** 2
-                    sums[side, 5, j] += q * (v01 - auc) ** 2
-    for side in range(2):
+    P = np.zeros(columns)
+    N = np.zeros(columns)
+    ties = np.zeros(columns)
+    for t in range(order.size):
+        b = order[t]
         for j in range(columns):
-            P = sums[side, 0, j]
-            N = sums[side, 1, j]
-            out[j, side, 0] = P
-            out[j, side, 1] = N
-            defined = P > 0 and N > 0
-            out[j, side, 2] = sums[side, 3, j] / P if defined else np.nan
-            out[j, side, 4] = 0.5 * sums[side, 2, j] / (P * N) if defined else np.nan
-            if P > 1 and N > 1:
-                out[j, side, 3] = sums[side, 4, j] / ((P - 1) * P) + sums[side, 5, j] / (
-                    (N - 1) * N
-                )
-            else:
-                out[j, side, 3] = np.nan
+            P[j] += pos[b, j]
+            N[j] += neg[b, j]
+            ties[j] += pos[b, j] * neg[b, j]
+    area = np.zeros(columns)
+    above_n = np.zeros(columns)
+    for t in range(order.size):
+        b = order[t]
+        for j in range(columns):
+            q = neg[b, j]
+            above_n[j] += q
+            if P[j] > 0 and N[j] > 0:
+                area[j] += pos[b, j] * (N[j] - above_n[j] + 0.5 * q) / N[j]
+    auc = np.full(columns, np.nan)
+    for j in range(columns):
+        if P[j] > 0 and N[j] > 0:
+            auc[j] = area[j] / P[j]
+    s10 = np.zeros(columns)
+    s01 = np.zeros(columns)
+    above_p = np.zeros(columns)
+    above_n[:] = 0.0
+    for t in range(order.size):
+        b = order[t]
+        for j in range(columns):
+            p = pos[b, j]
+            q = neg[b, j]
+            above_p[j] += p
+            above_n[j] += q
+            if P[j] > 0 and N[j] > 0:
+                v10 = (N[j] - above_n[j] + 0.5 * q) / N[j] - auc[j]
+                v01 = (above_p[j] - 0.5 * p) / P[j] - auc[j]
+                s10[j] += p * v10 * v10
+                s01[j] += q * v01 * v01
+    for j in range(columns):
+        out[j, 0] = P[j]
+        out[j, 1] = N[j]
+        out[j, 2] = auc[j]
+        defined = P[j] > 0 and N[j] > 0
+        out[j, 4] = 0.5 * ties[j] / (P[j] * N[j]) if defined else np.nan
+        if P[j] > 1 and N[j] > 1:
+            out[j, 3] = s10[j] / ((P[j] - 1) * P[j]) + s01[j] / ((N[j] - 1) * N[j])
+        else:
+            out[j, 3] = np.nan

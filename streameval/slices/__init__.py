@@ -8,6 +8,8 @@ rest of the data and adjusts the p-values of all the slices together (:mod:`.ran
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -17,9 +19,10 @@ from ..bucketing import EXACT_BITS
 from ..errors import InputError
 from ..measure import declaration, testable
 from ..metrics.registry import TABLES
-from ..pipeline import as_list, open_source
+from ..options import check_options
+from ..pipeline import open_source
 from ..progress import expect, step
-from ..source import Source, collect_batches
+from ..source import Source, collect_batches, is_spark_frame
 from ..spec import parse_precision
 from ..stats.multiple import METHODS
 from ..stats.proportions import check_level
@@ -100,8 +103,9 @@ def find_slices(
         The intervals' confidence level.
     significance : float
         The adjusted p-value at or below which a worse slice is listed.
-    correction : {"bh", "holm", "none"}
-        How the p-values are adjusted: Benjamini–Hochberg (false-discovery rate), Holm
+    correction : {"bh", "by", "holm", "none"}
+        How the p-values are adjusted: Benjamini–Hochberg (false-discovery rate),
+        Benjamini–Yekutieli (the same under any dependence between the slices' tests), Holm
         (family-wise error rate) or not.
     every : bool
         List every slice judged, not only the significantly worse ones.
@@ -119,7 +123,8 @@ def find_slices(
     Returns
     -------
     polars.DataFrame
-        A row per slice, worst first: ``rank``, ``slice`` (``a=x, b=y``), ``features``,
+        A row per slice, worst first: ``rank``, ``slice`` (``a=x, b=y``; a null value:
+        ``a is null``), ``features``,
         ``values`` (as strings), ``n``, ``positives``, the metric with its interval and
         bucketing bound (``<metric>_lo``, ``_hi``, ``_error``), ``rest`` and ``rest_n`` (the
         rest of the data), ``difference`` with ``difference_lo`` and ``difference_hi``,
@@ -145,12 +150,32 @@ def find_slices(
     [{'rank': 1, 'slice': 'country=IT', 'n': 1999, 'significant': True}]
 
     """
+    check_options({name: value for name, value in locals().items() if name != "source"})
+    for name, value in (("label", label), ("score", score)):
+        if not isinstance(value, str):
+            raise InputError(
+                f"expected {name}= to be one column name (str), got {value!r}; hint: "
+                f"{name}='{name[0]}'"
+            )
+    if not isinstance(threshold, numbers.Real) or not math.isfinite(threshold):
+        raise InputError(
+            f"expected threshold= to be one finite number, got {threshold!r}; hint: threshold=0.5"
+        )
+    if is_spark_frame(source):
+        raise InputError(
+            "expected a path, glob, directory, Polars or Arrow source for find_slices, got a "
+            "Spark DataFrame; hint: write it as Parquet (df.write.parquet(path)) and pass the "
+            "path, or pass df.toArrow() when it fits in memory"
+        )
     judging, bits = _options(
         metric, min_n, depth, threshold, precision, level, significance, correction
     )
-    names = as_list(list(features) if not isinstance(features, str) else [features])
-    if not names:
-        raise InputError("expected at least one feature, got none; hint: features=['country']")
+    names = [features] if isinstance(features, str) else list(features)
+    if not names or len(set(names)) < len(names):
+        raise InputError(
+            f"expected one or more distinct features, got {names!r}; hint: "
+            "features=['country', 'device']"
+        )
     inputs = Inputs(
         label=label,
         score=score,
@@ -160,7 +185,7 @@ def find_slices(
         thresholds=(float(threshold),),
     )
     _, opened, _, _ = open_source(
-        source, inputs, names, drop_nulls, "streaming", key_role="feature"
+        source, inputs, names, drop_nulls, "streaming", key_role="feature", reserved=False
     )
     _check_features(opened.schema, names)
     rows = row_exprs(opened, inputs)

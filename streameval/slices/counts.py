@@ -96,13 +96,14 @@ def grouping_sets(features: int, depth: int) -> list[tuple[int, int]]:
 class Cells:
     """The counted cells, ``[bucket][slice]``, and each bucket code's bucket key.
 
-    ``pos`` and ``neg`` are sums of weights of positives and negatives, ``rows`` (weighted
-    only) the rows.
+    ``pos`` and ``neg`` are sums of weights of positives and negatives, ``pos_rows`` and
+    ``neg_rows`` (weighted only) their rows.
     """
 
     pos: F64
     neg: F64
-    rows: F64 | None
+    pos_rows: F64 | None
+    neg_rows: F64 | None
     keys: I64
     layout: Layout
 
@@ -156,7 +157,8 @@ class SliceCounts:
         self.capacity = 0
         self.pos = np.zeros(0)
         self.neg = np.zeros(0)
-        self.rows = np.zeros(0)
+        self.pos_rows = np.zeros(0)
+        self.neg_rows = np.zeros(0)
         self.pool = ThreadPoolExecutor(2)
         self.room = self.filled = 0
         self._make_room(0)
@@ -220,7 +222,7 @@ class SliceCounts:
         layout = self.layout
         args = (
             ordered, weight, starts, layout.first, layout.second, layout.offset,
-            layout.stride, layout.slices, self.pos, self.neg, self.rows,
+            layout.stride, layout.slices, self.pos, self.neg, self.pos_rows, self.neg_rows,
         )  # fmt: skip
         list(self.pool.map(lambda r: add_runs(*args, r[0], r[1]), [(0, middle), (middle, runs)]))
         self.filled = 0
@@ -255,7 +257,7 @@ class SliceCounts:
             name = self.features[i]
             raise InputError(
                 f"expected at most {self.max_values} distinct values in the feature {name!r}, "
-                f"found more than {count}; hint: bin it into fewer values in a LazyFrame "
+                f"found {count} so far; hint: bin it into fewer values in a LazyFrame "
                 "(cut a number, keep a string's most frequent values), leave it out, or raise "
                 "max_values"
             )
@@ -284,19 +286,20 @@ class SliceCounts:
         layout = Layout.of(self.sets, cards, len(self.features))
         # (a quarter more buckets than seen: few are new after the first batches)
         capacity = self.capacity if buckets <= self.capacity else buckets + buckets // 4
-        arrays = 3 if self.weighted else 2
+        arrays = 4 if self.weighted else 2
         need = capacity * layout.slices * 8 * arrays
         if need > self.memory:
             raise InputError(
-                f"expected the slices' score histograms to fit in {self.memory / 2**30:.1f} GiB, "
-                f"but {layout.slices:,} slices × {capacity:,} score buckets take "
-                f"{need / 2**30:.1f} GiB; hint: a lower precision= (fewer buckets), depth=1, "
-                "fewer features or features with fewer values, or a larger memory="
+                f"expected the slices' score histograms to fit in {_size(self.memory)}, but "
+                f"{layout.slices:,} slices × {capacity:,} score buckets take {_size(need)}; "
+                "hint: a lower precision= (fewer buckets), depth=1, fewer features or features "
+                "with fewer values, or a larger memory= (--memory GiB)"
             )
         old = self.layout
         self.pos, self.neg = (self._moved(a, old, layout, capacity) for a in (self.pos, self.neg))
         if self.weighted:
-            self.rows = self._moved(self.rows, old, layout, capacity)
+            self.pos_rows = self._moved(self.pos_rows, old, layout, capacity)
+            self.neg_rows = self._moved(self.neg_rows, old, layout, capacity)
         self.layout, self.capacity = layout, capacity
 
     def _moved(self, cells: F64, old: Layout, new: Layout, capacity: int) -> F64:
@@ -325,16 +328,27 @@ class SliceCounts:
         shape = (self.capacity, self.layout.slices)
         keys = np.concatenate([np.zeros(1, np.int64), *self.bucket_keys])
         b = keys.size
-        rows = self.rows.reshape(shape)[:b] if self.weighted else None
-        return Cells(
-            self.pos.reshape(shape)[:b], self.neg.reshape(shape)[:b], rows, keys, self.layout
-        )
+        pos_rows = self.pos_rows.reshape(shape)[:b] if self.weighted else None
+        neg_rows = self.neg_rows.reshape(shape)[:b] if self.weighted else None
+        pos, neg = self.pos.reshape(shape)[:b], self.neg.reshape(shape)[:b]
+        return Cells(pos, neg, pos_rows, neg_rows, keys, self.layout)
 
     def decoded(self, i: int) -> pl.Series:
         """Feature ``i``'s value of each code (code 0: null)."""
         name = self.features[i]
         parts = [p.cast(pl.String) for p in self.values[i]]
         return pl.concat([pl.Series(name, [None], pl.String), *parts])
+
+
+def _size(n: float) -> str:
+    """A number of bytes as people read it.
+
+    >>> _size(3 << 30), _size(5 << 20), _size(1000)
+    ('3.0 GiB', '5.0 MiB', '1,000 bytes')
+    """
+    if n >= 1 << 30:
+        return f"{n / 2**30:.1f} GiB"
+    return f"{n / 2**20:.1f} MiB" if n >= 1 << 20 else f"{n:,.0f} bytes"
 
 
 def _aligned(first: pl.Series, second: pl.Series) -> Iterator[tuple[int, I64, I64]]:

@@ -25,7 +25,6 @@ from scipy.special import ndtr
 from ..bucketing import EXACT_BITS, float_to_key_scalar
 from ..kernels.slicing import auc_columns
 from ..measure import declaration
-from ..metrics.declare import Metric
 from ..stats.delong import z_quantile
 from ..stats.multiple import adjust
 from ..stats.proportions import interval
@@ -36,6 +35,8 @@ I64 = npt.NDArray[np.int64]
 
 #: Slices judged together in one block of dense sums.
 BLOCK = 2048
+#: A one-feature slice's key: feature · KEY + code.
+KEY = 1 << 32
 
 
 @dataclass(frozen=True)
@@ -51,12 +52,17 @@ class Judging:
     precision: int
 
 
+#: A block of slices' sums, buckets × slices: positives' and negatives' weights, and their
+#: rows (weighted only; None otherwise).
+Sums = tuple[F64, F64, F64 | None, F64 | None]
+
+
 @dataclass
 class Slices:
     """Every slice of the cells: its features and codes (``second`` −1: one feature).
 
     Slices ``0 … layout.slices − 1`` are the cells' own (pairs at depth 2); the others are
-    one-feature slices summed from a pair's (``singles``: their sums, buckets × slices).
+    one-feature slices summed from a pair's (``singles``: their sums).
     """
 
     first: I64
@@ -64,32 +70,40 @@ class Slices:
     second: I64
     second_code: I64
     cells: Cells
-    singles: tuple[F64, F64, F64 | None]
+    singles: Sums
 
-    def block(self, cols: I64) -> tuple[F64, F64, F64]:
-        """The sums of slices ``cols`` (ascending), buckets × slices, buckets in code order.
-
-        Positives, negatives and rows (weighted; else empty).
-        """
+    def block(self, cols: I64) -> Sums:
+        """The sums of slices ``cols`` (ascending), buckets in code order."""
         own = self.cells.layout.slices
         mine, summed = cols[cols < own], cols[cols >= own] - own
-        parts = []
-        for cells, single in zip(
-            (self.cells.pos, self.cells.neg, self.cells.rows), self.singles, strict=True
-        ):
-            if cells is None or single is None:
-                parts.append(np.zeros((0, cols.size)))
-                continue
-            parts.append(np.hstack([cells[:, mine], single[:, summed]]))
-        return parts[0], parts[1], parts[2]
+        c = self.cells
+        parts = [
+            None if m is None or single is None else np.hstack([m[:, mine], single[:, summed]])
+            for m, single in zip((c.pos, c.neg, c.pos_rows, c.neg_rows), self.singles, strict=True)
+        ]
+        assert parts[0] is not None and parts[1] is not None
+        return parts[0], parts[1], parts[2], parts[3]
+
+    def rows(self) -> F64:
+        """Every slice's rows."""
+        c = self.cells
+        if c.pos_rows is not None and c.neg_rows is not None:
+            own = c.pos_rows.sum(axis=0) + c.neg_rows.sum(axis=0)
+            singles = self.singles[2], self.singles[3]
+        else:
+            own = c.pos.sum(axis=0) + c.neg.sum(axis=0)
+            singles = self.singles[0], self.singles[1]
+        assert singles[0] is not None and singles[1] is not None
+        return np.concatenate([own, singles[0].sum(axis=0) + singles[1].sum(axis=0)])
 
 
 def every_slice(cells: Cells, features: int) -> Slices:
     """The cells' slices, with each feature's one-feature slices summed from a pair's."""
     layout = cells.layout
     first, first_code, second, second_code = [], [], [], []
-    sums: list[tuple[F64, F64, F64 | None]] = []
+    sums: list[tuple[F64 | None, ...]] = []
     one: list[tuple[int, int]] = []
+    arrays = (cells.pos, cells.neg, cells.pos_rows, cells.neg_rows)
     for k in range(layout.first.size):
         f, g = int(layout.first[k]), int(layout.second[k])
         c1, c2 = layout.shape(k)
@@ -104,9 +118,7 @@ def every_slice(cells: Cells, features: int) -> Slices:
         for feature, axis, codes in ((f, 2, c1), (g, 1, c2)):
             if feature in {x for x, _ in one}:
                 continue
-
-            shape = (lo, c1, c2, axis)
-            sums.append(tuple(_summed(m, shape) for m in (cells.pos, cells.neg, cells.rows)))  # type: ignore[arg-type]
+            sums.append(tuple(_summed(m, (lo, c1, c2, axis)) for m in arrays))
             one.append((feature, codes))
     for feature, codes in one:  # (after every pair, as their sums are)
         first.append(np.full(codes, feature))
@@ -115,19 +127,22 @@ def every_slice(cells: Cells, features: int) -> Slices:
         second_code.append(np.full(codes, -1))
     buckets = cells.keys.size
 
-    def joined(i: int) -> F64:
+    def joined(i: int) -> F64 | None:
+        if arrays[i] is None:
+            return None
         parts: list[F64] = [np.zeros((buckets, 0))]
         parts += [m for m in (s[i] for s in sums) if m is not None]
         return np.hstack(parts)
 
-    singles = (joined(0), joined(1), None if cells.rows is None else joined(2))
+    singles = joined(0), joined(1), joined(2), joined(3)
+    assert singles[0] is not None and singles[1] is not None
     return Slices(
         np.concatenate(first),
         np.concatenate(first_code),
         np.concatenate(second),
         np.concatenate(second_code),
         cells,
-        singles,
+        (singles[0], singles[1], singles[2], singles[3]),
     )
 
 
@@ -140,65 +155,49 @@ def _summed(cells: F64 | None, shape: tuple[int, int, int, int]) -> F64 | None:
     return out
 
 
-def measured_block(
-    pos: F64,
-    neg: F64,
-    rows: F64,
-    whole: tuple[F64, F64, F64],
-    judging: Judging,
-    order: I64,
-    above: npt.NDArray[np.bool_],
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The slices' and their rests' ``value``, ``se``, ``positives`` and ``error``.
+def rests(block: Sums, whole: Sums) -> tuple[F64, F64]:
+    """The rest's positives and negatives of each slice of ``block`` (buckets × slices).
 
-    A row per column; ``error`` is the AUC's bucketing bound. ``whole`` are the whole
-    data's sums per bucket; ``order`` the buckets, highest first; ``above`` whether each
-    bucket is at or above the threshold.
+    The whole data's sums minus the slice's, never below 0; weighted, none where the rest
+    has no row of that class in that bucket (known from the rows, exactly: a difference of
+    float sums leaves rounding residue).
+    """
+    pos, neg, pos_rows, neg_rows = block
+    rest_pos = np.maximum(whole[0][:, None] - pos, 0.0)
+    rest_neg = np.maximum(whole[1][:, None] - neg, 0.0)
+    if pos_rows is not None and neg_rows is not None:
+        assert whole[2] is not None and whole[3] is not None
+        rest_pos[whole[2][:, None] - pos_rows <= 0] = 0.0
+        rest_neg[whole[3][:, None] - neg_rows <= 0] = 0.0
+    return rest_pos, rest_neg
+
+
+def measured(
+    pos: F64, neg: F64, judging: Judging, order: I64, above: npt.NDArray[np.bool_]
+) -> pl.DataFrame:
+    """Per column: ``value``, ``se``, interval ``lo``/``hi``, ``positives``, ``error``.
+
+    As ``se.evaluate(ci="wilson")``: for the AUC, DeLong's normal interval widened by the
+    bucketing bound (``error``) and clipped to [0, 1]; for a proportion at the threshold,
+    Wilson's, and the binomial SE. ``order`` are the buckets, highest first; ``above``
+    whether each bucket is at or above the threshold.
     """
     m = declaration("binary", judging.metric)
-    all_pos, all_neg, all_rows = whole
     if m.interval == "auc":
-        out = np.zeros((pos.shape[1], 2, 5))
-        auc_columns(pos, neg, rows, all_pos, all_neg, all_rows, order, out)
-        exact = judging.precision >= EXACT_BITS
-        z = z_quantile(judging.level)
-        sides = []
-        for side in range(2):
-            value, se = out[:, side, 2], np.sqrt(out[:, side, 3])
-            error = np.zeros(pos.shape[1]) if exact else out[:, side, 4]
-            half = z * se + error  # (as se.evaluate's interval: widened by the bound)
-            sides.append(
-                pl.DataFrame(
-                    {
-                        "value": value,
-                        "se": se,
-                        "lo": np.clip(value - half, 0.0, 1.0),
-                        "hi": np.clip(value + half, 0.0, 1.0),
-                        "positives": out[:, side, 0],
-                        "error": error,
-                    },
-                    nan_to_null=True,
-                )
-            )
-        return sides[0], sides[1]
-    rest_pos = np.maximum(all_pos[:, None] - pos, 0.0)
-    rest_neg = np.maximum(all_neg[:, None] - neg, 0.0)
-    if rows.size:
-        empty = (all_rows[:, None] - rows) <= 0
-        rest_pos[empty] = 0.0
-        rest_neg[empty] = 0.0
-    level = judging.level
-    mine = _proportion(pos, neg, m, above, level)
-    return mine, _proportion(rest_pos, rest_neg, m, above, level)
-
-
-def _proportion(
-    pos: F64, neg: F64, m: Metric, above: npt.NDArray[np.bool_], level: float
-) -> pl.DataFrame:
-    """Per column: the proportion ``m`` at the threshold, its SE, interval and positives.
-
-    The SE is the binomial one; the interval Wilson's, as ``se.evaluate(ci="wilson")``.
-    """
+        out = np.zeros((pos.shape[1], 5))
+        auc_columns(pos, neg, order, out)
+        value, se = out[:, 2], np.sqrt(out[:, 3])
+        error = np.zeros(pos.shape[1]) if judging.precision >= EXACT_BITS else out[:, 4]
+        half = z_quantile(judging.level) * se + error
+        columns = {
+            "value": value,
+            "se": se,
+            "lo": np.clip(value - half, 0.0, 1.0),
+            "hi": np.clip(value + half, 0.0, 1.0),
+            "positives": out[:, 0],
+            "error": error,
+        }
+        return pl.DataFrame(columns, nan_to_null=True)
     assert m.counts is not None and m.formula is not None
     P, N = pos.sum(axis=0), neg.sum(axis=0)
     tp, fp = pos[above].sum(axis=0), neg[above].sum(axis=0)
@@ -207,17 +206,17 @@ def _proportion(
     )
     x, trials = m.counts()
     rate = (x / trials).cast(pl.Float64)
-    se = pl.when(trials > 0).then((rate * (1 - rate) / trials).clip(0.0).sqrt())
-    out = counts.select(
+    binomial = pl.when(trials > 0).then((rate * (1 - rate) / trials).clip(0.0).sqrt())
+    out_ = counts.select(
         m.formula().cast(pl.Float64).alias("value"),
-        se.alias("se"),
+        binomial.alias("se"),
         x.cast(pl.Float64).alias("_x"),
         trials.cast(pl.Float64).alias("_n"),
         pl.col("positives"),
         pl.lit(0.0).alias("error"),
     )
-    lo, hi = interval(out["_x"].to_numpy(), out["_n"].to_numpy(), "wilson", level)
-    return out.select(
+    lo, hi = interval(out_["_x"].to_numpy(), out_["_n"].to_numpy(), "wilson", judging.level)
+    return out_.select(
         "value",
         "se",
         pl.Series("lo", lo, nan_to_null=True),
@@ -234,19 +233,16 @@ def judge(
 
     ``values[f]`` is feature ``f``'s value of each code. Columns: the slice's description,
     its ``n``, ``positives``, the metric's value and interval, the rest's, the
-    ``difference`` (the worsening) with its interval, ``p_value`` and ``adjusted_p``.
+    ``difference`` (the worsening) with its interval, ``p_value``, ``adjusted_p`` and a
+    pair's ``parent``.
     """
     slices = every_slice(cells, len(features))
-    counted = cells.rows if cells.rows is not None else cells.pos + cells.neg
-    single_rows = slices.singles[2]
-    if single_rows is None:
-        single_rows = slices.singles[0] + slices.singles[1]
-    n = np.concatenate([counted.sum(axis=0), single_rows.sum(axis=0)])
+    n = slices.rows()
     # The whole data: any grouping set's slices partition the rows (the first set's here).
     c1, c2 = cells.layout.shape(0)
     whole = tuple(
-        np.zeros(0) if m is None else m[:, : c1 * c2].sum(axis=1)
-        for m in (cells.pos, cells.neg, cells.rows)
+        None if m is None else m[:, : c1 * c2].sum(axis=1)
+        for m in (cells.pos, cells.neg, cells.pos_rows, cells.neg_rows)
     )
     total = float(n[: c1 * c2].sum())
     kept = np.flatnonzero((n >= judging.min_n) & (total - n >= judging.min_n))
@@ -254,12 +250,11 @@ def judge(
     order = order[order > 0]  # (code 0: no bucket)
     above = cells.keys >= float_to_key_scalar(judging.threshold)
     above[0] = False
-    parts, rests = [], []
+    mine, rest = [], []
     for lo in range(0, kept.size, BLOCK):
-        pos, neg, rows = slices.block(kept[lo : lo + BLOCK])
-        mine, rest = measured_block(pos, neg, rows, whole, judging, order, above)  # type: ignore[arg-type]
-        parts.append(mine)
-        rests.append(rest)
+        block = slices.block(kept[lo : lo + BLOCK])
+        mine.append(measured(block[0], block[1], judging, order, above))
+        rest.append(measured(*rests(block, whole), judging, order, above))  # type: ignore[arg-type]
     empty = pl.DataFrame(
         schema=dict.fromkeys(("value", "se", "lo", "hi", "positives", "error"), pl.Float64)
     )
@@ -268,8 +263,8 @@ def judge(
         described,
         n[kept],
         total,
-        pl.concat(parts) if parts else empty,
-        pl.concat(rests) if rests else empty,
+        pl.concat(mine) if mine else empty,
+        pl.concat(rest) if rest else empty,
         judging,
     )
 
@@ -277,27 +272,39 @@ def judge(
 def describe(
     slices: Slices, kept: I64, features: list[str], values: list[pl.Series]
 ) -> pl.DataFrame:
-    """The kept slices' ``slice`` (``a=x, b=y``), ``features`` and ``values`` (as strings)."""
+    """The kept slices' ``slice`` (``a=x, b is null``), ``features`` and ``values`` (strings).
+
+    Also ``_key`` (a one-feature slice's feature and code), and a pair's ``_p1`` and
+    ``_p2`` (its two one-feature slices' keys).
+    """
     first, second = slices.first[kept], slices.second[kept]
     a, b = slices.first_code[kept], slices.second_code[kept]
     names = np.array(features, dtype=object)
-    value1 = _values(values, first, a)
-    value2 = _values(values, second, b)
     frame = pl.DataFrame(
         {
             "_f1": names[first].tolist(),
-            "_v1": value1,
+            "_v1": _values(values, first, a),
             "_f2": [names[g] if g >= 0 else None for g in second],
-            "_v2": value2,
+            "_v2": _values(values, second, b),
+            "_k1": first * KEY + a,
+            "_k2": np.where(second >= 0, second * KEY + b, -1),
         },
-        schema={"_f1": pl.String, "_v1": pl.String, "_f2": pl.String, "_v2": pl.String},
-    )
+        schema={
+            "_f1": pl.String, "_v1": pl.String, "_f2": pl.String, "_v2": pl.String,
+            "_k1": pl.Int64, "_k2": pl.Int64,
+        },
+    )  # fmt: skip
     pair = pl.col("_f2").is_not_null()
-    shown = [pl.col(c).fill_null("null") for c in ("_v1", "_v2")]
+    shown = [
+        pl.when(pl.col(f"_v{i}").is_null())
+        .then(pl.format("{} is null", pl.col(f"_f{i}")))
+        .otherwise(pl.format("{}={}", pl.col(f"_f{i}"), pl.col(f"_v{i}")))
+        for i in (1, 2)
+    ]
     return frame.select(
         pl.when(pair)
-        .then(pl.format("{}={}, {}={}", pl.col("_f1"), shown[0], pl.col("_f2"), shown[1]))
-        .otherwise(pl.format("{}={}", pl.col("_f1"), shown[0]))
+        .then(pl.format("{}, {}", shown[0], shown[1]))
+        .otherwise(shown[0])
         .alias("slice"),
         pl.when(pair)
         .then(pl.concat_list("_f1", "_f2"))
@@ -307,8 +314,9 @@ def describe(
         .then(pl.concat_list("_v1", "_v2"))
         .otherwise(pl.concat_list("_v1"))
         .alias("values"),
-        pl.when(pair).then(pl.format("{}={}", pl.col("_f1"), shown[0])).alias("_p1"),
-        pl.when(pair).then(pl.format("{}={}", pl.col("_f2"), shown[1])).alias("_p2"),
+        pl.when(~pair).then("_k1").alias("_key"),
+        pl.when(pair).then("_k1").alias("_p1"),
+        pl.when(pair).then("_k2").alias("_p2"),
     )
 
 
@@ -374,25 +382,43 @@ def tested(
     )
     out = _with_parents(out)
     return out.select(
-        "slice", "features", "values", "n", "positives",
-        name, f"{name}_lo", f"{name}_hi", f"{name}_error",
-        "rest", "rest_n", "difference", "difference_lo", "difference_hi",
-        "p_value", "adjusted_p", "significant", "parent", "parent_difference",
-    ).sort("difference", descending=True, nulls_last=True)  # fmt: skip
+        "slice",
+        "features",
+        "values",
+        "n",
+        "positives",
+        name,
+        f"{name}_lo",
+        f"{name}_hi",
+        f"{name}_error",
+        "rest",
+        "rest_n",
+        "difference",
+        "difference_lo",
+        "difference_hi",
+        "p_value",
+        "adjusted_p",
+        "significant",
+        "parent",
+        "parent_difference",
+    ).sort(  # worst first; the slices that could not be tested (no p-value) last
+        pl.col("p_value").is_null(), "difference", descending=[False, True], nulls_last=True
+    )
 
 
 def _with_parents(table: pl.DataFrame) -> pl.DataFrame:
     """A pair's ``parent``: the worse of its two one-feature slices, and its difference.
 
-    Null for one-feature slices, and for a pair whose parents were not judged.
+    The parents are found by feature and code (two values may print alike). Null for
+    one-feature slices, and for a pair whose parents were not judged.
     """
-    singles = table.filter(pl.col("_p1").is_null()).select("slice", "difference")
+    singles = table.filter(pl.col("_key").is_not_null()).select("_key", "slice", "difference")
     for i in (1, 2):
-        renamed = singles.rename({"slice": f"_p{i}", "difference": f"_d{i}"})
+        renamed = singles.rename({"_key": f"_p{i}", "slice": f"_s{i}", "difference": f"_d{i}"})
         table = table.join(renamed, on=f"_p{i}", how="left", maintain_order="left")
     first_worse = pl.col("_d1").fill_null(-np.inf) >= pl.col("_d2").fill_null(-np.inf)
     known = pl.col("_d1").is_not_null() | pl.col("_d2").is_not_null()
     return table.with_columns(
-        pl.when(known).then(pl.when(first_worse).then("_p1").otherwise("_p2")).alias("parent"),
+        pl.when(known).then(pl.when(first_worse).then("_s1").otherwise("_s2")).alias("parent"),
         pl.max_horizontal("_d1", "_d2").alias("parent_difference"),
     )

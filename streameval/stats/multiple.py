@@ -1,10 +1,13 @@
-"""Adjusted p-values of a family of tests: Benjamini–Hochberg's and Holm's.
+"""Adjusted p-values of a family of tests: Benjamini–Hochberg's, Benjamini–Yekutieli's, Holm's.
 
-A family is the tests judged together (a job's checks of one day). An adjusted p-value is
-compared with the level directly: rejecting where it is at most ``q`` is Benjamini and
-Hochberg's step-up procedure at false-discovery rate ``q`` (``method="bh"``), or Holm's
-step-down procedure at family-wise error rate ``q`` (``method="holm"``), as statsmodels'
-``multipletests(method="fdr_bh" | "holm")``. Missing p-values (NaN) are not in the family.
+A family is the tests judged together (a job's checks of one day, the slices of a search).
+An adjusted p-value is compared with the level directly: rejecting where it is at most
+``q`` is Benjamini and Hochberg's step-up procedure at false-discovery rate ``q``
+(``method="bh"``: for independent or positively dependent tests), Benjamini and
+Yekutieli's (``"by"``: the same, its p-values scaled by ``Σ 1/k``, for tests of any
+dependence), or Holm's step-down procedure at family-wise error rate ``q`` (``"holm"``: any
+dependence), as statsmodels' ``multipletests(method="fdr_bh" | "fdr_by" | "holm")``.
+Missing p-values (NaN) are not in the family.
 
 >>> adjust([0.01, 0.04, 0.03, float("nan")], "bh").tolist()
 [0.03, 0.04, 0.04, nan]
@@ -20,7 +23,7 @@ import numpy as np
 
 from ..errors import InputError
 
-METHODS = ("bh", "holm", "none")
+METHODS = ("bh", "by", "holm", "none")
 
 
 def adjust(p_values: Sequence[float] | np.ndarray, method: str) -> np.ndarray:
@@ -30,9 +33,9 @@ def adjust(p_values: Sequence[float] | np.ndarray, method: str) -> np.ndarray:
     ----------
     p_values : sequence of float
         One p-value per test, NaN for a test not in the family.
-    method : {"bh", "holm", "none"}
-        Benjamini–Hochberg (false-discovery rate), Holm (family-wise error rate) or none
-        (the p-values as they are).
+    method : {"bh", "by", "holm", "none"}
+        Benjamini–Hochberg or Benjamini–Yekutieli (false-discovery rate), Holm (family-wise
+        error rate) or none (the p-values as they are).
 
     Returns
     -------
@@ -53,7 +56,8 @@ def adjust(p_values: Sequence[float] | np.ndarray, method: str) -> np.ndarray:
     if method not in METHODS:
         raise InputError(
             f"expected a correction among {list(METHODS)}, got {method!r}; hint: 'bh' controls "
-            "the false-discovery rate, 'holm' the family-wise error rate"
+            "the false-discovery rate ('by' under any dependence), 'holm' the family-wise "
+            "error rate"
         )
     p = np.asarray(p_values, dtype=np.float64)
     present = ~np.isnan(p)
@@ -67,8 +71,10 @@ def adjust(p_values: Sequence[float] | np.ndarray, method: str) -> np.ndarray:
         return out
     order = np.argsort(values, kind="stable")
     ranked = values[order]
-    if method == "bh":  # p(i)·m/i, then the running minimum from the largest down
+    if method in ("bh", "by"):  # p(i)·m/i (BY: times Σ 1/k), the running minimum from the top
         scaled = ranked * m / np.arange(1, m + 1)
+        if method == "by":
+            scaled *= np.sum(1.0 / np.arange(1, m + 1))
         adjusted = np.minimum.accumulate(scaled[::-1])[::-1]
     else:  # Holm: p(i)·(m − i + 1), then the running maximum from the smallest up
         adjusted = np.maximum.accumulate(ranked * (m - np.arange(m)))
