@@ -97,21 +97,34 @@ def add_runs(  # type: ignore[no-untyped-def]
         counted = pos_rows if run & 1 else neg_rows
         base = (run >> 1) * slices
         k = 0
-        if weight.size == 0:
-            while k + 4 <= sets:
-                a0, b0 = codes[first[k]], codes[second[k]]
-                a1, b1 = codes[first[k + 1]], codes[second[k + 1]]
-                a2, b2 = codes[first[k + 2]], codes[second[k + 2]]
-                a3, b3 = codes[first[k + 3]], codes[second[k + 3]]
-                o0, o1 = base + offset[k], base + offset[k + 1]
-                o2, o3 = base + offset[k + 2], base + offset[k + 3]
-                s0, s1, s2, s3 = stride[k], stride[k + 1], stride[k + 2], stride[k + 3]
+        while k + 4 <= sets:
+            a0, b0 = codes[first[k]], codes[second[k]]
+            a1, b1 = codes[first[k + 1]], codes[second[k + 1]]
+            a2, b2 = codes[first[k + 2]], codes[second[k + 2]]
+            a3, b3 = codes[first[k + 3]], codes[second[k + 3]]
+            o0, o1 = base + offset[k], base + offset[k + 1]
+            o2, o3 = base + offset[k + 2], base + offset[k + 3]
+            s0, s1, s2, s3 = stride[k], stride[k + 1], stride[k + 2], stride[k + 3]
+            if weight.size:
+                for i in range(start, end):
+                    w = weight[i]
+                    c0, c1 = o0 + a0[i] * s0 + b0[i], o1 + a1[i] * s1 + b1[i]
+                    c2, c3 = o2 + a2[i] * s2 + b2[i], o3 + a3[i] * s3 + b3[i]
+                    target[c0] += w
+                    target[c1] += w
+                    target[c2] += w
+                    target[c3] += w
+                    counted[c0] += 1.0
+                    counted[c1] += 1.0
+                    counted[c2] += 1.0
+                    counted[c3] += 1.0
+            else:
                 for i in range(start, end):
                     target[o0 + a0[i] * s0 + b0[i]] += 1.0
                     target[o1 + a1[i] * s1 + b1[i]] += 1.0
                     target[o2 + a2[i] * s2 + b2[i]] += 1.0
                     target[o3 + a3[i] * s3 + b3[i]] += 1.0
-                k += 4
+            k += 4
         for rest in range(k, sets):
             a = codes[first[rest]]
             b = codes[second[rest]]
