@@ -109,7 +109,7 @@ def test_every_slice_matches_sklearn_in_exact_mode(drawn: Any, depth: int) -> No
         assert row["roc_auc_error"] is None or row["roc_auc_error"] == 0.0
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(sliced_frames(), st.sampled_from([3, 6]))
 def test_bucketed_slices_and_intervals_match_evaluate(drawn: Any, bits: int) -> None:
     """The AUC, its DeLong interval and bound equal se.evaluate's on the slice's rows."""
