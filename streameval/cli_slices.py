@@ -44,7 +44,7 @@ def register(sub: Any) -> None:
     )
     cmd.add_argument("--weight", help="sample weight column")
     cmd.add_argument("--positive", help="the positive label value (default 1 / true)")
-    cmd.add_argument("--threshold", type=float, default=0.5, help="a proportion's threshold")
+    cmd.add_argument("--threshold", type=float, default=0.5, help="a proportion's threshold (0.5)")
     cmd.add_argument("--precision", help="'exact' or the score buckets' mantissa bits (roc_auc: 6)")
     cmd.add_argument("--level", type=float, default=0.95, help="the intervals' level (0.95)")
     cmd.add_argument(

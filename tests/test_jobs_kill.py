@@ -182,7 +182,7 @@ def kill_loop(root: Path, trials: int, days: int, edit: tuple[str, str] | None =
 
 
 def test_runs_killed_at_random_moments_converge_to_the_uninterrupted_result(tmp_path):
-    kill_loop(tmp_path, trials=12, days=16)  # (the slow test below kills 60 times)
+    kill_loop(tmp_path, trials=8, days=16)  # (the slow test below kills 60 times)
 
 
 @pytest.mark.slow
@@ -191,7 +191,7 @@ def test_many_more_kills_on_a_longer_job(tmp_path):
 
 
 def test_a_weighted_default_precision_job_killed_at_random_moments_converges(tmp_path):
-    kill_loop(tmp_path, trials=6, days=10, edit=WEIGHTED)
+    kill_loop(tmp_path, trials=4, days=10, edit=WEIGHTED)
 
 
 def store_files(store: Path) -> dict[str, bytes]:
