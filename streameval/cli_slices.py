@@ -13,7 +13,7 @@ from .slices import find_slices
 from .spec import parse_precision
 
 #: Printed columns besides the slice (the metric's come first).
-SHOWN = ("n", "rest", "rest_n", "difference", "adjusted_p", "parent")
+SHOWN = ("difference", "adjusted_p", "n", "rest", "rest_n", "parent")
 
 
 def register(sub: Any) -> None:
