@@ -97,6 +97,17 @@ def narrowed_metrics(
     return state.metrics(**options)
 
 
+def binomial_se(m: Metric) -> pl.Expr:
+    """The binomial standard error of the proportion ``m`` from its table's counts.
+
+    Null where it has no trials.
+    """
+    assert m.counts is not None
+    x, trials = (e.cast(pl.Float64) for e in m.counts())
+    p = x / trials
+    return pl.when(trials > 0).then((p * (1 - p) / trials).clip(0.0).sqrt())
+
+
 def measured(
     table: pl.DataFrame,
     kind: str,
@@ -127,9 +138,7 @@ def measured(
     if m.interval == "auc" and f"{m.name}_se" in rows.columns:
         se = pl.col(f"{m.name}_se")
     elif m.interval == "proportion" and m.counts is not None and testable(table_of(kind), m.name):
-        x, trials = (e.cast(pl.Float64) for e in m.counts())
-        p = x / trials
-        se = pl.when(trials > 0).then((p * (1 - p) / trials).clip(0.0).sqrt())
+        se = binomial_se(m)
     ids = [c for c in IDENTIFIERS if c in rows.columns and c not in groups]
     positives = pl.col("positives") if "positives" in rows.columns else pl.lit(None)
     return rows.select(

@@ -26,6 +26,7 @@ from ..kernels import loops as compiled_loops
 from ..kernels.buckets import bucket_keys
 from ..kernels.slicing import add_runs, bucket_order, gather_codes
 from ..source import text_hash
+from ..split.keys import mix_array
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -168,9 +169,7 @@ class SliceCounts:
         out = []
         for i, name in enumerate(self.features):
             text = pl.col(name)
-            if schema[name] in (pl.Categorical, pl.Enum) or isinstance(
-                schema[name], pl.Categorical | pl.Enum
-            ):
+            if isinstance(schema[name], pl.Categorical | pl.Enum):
                 text = text.cast(pl.String)
             out += [
                 text_hash(text, self.seeds[0]).alias(f"_g{i}"),
@@ -269,7 +268,7 @@ class SliceCounts:
         key = bucket_keys(ordered_keys(score), self.precision, self.splits)
         before = int(self.bucket_table[4][0])
         table = compiled_loops.hashed_codes(
-            _mix(key), key, self.staged_bucket, at, self.bucket_table
+            mix_array(key), key, self.staged_bucket, at, self.bucket_table
         )
         assert table[4][1]  # (the first hash is a bijection of the key)
         self.bucket_table = table
@@ -360,12 +359,3 @@ def _aligned(first: pl.Series, second: pl.Series) -> Iterator[tuple[int, I64, I6
     for a, b in zip(one, two, strict=True):
         yield start, a.to_numpy().view(np.int64), b.to_numpy().view(np.int64)
         start += a.len()
-
-
-def _mix(key: I64) -> I64:
-    """splitmix64's finalizer of each key (a bijection: a hash that numbers buckets)."""
-    x = key.view(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    out: I64 = (x ^ (x >> np.uint64(31))).view(np.int64)
-    return out

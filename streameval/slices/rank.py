@@ -24,8 +24,8 @@ from scipy.special import ndtr
 
 from ..bucketing import EXACT_BITS, float_to_key_scalar
 from ..kernels.slicing import auc_columns
-from ..measure import declaration
-from ..stats.delong import z_quantile
+from ..measure import binomial_se, declaration
+from ..stats.delong import normal_interval, z_quantile
 from ..stats.multiple import adjust
 from ..stats.proportions import interval
 from .counts import Cells
@@ -172,7 +172,7 @@ def rests(block: Sums, whole: Sums) -> tuple[F64, F64]:
     return rest_pos, rest_neg
 
 
-def measured(
+def block_metric(
     pos: F64, neg: F64, judging: Judging, order: I64, above: npt.NDArray[np.bool_]
 ) -> pl.DataFrame:
     """Per column: ``value``, ``se``, interval ``lo``/``hi``, ``positives``, ``error``.
@@ -188,16 +188,11 @@ def measured(
         auc_columns(pos, neg, order, out)
         value, se = out[:, 2], np.sqrt(out[:, 3])
         error = np.zeros(pos.shape[1]) if judging.precision >= EXACT_BITS else out[:, 4]
-        half = z_quantile(judging.level) * se + error
-        columns = {
-            "value": value,
-            "se": se,
-            "lo": np.clip(value - half, 0.0, 1.0),
-            "hi": np.clip(value + half, 0.0, 1.0),
-            "positives": out[:, 0],
-            "error": error,
-        }
-        return pl.DataFrame(columns, nan_to_null=True)
+        frame = pl.DataFrame(
+            {"value": value, "se": se, "positives": out[:, 0], "error": error}, nan_to_null=True
+        )
+        low, high = normal_interval(pl.col("value"), pl.col("se"), judging.level, pl.col("error"))
+        return frame.select("value", "se", low.alias("lo"), high.alias("hi"), "positives", "error")
     assert m.counts is not None and m.formula is not None
     P, N = pos.sum(axis=0), neg.sum(axis=0)
     tp, fp = pos[above].sum(axis=0), neg[above].sum(axis=0)
@@ -205,11 +200,9 @@ def measured(
         {"tp": tp, "fp": fp, "tn": N - fp, "fn": P - tp, "positives": P, "negatives": N}
     )
     x, trials = m.counts()
-    rate = (x / trials).cast(pl.Float64)
-    binomial = pl.when(trials > 0).then((rate * (1 - rate) / trials).clip(0.0).sqrt())
     out_ = counts.select(
         m.formula().cast(pl.Float64).alias("value"),
-        binomial.alias("se"),
+        binomial_se(m).alias("se"),
         x.cast(pl.Float64).alias("_x"),
         trials.cast(pl.Float64).alias("_n"),
         pl.col("positives"),
@@ -253,8 +246,8 @@ def judge(
     mine, rest = [], []
     for lo in range(0, kept.size, BLOCK):
         block = slices.block(kept[lo : lo + BLOCK])
-        mine.append(measured(block[0], block[1], judging, order, above))
-        rest.append(measured(*rests(block, whole), judging, order, above))  # type: ignore[arg-type]
+        mine.append(block_metric(block[0], block[1], judging, order, above))
+        rest.append(block_metric(*rests(block, whole), judging, order, above))  # type: ignore[arg-type]
     empty = pl.DataFrame(
         schema=dict.fromkeys(("value", "se", "lo", "hi", "positives", "error"), pl.Float64)
     )

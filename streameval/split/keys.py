@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from ..errors import InputError
@@ -70,6 +72,19 @@ def mix_int(x: int) -> int:
     x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
     x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
     return x ^ (x >> 31)
+
+
+def mix_array(x: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """splitmix64's finalizer of each int64 of an array (its bits as unsigned), as :func:`mix_int`.
+
+    >>> int(mix_array(np.array([0], np.int64)).view(np.uint64)[0]) == mix_int(0)
+    True
+    """
+    u = x.view(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    u = (u ^ (u >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    u = (u ^ (u >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    out: npt.NDArray[np.int64] = (u ^ (u >> np.uint64(31))).view(np.int64)
+    return out
 
 
 def _add_bytes_value(
