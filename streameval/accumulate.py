@@ -36,6 +36,7 @@ def accumulate(
     bootstrap: int | None = None,
     row_id: str | Sequence[str] | None = None,
     seed: int = 0,
+    labels: str = "required",
     progress: bool = False,
 ) -> State:
     """Compute the mergeable state of a model's predictions in one streaming pass.
@@ -100,6 +101,10 @@ def accumulate(
         from row to row (more than 5% of rows repeating others is an error).
     seed : int
         With ``bootstrap``: the seed of the draws (0 to 2**64 − 1).
+    labels : {"required", "optional"}
+        Binary: ``"optional"`` keeps rows whose label is null (not arrived yet) in the score
+        histogram — for :meth:`State.drift`, and counted as ``n_unlabeled`` in the metric
+        table — and out of every labelled metric. Default: a null label is bad input.
     progress : bool
         Show a progress bar on stderr (partitions or shards read, rows, rate, time left).
 

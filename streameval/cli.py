@@ -26,6 +26,9 @@ from .cli_checks import (
     check_output_path,
     output_format,
 )
+from .cli_drift import add_options as add_drift_options
+from .cli_drift import baseline as drift_baseline
+from .cli_drift import drift_columns
 from .cli_help import Formatter, add_command, examples
 from .cli_output import emit, output_errors
 from .cli_slices import register as register_slices
@@ -150,15 +153,26 @@ def _build() -> argparse.ArgumentParser:
     ev.add_argument("--metric", action="append", help="only these metrics (repeatable)")
     ev.add_argument(
         "--table",
-        choices=["metrics", "per-class", "confusion", "tests", "report", "disparity", "fairness"],
+        choices=[
+            "metrics",
+            "per-class",
+            "confusion",
+            "tests",
+            "report",
+            "disparity",
+            "fairness",
+            "drift",
+        ],
         default="metrics",
         metavar="TABLE",
-        help="metrics (the default), per-class, confusion, tests, report, disparity or fairness; "
+        help="metrics (the default), per-class, confusion, tests, report, disparity, fairness "
+        "or drift; "
         "multiclass (per-class: multilabel too): the per-class table or the confusion "
         "matrix instead of the metrics; paired: DeLong's tests of each pair of models; binary, "
         "multiclass, multilabel: print scikit-learn's classification report per group (report); "
         "binary: each --sensitive slice's selection rate, TPR and FPR against a reference "
-        "(disparity), or fairlearn's summaries per stratum (fairness)",
+        "(disparity), or fairlearn's summaries per stratum (fairness); binary, paired: each "
+        "group's score drift (PSI, JS distance, KS) from the --against baseline (drift)",
     )
     ev.add_argument(
         "--sensitive", help="--table disparity, fairness: the --by key whose slices are compared"
@@ -172,6 +186,7 @@ def _build() -> argparse.ArgumentParser:
         choices=["between_groups", "to_overall"],
         help="--table fairness: fairlearn's aggregation (between_groups)",
     )
+    add_drift_options(ev)
     ev.add_argument(
         "--ci",
         choices=["wilson", "clopper-pearson", "bootstrap", "jackknife"],
@@ -339,6 +354,13 @@ def _evaluate(args: argparse.Namespace) -> int:
             table = state.fairness(args.sensitive, method=method, threshold=thresholds[0])
             keys = strata
         emit(table, keys, None, args, fmt, hint)
+        return 0
+    if args.table == "drift":
+        with showing("evaluate", at_terminal()):
+            state = accumulate(source, **drift_columns(columns), thresholds=thresholds)
+        table = state.drift(drift_baseline(args, columns, thresholds), bins=args.bins or 10)
+        emit(table, [*args.by, *(["model"] if "model" in table.columns else [])], None, args,
+             fmt, hint)  # fmt: skip
         return 0
     if args.table != "metrics":
         with showing("evaluate", at_terminal()):

@@ -167,6 +167,27 @@ def _check_fairness(args: argparse.Namespace) -> None:
         )
 
 
+def _check_drift(args: argparse.Namespace) -> None:
+    """The options of ``--table drift``."""
+    drift = args.table == "drift"
+    _needs("--against", args.against, drift, "--table drift")
+    _needs("--against-by", args.against_by, drift, "--table drift")
+    _needs("--bins", args.bins, drift, "--table drift")
+    if drift and not args.against:
+        raise _fail(
+            "expected --against with --table drift, got none",
+            "--against reference-state.parquet, or --against last_month/ (predictions)",
+        )
+    extra = [k for k in args.against_by or [] if k not in args.by]
+    if extra:
+        raise _fail(
+            f"expected --against-by keys among the --by keys {args.by}, got {extra}",
+            "--by segment --against-by segment",
+        )
+    if args.bins is not None and not 2 <= args.bins <= 10_000:
+        raise _fail(f"expected --bins from 2 to 10000, got {args.bins}", "--bins 10")
+
+
 def check_evaluate(args: argparse.Namespace) -> str | None:
     """Every ``evaluate`` argument, before any data is read; returns the output format."""
     task, ci, table = args.task, args.ci, args.table
@@ -180,8 +201,10 @@ def check_evaluate(args: argparse.Namespace) -> str | None:
             "drop --summary",
         )
     _check_fairness(args)
+    _check_drift(args)
     if table != "metrics":
-        needed = {"tests": "models", "report": "classification"}.get(table, "classes")
+        capability = {"tests": "models", "report": "classification", "drift": "histogram"}
+        needed = capability.get(table, "classes")
         needed = "thresholds" if table in ("disparity", "fairness") else needed
         tasks = offering(needed) + (offering("labels") if table == "per-class" else [])
         _belongs(f"--table {table}", True, task, tasks)
@@ -196,7 +219,9 @@ def check_evaluate(args: argparse.Namespace) -> str | None:
     metrics_table = table == "metrics" and not args.summary
     for option, value in (("--metric", args.metric), ("--folds", args.folds)):
         _needs(option, value, metrics_table, "the metric table (no --table, no --summary)")
-    if ci is not None and (table in ("confusion", "tests", "report", "fairness") or args.summary):
+    if ci is not None and (
+        table in ("confusion", "tests", "report", "fairness", "drift") or args.summary
+    ):
         raise _fail(
             f"expected --ci with the metric, per-class or disparity table, got it with "
             f"{'--summary' if args.summary else f'--table {table}'}",

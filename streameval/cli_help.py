@@ -32,6 +32,9 @@ EXAMPLES = {
          "multilabel --label is_news,is_sport --scores p_news,p_sport --by segment"),
         ("each segment's TPR, FPR, selection rate per day", "streameval evaluate preds/ --label "
          "label --score score --by day --by segment --table disparity --sensitive segment"),
+        ("each day's score drift per segment from the first day", "streameval evaluate preds/ "
+         "--label label --score score --by day --by segment --table drift --against "
+         "preds/day=2026-09-29 --against-by segment"),
     ],
     "report": [
         ("metric table, trends over days and curves", "streameval report preds/ --label label "

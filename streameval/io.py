@@ -280,7 +280,9 @@ def _listed(what: str, names: list[str]) -> str:
     return f"{what} {', '.join(repr(n) for n in names)}" if names else ""
 
 
-_COUNTS = ("n", "n_outside", "n_unnormalized", "queries", "relevant_queries", "seen")
+_COUNTS = (
+    "n", "n_outside", "n_unnormalized", "queries", "relevant_queries", "seen", "n_unlabeled",
+)  # fmt: skip
 
 
 def _expected_dtype(column: str, spec: Spec, row_column: bool) -> str:
@@ -289,7 +291,7 @@ def _expected_dtype(column: str, spec: Spec, row_column: bool) -> str:
         return "integer"
     if column in _COUNTS or column.startswith("bad_"):
         return "Int64"
-    if column in ("pos", "neg") and not spec.weighted:
+    if column in ("pos", "neg", "unlabeled") and not spec.weighted:
         return "Int64"
     return "Float64"
 

@@ -108,6 +108,24 @@ def binomial_se(m: Metric) -> pl.Expr:
     return pl.when(trials > 0).then((p * (1 - p) / trials).clip(0.0).sqrt())
 
 
+def kept_rows(
+    rows: pl.DataFrame,
+    *,
+    model: str | None = None,
+    where: Mapping[str, Sequence[str]] | None = None,
+) -> pl.DataFrame:
+    """The rows of ``model`` (a paired task's) and of the ``where`` filter (key: values as text).
+
+    A key the rows lack (a reference state without it) keeps every row.
+    """
+    if model is not None and "model" in rows.columns:
+        rows = rows.filter(pl.col("model") == model)
+    for key, values in (where or {}).items():
+        if key in rows.columns:
+            rows = rows.filter(pl.col(key).cast(pl.String).is_in(list(values)))
+    return rows
+
+
 def measured(
     table: pl.DataFrame,
     kind: str,
@@ -129,11 +147,7 @@ def measured(
     if "threshold" in rows.columns:
         wanted = threshold if threshold is not None else rows["threshold"].min()
         rows = rows.filter(pl.col("threshold") == wanted)
-    if model is not None and "model" in rows.columns:
-        rows = rows.filter(pl.col("model") == model)
-    for key, values in (where or {}).items():
-        if key in rows.columns:  # (a reference state without the key: every value's)
-            rows = rows.filter(pl.col(key).cast(pl.String).is_in(list(values)))
+    rows = kept_rows(rows, model=model, where=where)
     se: pl.Expr = pl.lit(None, pl.Float64)
     if m.interval == "auc" and f"{m.name}_se" in rows.columns:
         se = pl.col(f"{m.name}_se")

@@ -68,6 +68,7 @@ class Accumulation(Reading):
 
     thresholds: float | Sequence[float] = (0.5,)
     bootstrap: int | None = None
+    labels: str = "required"
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,7 @@ EXPECTED: dict[str, tuple[Check, str, str]] = {
         "positive='churned'",
     ),
     "task": (_text, "a task name (str)", "task='binary'"),
+    "labels": (_text, "'required' or 'optional' (str)", "labels='optional'"),
     "precision": (
         lambda v: v is None or _text(v) or _integer(v),
         "'exact' or a number of mantissa bits (int)",

@@ -36,7 +36,7 @@ from .spec import Spec, parse_precision
 from .state import State
 from .tasks.binary.metrics import as_thresholds
 from .tasks.common import Inputs, Opened, TaskPlan, label_fields
-from .tasks.registry import offers, task_of
+from .tasks.registry import offering, offers, task_of
 
 
 def as_list(by: str | Sequence[str] | None) -> list[str]:
@@ -196,11 +196,13 @@ def open_source(
                 "hint: cast it to Float64"
             )
     if drop_nulls:
-        valid = pl.all_horizontal([pl.col(c).is_not_null() for c in used])
+        # (an optional label's nulls are rows without a label yet, not rows to drop)
+        checked = [c for c in used if not (inputs.unlabeled and c == inputs.label)]
+        valid = pl.all_horizontal([pl.col(c).is_not_null() for c in checked])
         dropped = collect(lf.select((~valid).sum()), engine, files).item()
         if dropped:
             warnings.warn(
-                f"dropped {dropped} rows with a null in {', '.join(used)}",
+                f"dropped {dropped} rows with a null in {', '.join(checked)}",
                 stacklevel=caller_level(),
             )
         lf = lf.filter(valid)
@@ -362,7 +364,30 @@ def inputs_of(options: Accumulation) -> Inputs:
         bootstrap=options.bootstrap,
         row_id=options.row_id,
         seed=options.seed,
+        unlabeled=optional_labels(options),
     )
+
+
+def optional_labels(options: Accumulation) -> bool:
+    """Whether ``labels="optional"``: refused for tasks without it, and with a bootstrap."""
+    if options.labels not in ("required", "optional"):
+        raise InputError(
+            f"expected labels='required' or 'optional', got {options.labels!r}; hint: "
+            "'optional' keeps rows whose label has not arrived in the score histogram"
+        )
+    if options.labels == "required":
+        return False
+    if not offers(options.task, "unlabeled"):
+        raise InputError(
+            f"expected labels='optional' with a {' or '.join(offering('unlabeled'))} task, got "
+            f"task={options.task!r}; hint: drop labels= (its rows need their labels)"
+        )
+    if options.bootstrap:
+        raise InputError(
+            "expected labels='optional' without bootstrap replicates, got bootstrap="
+            f"{options.bootstrap}; hint: accumulate the replicates of labelled rows"
+        )
+    return True
 
 
 def local_accumulate(source: Source, options: Accumulation) -> State:

@@ -34,6 +34,7 @@ from .resample_tables import (
 )
 from .states import kind_module
 from .states.data import StateData
+from .tasks.binary import state as binary_state
 
 #: The state type a caller passes in (``State``), given back to its ``table_fn``.
 S = TypeVar("S", bound=StateData)
@@ -189,6 +190,14 @@ def replicate_intervals(
     return attach(point, spread, ids, names, ("_lo", "_hi"))
 
 
+def _units(state: StateData) -> pl.DataFrame:
+    """The state's rows that hold metric rows: with optional labels, those with a label."""
+    if not state.spec.unlabeled:
+        return state.table
+    labelled = binary_state.column_exprs(state.spec)["n"] > 0
+    return state.table.filter(labelled)
+
+
 def leave_one_out(state: S, column: str) -> S:
     """The states of the data without each value d of the key ``column``, in one table.
 
@@ -310,7 +319,9 @@ def jackknife_intervals(
     ids = identifier_columns(others, estimate, identifiers)
     names = metric_columns(estimate, ids, columns)
     check_identifiers(estimate, left_out.drop(column), ids)
-    values = state.table.select(*others, column).unique()
+    values = _units(state).select(*others, column).unique()
+    if spec.unlabeled:  # (a unit whose rows all lack a label holds none of the metrics' rows)
+        left_out = left_out.join(values, on=[*others, column], how="semi", nulls_equal=True)
     size = pl.len().alias("_se_g")
     g = values.group_by(others).agg(size) if others else values.select(size)
     dof = np.maximum(g["_se_g"].to_numpy() - 1, 1)

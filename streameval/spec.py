@@ -87,6 +87,9 @@ class Spec:
         labels are the list column ``label``).
     threshold : float
         A multilabel task's threshold: a label is predicted where its score is at least this.
+    unlabeled : bool
+        A binary task's labels are optional (``labels="optional"``): rows without one are
+        kept in the score histogram (its ``unlabeled`` sums) and in no labelled metric.
     schema_version : int
         Version of the state file layout the spec belongs to.
 
@@ -124,6 +127,7 @@ class Spec:
     cutoffs: tuple[int | None, ...] = ()
     labels: tuple[str, ...] = ()
     threshold: float = 0.5
+    unlabeled: bool = False
     schema_version: int = field(default=SCHEMA_VERSION)
 
     @property
@@ -189,7 +193,11 @@ class Spec:
         '{"classes": [], "cutoffs": [], "found": false, "keys": ["day'
 
         """
-        return json.dumps(asdict(self), sort_keys=True)
+        data = asdict(self)
+        for name in _LATER:  # (left out at their defaults: the JSON of older specs is kept)
+            if data[name] == Spec.__dataclass_fields__[name].default:
+                del data[name]
+        return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str, *, source: str = "the state spec") -> Spec:
@@ -285,7 +293,7 @@ class Spec:
             "expected states computed the same way, but their specs differ ("
             + "; ".join(diffs)
             + "); hint: accumulate every part with the same columns, keys, precision, "
-            "thresholds and bootstrap settings (replicates, seed, row_id)"
+            "thresholds, labels= and bootstrap settings (replicates, seed, row_id)"
         )
 
 
@@ -395,6 +403,9 @@ _FIELD_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "schema_version": (_integer, "an integer"),
 }
 _REQUIRED = ("kind", "keys", "precision")
+#: Fields added after states were first written: left out of the JSON at their defaults, so
+#: the specs of states computed as before serialise as before (and jobs' stores stay valid).
+_LATER = ("unlabeled",)
 
 
 def _field_check(name: str) -> tuple[Callable[[Any], bool], str]:

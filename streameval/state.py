@@ -15,11 +15,12 @@ from .io import read_state_file, write_state
 from .options import check_beta
 from .resample import bootstrap_intervals, jackknife_intervals
 from .spec import Spec, merged_spec
-from .states import kind_module
+from .states import HISTOGRAMS, kind_module
 from .states.data import StateData
 from .stats.classification import binary_reports, class_reports, label_reports
 from .stats.compare import paired_test, unpaired_test
 from .stats.disparity import disparity, fairness
+from .stats.drift import check_comparable, drift, sample
 from .stats.proportions import check_level
 from .stats.summary import binary_summary, multiclass_summary
 from .stats.tables import check_ci, per_class
@@ -584,6 +585,66 @@ class State(StateData):
         """
         self._require("thresholds", "fairness")
         return fairness(self, sensitive, method=method, threshold=threshold)
+
+    def drift(self, baseline: State, *, bins: int = 10) -> pl.DataFrame:
+        """Score drift of each group from a baseline: PSI, Jensen–Shannon distance and KS.
+
+        Compares each group's score histogram with that of the baseline group of the same
+        values of the baseline's keys (a baseline without keys is every group's), from the
+        states alone: no rows are read. See :mod:`streameval.stats.drift` for the bins and
+        what bucketing does to each measure. Labels play no part; a paired state gives a row
+        per model.
+
+        Parameters
+        ----------
+        baseline : State
+            A state of the same task, precision and thresholds (a reference period, the
+            previous day), whose keys are among this state's.
+        bins : int
+            The number of bins of the PSI and JS distance, cut at the baseline's quantiles.
+
+        Returns
+        -------
+        DataFrame
+            A row per group (and model): the keys (``model``), ``n`` and ``baseline_n``
+            (rows), ``psi`` (population stability index), ``js_distance`` (Jensen–Shannon,
+            base 2, in [0, 1]), ``ks_statistic`` (Kolmogorov–Smirnov, at the bucket edges),
+            ``ks_bound`` (the raw scores' KS lies within ``ks_statistic + ks_bound``; 0 in
+            exact mode) and ``bins`` (those formed: fewer where one score holds more than a
+            bin's share). Null for a group without a baseline or without weight.
+
+        Raises
+        ------
+        InputError
+            A state without a score histogram, a baseline of another kind, precision,
+            thresholds or models, a baseline key that is not this state's, or ``bins``
+            outside 2 … 10000.
+
+        Examples
+        --------
+        >>> import polars as pl, streameval as se
+        >>> ref = pl.DataFrame({"y": [0, 1] * 50, "p": [i / 100 for i in range(100)]})
+        >>> now = ref.with_columns(p=pl.col("p") ** 2, g=pl.lit("a"))
+        >>> base = se.accumulate(ref, label="y", score="p", precision="exact")
+        >>> state = se.accumulate(now, label="y", score="p", by="g", precision="exact")
+        >>> state.drift(base).select("g", "psi", "js_distance", "ks_statistic", "bins")
+        shape: (1, 5)
+        ┌─────┬──────────┬─────────────┬──────────────┬──────┐
+        │ g   ┆ psi      ┆ js_distance ┆ ks_statistic ┆ bins │
+        │ --- ┆ ---      ┆ ---         ┆ ---          ┆ ---  │
+        │ str ┆ f64      ┆ f64         ┆ f64          ┆ u32  │
+        ╞═════╪══════════╪═════════════╪══════════════╪══════╡
+        │ a   ┆ 0.396399 ┆ 0.262107    ┆ 0.25         ┆ 10   │
+        └─────┴──────────┴─────────────┴──────────────┴──────┘
+
+        """
+        self._require("histogram", "drift")
+        if not isinstance(baseline, State):
+            raise InputError(
+                f"expected a State as the baseline, got {type(baseline).__name__}; hint: "
+                "se.accumulate(reference_data, ...) or se.read_state(path)"
+            )
+        return drift_table(self, baseline, bins)
 
     def confusion_matrix(
         self, normalize: Literal["true", "pred", "all"] | None = None, *, wide: bool = False
@@ -1257,6 +1318,30 @@ class State(StateData):
 
         """
         write_state(self, path)
+
+
+def drift_table(
+    state: State, baseline: State | None, bins: int, *, every: bool = False
+) -> pl.DataFrame:
+    """:meth:`State.drift`, and with ``every`` a row for each baseline group ``state`` lacks.
+
+    Those rows (when both states have the same keys) have a null ``n``: a group whose rows
+    stopped coming. Without a baseline, every group's measures are null.
+    """
+    on = check_comparable(state.spec, (baseline or state).spec, bins)
+    histogram = HISTOGRAMS[state.spec.kind]
+    current = histogram(*sample(state.spec, state.table))
+    base = None if baseline is None else histogram(*sample(baseline.spec, baseline.table))
+    model = ["model"] if offers(state.spec.kind, "models") else []
+    return drift(
+        current,
+        base,
+        [*sample(state.spec, state.table)[0].keys, *model],
+        [*on, *model],
+        bins=bins,
+        exact=state.spec.exact,
+        every=every,
+    )
 
 
 def merge(states: Iterable[State]) -> State:

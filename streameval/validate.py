@@ -128,11 +128,15 @@ def diagnose_bad_rows(
     not_allowed: pl.Expr,
     engine: Engine,
     files: list[str] | None,
+    optional: bool = False,
 ) -> StreamevalError:
-    """Name the first problem among the rows the state counted as bad (error path only)."""
+    """Name the first problem among the rows the state counted as bad (error path only).
+
+    ``optional``: the labels are optional, so a null label is no problem.
+    """
     s, y = pl.col(score), pl.col(label)
     checks: list[pl.Expr] = [
-        y.is_null().sum().alias("null_label"),
+        (pl.lit(0) if optional else y.is_null().sum()).alias("null_label"),
         s.is_null().sum().alias("null_score"),
         s.cast(pl.Float64).is_nan().sum().alias("nan_score"),
         s.cast(pl.Float64).is_infinite().sum().alias("inf_score"),

@@ -49,7 +49,7 @@ def test_a_good_job_file_resolves_paths_against_its_folder(tmp_path):
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (('label = "label"', 'lable = "label"'), "task.lable: unknown key; did you mean 'label'?"),
+        (('label = "label"', 'lable = "label"'), "task.lable: unknown key; did you mean 'label'"),
         (("[store]", "[stor]"), "stor: unknown key; did you mean 'store'"),
         (('windows = ["all"]', 'windows = ["all", 7]'), "outputs[1].windows[1]: expected a string"),
         (('windows = ["all"]', 'windows = ["7days"]'), "outputs[1].windows[0]: expected a window"),

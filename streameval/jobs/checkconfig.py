@@ -49,6 +49,7 @@ from typing import Any
 
 from ..measure import table_of, testable
 from ..metrics.registry import TABLES, declared
+from ..stats.drift import MEASURES
 from ..stats.multiple import METHODS
 from ..tasks.registry import offers
 from .task import TaskConfig
@@ -58,11 +59,13 @@ from .windows import Window, parse_window
 __all__ = ["CheckConfig", "CheckingConfig", "read_checking", "read_checks"]
 
 BASELINES = ("previous", "history", "reference", "champion")
+#: The score drift measures a check may judge against a baseline (:meth:`State.drift`).
+DRIFT = MEASURES
 SEVERITIES = ("error", "warn")
 CHECK_KEYS = (
     "name", "metric", "window", "where", "threshold", "model", "min", "max", "max_drop",
     "max_relative_drop", "baseline", "days", "same_weekday", "reference", "champion",
-    "significance", "severity", "min_n", "min_positives",
+    "significance", "severity", "min_n", "min_positives", "bins",
 )  # fmt: skip
 CHECKING_KEYS = (
     "output", "format", "correction", "on_failure", "on_failure_timeout", "report", "report_days"
@@ -112,6 +115,9 @@ class CheckConfig:
         Slices (or baselines) below these are reported ``too_small``, not judged.
     reference_digest : str
         SHA-256 of the reference file's bytes (empty without one).
+    bins : int
+        A score drift check's bins (of the PSI and JS distance): see
+        :meth:`streameval.State.drift`.
 
     """
 
@@ -135,6 +141,12 @@ class CheckConfig:
     min_n: float = 0
     min_positives: float = 0
     reference_digest: str = ""
+    bins: int = 10
+
+    @property
+    def drift(self) -> bool:
+        """Whether the check judges score drift (:data:`DRIFT`), not a metric."""
+        return self.metric in DRIFT
 
     @property
     def lookback(self) -> int:
@@ -148,6 +160,8 @@ class CheckConfig:
     def settings(self) -> dict[str, Any]:
         """Everything the check's rows depend on, as JSON-ready values (for digests)."""
         out = {k: v for k, v in self.__dict__.items() if k not in ("window", "reference")}
+        if not self.drift:  # (the checks of earlier stores were digested without bins)
+            del out["bins"]
         return {**out, "window": self.window.name}
 
 
@@ -239,8 +253,10 @@ def _check(t: Table, task: TaskConfig, key: str | None, base: str) -> CheckConfi
     table = table_of(kind)
     metric = t.take("metric", "str")
     declaration = declared(table, metric)
-    if declaration is None or not declaration.is_estimate:
-        choice(t, "metric", metric, tuple(m.name for m in TABLES[table] if m.is_estimate))
+    drift = offers(kind, "histogram") and metric in DRIFT
+    if not drift and (declaration is None or not declaration.is_estimate):
+        known = [m.name for m in TABLES[table] if m.is_estimate]
+        choice(t, "metric", metric, (*known, *(DRIFT if offers(kind, "histogram") else ())))
     window = _window(t, key)
     where = _where(t, task)
     threshold = t.take("threshold", "num", None)
@@ -251,7 +267,7 @@ def _check(t: Table, task: TaskConfig, key: str | None, base: str) -> CheckConfi
                 t.path("threshold"),
                 f"expected one of the task's thresholds {thresholds}, got {threshold!r}",
             )
-    elif offers(kind, "thresholds"):
+    elif offers(kind, "thresholds") and not drift:
         threshold = thresholds[0]  # (the task's first)
     models = list(task.options.get("scores") or [])
     model = t.take("model", "str", None)
@@ -275,9 +291,11 @@ def _check(t: Table, task: TaskConfig, key: str | None, base: str) -> CheckConfi
     if baseline is not None:
         baseline = choice(t, "baseline", baseline, BASELINES)
     changes = drop is not None or relative is not None
+    if drift:
+        _drift(t, metric, baseline, changes, threshold, bounds)
     if changes and baseline is None:
         raise t.error(t.path("baseline"), "missing; a drop is measured against a baseline")
-    if baseline is not None and not changes:
+    if baseline is not None and not changes and not drift:
         raise t.error(t.path("baseline"), "expected with max_drop or max_relative_drop only")
     if not changes and all(v is None for v in bounds.values()):
         raise t.error(
@@ -329,20 +347,59 @@ def _check(t: Table, task: TaskConfig, key: str | None, base: str) -> CheckConfi
                 t.path("significance"), f"expected a level between 0 and 1, got {significance!r}"
             )
         if not changes:
-            raise t.error(t.path("significance"), "applies to a drop against a baseline only")
+            hint = "; judge score drift by its size (max)" if drift else ""
+            raise t.error(
+                t.path("significance"), f"applies to a drop against a baseline only{hint}"
+            )
         _testable(t, table, metric)
     severity = choice(t, "severity", t.take("severity", "str", "error"), SEVERITIES)
     min_n = t.take("min_n", "num", 0)
     min_positives = t.take("min_positives", "num", 0)
     if min_positives and not offers(kind, "curves") and not offers(kind, "models"):
         raise t.error(t.path("min_positives"), f"applies to binary and paired tasks, not {kind}")
+    if min_positives and drift:
+        raise t.error(
+            t.path("min_positives"), "applies to metrics, not score drift; hint: use min_n"
+        )
+    bins = t.take("bins", "int", 10)
+    if bins != 10 and not drift:
+        raise t.error(t.path("bins"), f"applies to score drift ({', '.join(DRIFT)}) only")
+    if not 2 <= bins <= 10_000:
+        raise t.error(t.path("bins"), f"expected 2 to 10000 bins, got {bins!r}")
     name = t.take("name", "str", f"{metric} {window.name}")
     t.done()
     return CheckConfig(
         name, metric, window, where, None if threshold is None else float(threshold), model,
         bounds["min"], bounds["max"], drop, relative, baseline, days, same_weekday, reference,
-        champion, significance, severity, min_n, min_positives, digest,
+        champion, significance, severity, min_n, min_positives, digest, bins,
     )  # fmt: skip
+
+
+def _drift(
+    t: Table,
+    metric: str,
+    baseline: str | None,
+    changes: bool,
+    threshold: Any,
+    bounds: dict[str, Any],
+) -> None:
+    """Refuse what a score drift check cannot take: it is judged by its size alone."""
+    if changes:
+        raise t.error(
+            t.path("max_drop"),
+            f"{metric!r} measures a change from the baseline already; hint: bound its size "
+            "with max (a PSI above 0.2 is a common alarm)",
+        )
+    if baseline is None or baseline == "champion":
+        raise t.error(
+            t.path("baseline"),
+            f"expected 'previous', 'history' or 'reference' for {metric!r}, got {baseline!r}; "
+            "score drift compares the window's scores with a baseline's",
+        )
+    if threshold is not None:
+        raise t.error(t.path("threshold"), "applies to metrics, not score drift")
+    if all(v is None for v in bounds.values()):
+        raise t.error(t.path("max"), f"missing; a check of {metric!r} needs max (or min)")
 
 
 def _window(t: Table, key: str | None) -> Window:

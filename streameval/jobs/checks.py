@@ -37,15 +37,18 @@ from ..stats.multiple import adjust
 from .checkconfig import CheckConfig
 from .config import JobConfig
 from .judge import (
+    bounded,
     champion_rows,
     check_reference_keys,
     compare,
+    drift_rows,
     measure,
     metric_table,
     screen,
     verdicts,
     with_baseline,
 )
+from .pool import Pool
 from .rollup import FLAT, Entry, StateCache, day_label, digest_of
 from .store import Store
 
@@ -88,7 +91,10 @@ class Checks:
         #: The partition states to read through (shared with the rollups; None: its own).
         self.states: StateCache | None = None
         self._states = StateCache(store, [])
-        self._tables: dict[tuple[int, ...], tuple[State, pl.DataFrame] | None] = {}
+        self._merges: dict[tuple[int, ...], State | None] = {}
+        #: Each history check's sliding window of accepted states (:mod:`.pool`).
+        self._pools: dict[str, Pool] = {}
+        self._tables: dict[tuple[int, ...], pl.DataFrame] = {}
 
     def name(self, entry: Entry) -> str:
         """A day's name in the manifest: the partition value (one ``*`` without a key)."""
@@ -124,6 +130,8 @@ class Checks:
         judged: list[str] = []
         verdicts_by_day: dict[int, pl.DataFrame] = {}
         self._tables.clear()  # (a retry after a repair: the entries may have changed)
+        self._merges.clear()
+        self._pools.clear()
         self._states = self.states if self.states is not None else StateCache(self.store, entries)
         saved = time.monotonic()
         for n, i in enumerate(points):
@@ -148,6 +156,8 @@ class Checks:
         if judged:
             save()
         self._tables.clear()
+        self._merges.clear()
+        self._pools.clear()
         return judged
 
     def _forget(self, entries: Sequence[Entry], i: int) -> None:
@@ -158,8 +168,9 @@ class Checks:
         first = entries[i].day - timedelta(days=reach)  # type: ignore[operator]
         for j in [j for j in self._states.held() if entries[j].day < first]:  # type: ignore[operator]
             self._states.drop(j)
-        for members in [m for m in self._tables if not m or entries[max(m)].day < first]:  # type: ignore[operator]
-            del self._tables[members]
+        for cache in (self._merges, self._tables):
+            for members in [m for m in cache if not m or entries[max(m)].day < first]:  # type: ignore[operator]
+                del cache[members]
 
     def rows(self, name: str) -> pl.DataFrame:
         """A judged day's stored rows (checked against their digest)."""
@@ -193,21 +204,29 @@ class Checks:
     ) -> pl.DataFrame:
         kind = self.job.task.kind
         end = entries[i].day
-        window = self._window(check, entries, i)
-        if window is None:
+        members = self._window(check, entries, i)
+        state = self._merged(members)
+        if state is None:
             return pl.DataFrame()
-        state, table = window
         slices = [k for k in self.by]
-        if check.baseline == "champion":
-            rows = champion_rows(state, check, table, slices)
+        every = check.baseline in ("previous", "history")  # (the window's own slices)
+        if check.drift:
+            baseline, _ = self._baseline_state(check, entries, i, known, slices)
+            try:
+                rows = bounded(drift_rows(state, baseline, check, every), check)
+            except InputError as exc:  # (a reference state whose buckets differ, say)
+                raise InputError(f"check {check.name!r}: {exc}") from None
+        elif check.baseline == "champion":
+            rows = champion_rows(state, check, self._table(members), slices)
+            rows = compare(rows, check, kind)
         else:
-            current = measure(table, check, kind, slices)
-            baseline, on = self._baseline(check, entries, i, known, slices)
-            if baseline is not None:  # (a ranking task's rows: one per cutoff k)
-                on = [*on, *(c for c in ("k",) if c in current.columns and c in baseline.columns)]
-            every = check.baseline in ("previous", "history")  # (the window's own slices)
-            rows = with_baseline(current, baseline, on, every)
-        rows = screen(compare(rows, check, kind), check)
+            current = measure(self._table(members), check, kind, slices)
+            baseline_rows, on = self._baseline(check, entries, i, known, slices)
+            if baseline_rows is not None:  # (a ranking task's rows: one per cutoff k)
+                ks = [c for c in ("k",) if c in current.columns and c in baseline_rows.columns]
+                on = [*on, *ks]
+            rows = compare(with_baseline(current, baseline_rows, on, every), check, kind)
+        rows = screen(rows, check)
         return rows.with_columns(
             pl.lit(check.name).alias("check"),
             pl.lit(check.severity).alias("severity"),
@@ -217,30 +236,29 @@ class Checks:
             pl.lit(end, pl.Date).alias("_day"),
         )
 
-    def _window(
-        self, check: CheckConfig, entries: Sequence[Entry], i: int
-    ) -> tuple[State, pl.DataFrame] | None:
-        """The check's window ending at entry ``i``: its merged state and metric table."""
+    def _window(self, check: CheckConfig, entries: Sequence[Entry], i: int) -> list[int]:
+        """The entries of the check's window ending at entry ``i``."""
         if not self.key:
-            members = list(range(len(entries)))
-        else:
-            end: date = entries[i].day  # type: ignore[assignment]
-            first = end - timedelta(days=check.window.days - 1)
-            members = [j for j in range(i + 1) if entries[j].day >= first]  # type: ignore[operator]
-        return self._merged(members)
+            return list(range(len(entries)))
+        end: date = entries[i].day  # type: ignore[assignment]
+        first = end - timedelta(days=check.window.days - 1)
+        return [j for j in range(i + 1) if entries[j].day >= first]  # type: ignore[operator]
 
-    def _merged(self, members: list[int]) -> tuple[State, pl.DataFrame] | None:
-        """The merged state of the entries ``members`` and its metric table (None: none)."""
+    def _merged(self, members: list[int]) -> State | None:
+        """The merged state of the entries ``members`` (None: no entries)."""
+        key = tuple(members)
+        if key not in self._merges:
+            self._merges[key] = merge([self._state(j) for j in members]) if members else None
+        return self._merges[key]
+
+    def _table(self, members: list[int]) -> pl.DataFrame:
+        """The metric table of the entries ``members``' merged state, with what checks need."""
         key = tuple(members)
         if key not in self._tables:
-            if not members:
-                self._tables[key] = None
-            else:
-                state = merge([self._state(j) for j in members])
-                self._tables[key] = (
-                    state,
-                    metric_table(state, list(self.checks.values()), self.kwargs),
-                )
+            state = self._merged(members)
+            assert state is not None
+            metrics = [c for c in self.checks.values() if not c.drift]
+            self._tables[key] = metric_table(state, metrics, self.kwargs)
         return self._tables[key]
 
     def _state(self, j: int) -> State:
@@ -256,20 +274,40 @@ class Checks:
     ) -> tuple[pl.DataFrame | None, list[str]]:
         """The baseline's measured rows and the keys they join on (None: no baseline)."""
         kind = self.job.task.kind
+        state, on = self._baseline_state(check, entries, i, known, slices)
+        if state is None:
+            return None, on
+        if check.baseline == "previous":  # (a window of the metric table: cached)
+            table = self._table(self._previous(check, entries, i))
+        else:
+            table = metric_table(state, [check], self.kwargs)
+        return measure(table, check, kind, on), on
+
+    def _previous(self, check: CheckConfig, entries: Sequence[Entry], i: int) -> list[int]:
+        """The entries of the window of the same length just before the check's."""
+        end: date = entries[i].day  # type: ignore[assignment]
+        start = end - timedelta(days=check.window.days - 1)
+        first = start - timedelta(days=check.window.days)
+        return [j for j in range(i) if first <= entries[j].day < start]  # type: ignore[operator]
+
+    def _baseline_state(
+        self,
+        check: CheckConfig,
+        entries: Sequence[Entry],
+        i: int,
+        known: dict[int, pl.DataFrame],
+        slices: list[str],
+    ) -> tuple[State | None, list[str]]:
+        """The baseline's state and the keys it joins on (None: no baseline)."""
         if check.baseline is None:
             return None, slices
         if check.baseline == "reference":
             reference = self._reference(check)
-            on = check_reference_keys(reference, slices, check)
-            table = metric_table(reference, [check], self.kwargs)
-            return measure(table, check, kind, on), on
+            return reference, check_reference_keys(reference, slices, check)
+        if check.baseline == "previous":
+            return self._merged(self._previous(check, entries, i)), slices
         end: date = entries[i].day  # type: ignore[assignment]
         start = end - timedelta(days=check.window.days - 1)
-        if check.baseline == "previous":
-            first = start - timedelta(days=check.window.days)
-            members = [j for j in range(i) if first <= entries[j].day < start]  # type: ignore[operator]
-            merged = self._merged(members)
-            return (None if merged is None else measure(merged[1], check, kind, slices)), slices
         first = start - timedelta(days=check.days)
         members = [
             j
@@ -277,8 +315,9 @@ class Checks:
             if first <= entries[j].day < start  # type: ignore[operator]
             and (not check.same_weekday or entries[j].day.weekday() == end.weekday())  # type: ignore[union-attr]
         ]
-        parts = []
-        for j in members:
+
+        def accepted(j: int) -> State:
+            """Entry ``j``'s state without the slices on which the check failed or warned."""
             state = self._state(j)
             rejected = self._rejected(check, entries, j, known)
             table = state.table
@@ -286,12 +325,15 @@ class Checks:
                 table = table.join(rejected, on=slices, how="anti", nulls_equal=True)
             elif rejected is not None and rejected.height:
                 table = table.clear()
-            parts.append(State(state.spec, table))
-        if not parts:
+            return State(state.spec, table)
+
+        if not members:
             return None, slices
-        pooled = merge(parts)
-        table = metric_table(pooled, [check], self.kwargs)
-        return measure(table, check, kind, slices), slices
+        if check.same_weekday:  # (every seventh day: merged anew)
+            return merge([accepted(j) for j in members]), slices
+        # consecutive entries, judged day after day: a sliding window (:mod:`.pool`)
+        pool = self._pools.setdefault(check.name, Pool())
+        return pool.window(members[0], members[-1] + 1, accepted), slices
 
     def _rejected(
         self, check: CheckConfig, entries: Sequence[Entry], j: int, known: dict[int, pl.DataFrame]
@@ -331,7 +373,7 @@ class Checks:
         else:
             day = day.drop("_day")
         head += ["window", *self.by]
-        ids = [c for c in ("threshold", "model", "k") if c in day.columns]
+        ids = [c for c in ("threshold", "model", "k") if c in day.columns and c not in self.by]
         columns = [*head, *ids, *COLUMNS]
         types: dict[str, pl.DataType | type[pl.DataType]] = {c: pl.Float64 for c in COLUMNS}
         types.update({"metric": pl.String, "baseline_kind": pl.String, "status": pl.String})

@@ -26,8 +26,8 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError
-from ..measure import declaration, measured, narrowed_metrics
-from ..state import State
+from ..measure import declaration, kept_rows, measured, narrowed_metrics
+from ..state import State, drift_table
 from ..stats.compare import paired_moments
 from .checkconfig import CheckConfig
 
@@ -108,6 +108,52 @@ def champion_rows(
     return rows.with_columns(cov.alias("_cov"), pl.lit(a).alias("model")).drop("_vd")
 
 
+def drift_rows(
+    state: State, baseline: State | None, check: CheckConfig, every: bool
+) -> pl.DataFrame:
+    """Per slice (and model): the window's score drift from its baseline as ``value``.
+
+    The columns are :func:`with_baseline`'s (``baseline_n``: the baseline's rows; a metric's
+    baseline value, standard errors and positives are null). With ``every``, a baseline slice
+    without rows in the window gets a row of its own (no ``n``): a segment whose rows stopped
+    coming is seen. Without a baseline, every slice's value is null. The baseline joins on
+    its own keys (a reference's: among the slices').
+    """
+    table = drift_table(state, baseline, check.bins, every=every)
+    models = [] if "model" in state.spec.keys or "model" not in table.columns else ["model"]
+    table = kept_rows(table, model=check.model if models else None, where=check.where)
+    missing = ("se", "positives", "baseline", "baseline_se", "baseline_positives")
+    return table.select(
+        *state.spec.keys,
+        *models,
+        pl.col(check.metric).alias("value"),
+        pl.col("n").cast(pl.Float64),
+        pl.col("baseline_n"),
+        *(pl.lit(None, pl.Float64).alias(c) for c in missing),
+    )
+
+
+def bounded(rows: pl.DataFrame, check: CheckConfig) -> pl.DataFrame:
+    """:func:`compare` for a score drift check: only its bounds are judged."""
+    empty = ("difference", "difference_lo", "difference_hi", "tolerance", "excess", "p_value")
+    return rows.with_columns(
+        *(pl.lit(None, pl.Float64).alias(c) for c in empty),
+        _outside(check).alias("_bound"),
+        pl.lit(False).alias("_drop"),
+    )
+
+
+def _outside(check: CheckConfig) -> pl.Expr:
+    """Whether the value is outside the check's ``min``/``max`` (False when null)."""
+    v = pl.col("value")
+    bound = pl.lit(False)
+    if check.min is not None:
+        bound = bound | (v < pl.lit(check.min, pl.Float64))
+    if check.max is not None:
+        bound = bound | (v > pl.lit(check.max, pl.Float64))
+    return bound.fill_null(False)
+
+
 def compare(rows: pl.DataFrame, check: CheckConfig, kind: str) -> pl.DataFrame:
     """The worsening, its interval, the raw verdicts and the one-sided p-value of each row.
 
@@ -137,13 +183,6 @@ def compare(rows: pl.DataFrame, check: CheckConfig, kind: str) -> pl.DataFrame:
         excess = v.abs() - b.abs() - tolerance
     sd_diff = (se_v**2 + se_b**2 - 2 * cov).clip(0.0).sqrt()
     z = stats.norm.ppf(1 - (check.significance or 0.05) / 2)
-    lower = pl.lit(check.min, pl.Float64) if check.min is not None else None
-    upper = pl.lit(check.max, pl.Float64) if check.max is not None else None
-    bound = pl.lit(False)
-    if lower is not None:
-        bound = bound | (v < lower)
-    if upper is not None:
-        bound = bound | (v > upper)
     out = rows.with_columns(
         (v - b).alias("difference"),
         (v - b - z * sd_diff).alias("difference_lo"),
@@ -151,7 +190,7 @@ def compare(rows: pl.DataFrame, check: CheckConfig, kind: str) -> pl.DataFrame:
         tolerance.cast(pl.Float64).alias("tolerance"),
         excess.alias("excess"),
         variance.clip(0.0).sqrt().alias("_sd"),
-        bound.fill_null(False).alias("_bound"),
+        _outside(check).alias("_bound"),
     ).with_columns((pl.col("excess") > 0).fill_null(False).alias("_drop"))
     if check.significance is None or check.baseline is None:
         return out.with_columns(pl.lit(None, pl.Float64).alias("p_value")).drop("_sd", "_cov")
@@ -179,7 +218,11 @@ def screen(rows: pl.DataFrame, check: CheckConfig) -> pl.DataFrame:
         small = small | (pl.col("positives") < check.min_positives)
         if check.baseline is not None:
             small = small | (pl.col("baseline_positives") < check.min_positives)
-    missing = pl.lit(check.baseline is not None) & pl.col("baseline").is_null()
+    # (a score drift's baseline is a state: only its rows are known)
+    base = pl.col("baseline_n" if check.drift else "baseline")
+    missing = pl.lit(check.baseline is not None) & base.is_null()
+    # (a score drift without a baseline has no value either: no_baseline, not undefined)
+    undefined = pl.col("value").is_null() & (~missing if check.drift else pl.lit(True))
     # with significance, a worsening without a standard error cannot be tested
     untestable = pl.lit(check.significance is not None) & ~missing & pl.col("p_value").is_null()
     status = (
@@ -187,7 +230,7 @@ def screen(rows: pl.DataFrame, check: CheckConfig) -> pl.DataFrame:
         .then(pl.lit("no_data"))
         .when(small.fill_null(False))
         .then(pl.lit("too_small"))
-        .when(pl.col("value").is_null() | (untestable & ~pl.col("_bound")))
+        .when(undefined | (untestable & ~pl.col("_bound")))
         .then(pl.lit("undefined"))
         .when(missing & ~pl.col("_bound"))
         .then(pl.lit("no_baseline"))

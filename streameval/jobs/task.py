@@ -49,6 +49,8 @@ class TaskConfig:
         if self.kind in taking("threshold") and o.get("threshold") is not None:
             kwargs["thresholds"] = list(o["threshold"])
         kwargs["drop_nulls"] = bool(o.get("drop_nulls", False))
+        if o.get("labels", "required") != "required":
+            kwargs["labels"] = o["labels"]
         return kwargs
 
     def metric_kwargs(self) -> dict[str, Any]:
@@ -136,6 +138,8 @@ def read_task(file: str, data: Any) -> TaskConfig:
         t, "auc_method", method, ("delong", "hanley-mcneil")
     )  # fmt: skip
     o["drop_nulls"] = t.take("drop_nulls", "bool", False)
+    labels = t.take("labels", "str", "required")
+    o["labels"] = choice(t, "labels", labels, ("required", "optional"))
     t.done()
     needs = TASKS[kind].REQUIRED
     if all(o[name] is None for name in needs):

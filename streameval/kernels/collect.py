@@ -9,7 +9,7 @@ codes its groups and :func:`choose` picks the kernel: rows counted into dense ce
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -19,12 +19,13 @@ import polars as pl
 from ..bucketing import EXACT_BITS
 from ..codes import KeyCode, hashed_key, key_code
 from ..spec import Spec
-from ..tasks.binary.state import merge_ops
+from ..tasks.binary.state import UNLABELED, merge_ops, with_unlabeled
 from . import chunks, compiled, path, small_pages
+from .buckets import bucketed_state
 from .compiled import CompiledCells, compiled_cells, loops
 from .groups import GroupCodes
 from .hashcodes import hashed_codes, hashed_exprs
-from .runs import Runs, sorted_runs
+from .runs import Runs, runs_state, sorted_runs
 from .scorekeys import pack
 from .staged import Staged
 
@@ -35,10 +36,10 @@ def collect_unit(
     lf: pl.LazyFrame,
     keys: list[str],
     codes: Mapping[str, KeyCode | None],
-    rows: tuple[pl.Expr, pl.Expr, pl.Expr | None, pl.Expr, pl.Expr | None],
+    rows: tuple[pl.Expr, pl.Expr, pl.Expr | None, pl.Expr, pl.Expr | None, pl.Expr | None],
     collect: Collect,
     invalid: Callable[[], Exception],
-) -> Collected | None:
+) -> Collected | Unlabeled | None:
     """The columns the sort needs of the rows of ``lf`` (None when a key has no code).
 
     Parameters
@@ -50,8 +51,9 @@ def collect_unit(
     codes : mapping of str to KeyCode or None
         Integer code of each key column (None: not codable, so no sort path).
     rows : tuple of Expr
-        The label as Boolean, the score as Float64, the weight (or None), the bad-row flag
-        and the row key of bootstrap draws (or None; collected as ``_k``).
+        The label as Boolean, the score as Float64, the weight (or None), the bad-row flag,
+        the row key of bootstrap draws (or None; collected as ``_k``) and, with optional
+        labels, the flag of rows without a label (or None).
     collect : callable
         ``collect(lf, exprs)`` collects the columns ``exprs`` of ``lf`` (with the source's
         error handling; the shards of a source read once hand their rows over instead).
@@ -60,10 +62,11 @@ def collect_unit(
 
     Returns
     -------
-    Collected or None
+    Collected, Unlabeled or None
+        :class:`Unlabeled` with optional labels: the rows with and without a label apart.
 
     """
-    label, score, weight, bad, row_key = rows
+    label, score, weight, bad, row_key, unknown = rows
     coded = key_exprs(keys, codes)
     if coded is None:
         return None
@@ -76,10 +79,22 @@ def collect_unit(
         exprs.append(weight.alias("_w"))
     if row_key is not None:
         exprs.append(row_key.alias("_k"))
+    if unknown is not None:
+        exprs.append(unknown.alias("_u"))
     frame = collect(lf, exprs)
     if frame["_p"].null_count():
         raise invalid()
-    return Collected(frame, key_codes, weight is not None)
+    if unknown is None:
+        return Collected(frame, key_codes, weight is not None)
+    # the rows without a label are counted apart, as positives: their weight and rows
+    known = frame.filter(~pl.col("_u")).drop("_u")
+    unlabeled = frame.filter(pl.col("_u")).drop("_u").with_columns(pl.lit(1, pl.UInt8).alias("_y"))
+    weighted = weight is not None
+    return Unlabeled(
+        Collected(known, key_codes, weighted),
+        Collected(unlabeled, key_codes, weighted),
+        frame.height,
+    )
 
 
 def key_exprs(
@@ -177,7 +192,7 @@ def state_runs(table: pl.DataFrame, spec: Spec) -> Runs | None:
     too wide to pack, or unweighted counts whose pairs could pass an Int64 (states merged
     over billions of rows: the Polars finalize scales them as floats).
     """
-    stored = list(merge_ops(spec))
+    stored = [c for c in merge_ops(spec) if c not in UNLABELED]  # (the metrics' rows alone)
     if not table.height or any(c not in table.columns for c in stored):
         return None  # (a table written before a column was stored: the Polars finalize)
     if not spec.weighted:  # the runs' pair sums are Int64: P·N of a merged state may pass it
@@ -243,6 +258,71 @@ class Collected:
 
         # The compiled loops leave the summing thread less to do: it places the rows too.
         return Deferred(kernel) if compiled.loops() is not None else kernel()
+
+
+class Unlabeled:
+    """A unit's rows of optional labels: those with a label and those without, apart.
+
+    Each part is counted by the binary kernel under the spec without ``unlabeled`` (the
+    rows without a label as positives: their weight and rows), and :class:`UnlabeledStaged`
+    joins the two tables into the unit's state table.
+    """
+
+    def __init__(self, labelled: Collected, unlabeled: Collected, height: int) -> None:
+        self.labelled, self.unlabeled = labelled, unlabeled
+        self.frame = pl.DataFrame({"_": pl.Series([], dtype=pl.Null)}).clear(height)
+
+    def staged(self, spec: Spec | None = None) -> Staged:
+        """Both parts staged (an empty part: None), to be joined by the summing thread."""
+        inner = None if spec is None else replace(spec, unlabeled=False)
+        parts = [
+            c.staged(inner) if c.frame.height else None for c in (self.labelled, self.unlabeled)
+        ]
+        assert spec is not None  # (a state's spec is known when optional labels are read)
+        return UnlabeledStaged(parts[0], parts[1], spec)
+
+
+@dataclass
+class UnlabeledStaged(Staged):
+    """The staged parts of :class:`Unlabeled` rows; its state table joins theirs.
+
+    It has no runs: its metrics come from the state table (where ``n_unlabeled`` is).
+    """
+
+    labelled: Staged | None
+    unlabeled: Staged | None
+    spec: Spec
+
+    def _finish(self) -> Runs | None:
+        return None
+
+    def table(self, schema: pl.Schema, constants: Mapping[str, Any]) -> pl.DataFrame | None:
+        """The joined table of the two parts (None: a part's kernel built none)."""
+        inner = replace(self.spec, unlabeled=False)
+        tables = []
+        for part in (self.labelled, self.unlabeled):
+            table = None if part is None else _part_table(part, inner, schema, constants)
+            if part is not None and table is None:
+                return None
+            tables.append(table)
+        if tables[0] is None and tables[1] is None:
+            return None
+        return with_unlabeled(tables[0], tables[1], self.spec)
+
+
+def _part_table(
+    staged: Staged, spec: Spec, schema: pl.Schema, constants: Mapping[str, Any]
+) -> pl.DataFrame | None:
+    """A staged part's state table: the kernel's own, or from its runs (None: neither)."""
+    table = staged.table(schema, constants)
+    if table is not None:
+        return table
+    runs = staged.runs()
+    if runs is None:
+        return None
+    if spec.exact:
+        return runs_state(runs, spec, schema, constants)
+    return bucketed_state(runs, spec, schema, constants)
 
 
 def choose(frame: pl.DataFrame, groups: GroupCodes, spec: Spec | None, weighted: bool) -> Staged:

@@ -178,7 +178,7 @@ def _inputs(arguments: Mapping[str, Any]) -> Inputs:
 def _options(inputs: Inputs, keys: list[str]) -> dict[str, Any]:
     """Keyword arguments of :func:`streameval.accumulate` for ``inputs``."""
     options = dataclasses.asdict(inputs)
-    del options["labels"]
+    del options["labels"], options["unlabeled"]  # (labels are required on Spark)
     options["label"] = label_argument(inputs)
     options["thresholds"] = list(inputs.thresholds)
     return {"by": keys, **options}
@@ -224,6 +224,11 @@ def accumulate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> State
 
 def accumulate_options(df: Any, options: Accumulation, block_rows: int = 1_000_000) -> State:
     """:func:`accumulate` of an options value (as :func:`streameval.accumulate` hands it)."""
+    if options.labels != "required":
+        raise InputError(
+            f"expected labels='required' on Spark, got {options.labels!r}; hint: accumulate "
+            "predictions without labels on this machine, or filter them out"
+        )
     arguments = _fields(options)
     partial = _partial_states(df, block_rows, arguments, as_list(arguments["by"]))
     shuffled = partial.states.repartition(partial.parts, "part")

@@ -20,6 +20,8 @@ from ..tasks.ranking import state as ranking
 from ..tasks.regression import state as regression
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import polars as pl
 
     from ..spec import Spec
@@ -57,6 +59,14 @@ KINDS: dict[str, StateKind] = {
     "paired": paired,
     "ranking": ranking,
     "multilabel": multilabel,
+}
+
+
+#: The score histogram of each state kind that has one (the ``histogram`` capability): its
+#: table per group (and model) and bucket, with the rows' weight ``_mass`` and ``_rows``.
+HISTOGRAMS: dict[str, Callable[[Spec, pl.DataFrame], pl.DataFrame]] = {
+    "binary": binary.histogram,
+    "paired": paired.histogram,
 }
 
 

@@ -51,6 +51,8 @@ class Inputs:
     bootstrap: int | None = None
     row_id: str | Sequence[str] | None = None
     seed: int = 0
+    #: Rows without a label are kept in the score histogram (``labels="optional"``).
+    unlabeled: bool = False
 
 
 @dataclass(frozen=True)

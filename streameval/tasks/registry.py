@@ -80,6 +80,10 @@ CAPABILITIES: dict[str, str] = {
     "report (State.report_text, the CLI's --table report)",
     "classes": "per-class tables and a confusion matrix over the classes",
     "alpha": "a metric table taking the pinball loss's quantile alpha=",
+    "histogram": "a score histogram per group (and model): score drift between two states "
+    "(State.drift)",
+    "unlabeled": "labels may be missing (labels='optional'): such rows are kept in the score "
+    "histogram and counted as n_unlabeled, outside every labelled metric",
     "models": "a model table per score column, and DeLong's paired tests of the models",
     "one_column": "a column may serve two roles (a label compared with itself)",
     "replicates": "its kernel draws bootstrap replicates from the rows' keys",

@@ -21,7 +21,7 @@ from ...stats.tables import binary_table
 from ...validate import diagnose_bad_rows, label_expr
 from ..common import Inputs, MetricOptions, Opened, TaskPlan, task_spec, unit_reader, weight_expr
 from . import state as binary
-from .metrics import COLUMNS
+from .metrics import COLUMNS, DECLARED
 from .metrics import metric_table as binary_metrics
 
 RESERVED = {"bucket", *binary.ALL_COLUMNS, *COLUMNS}
@@ -29,12 +29,15 @@ RESERVED = {"bucket", *binary.ALL_COLUMNS, *COLUMNS}
 #: class, metrics per threshold, and the curves, operating points, areas, coarsening and
 #: caret's summary of a score histogram.
 CAPABILITIES = frozenset(
-    {"classification", "replicates", "metrics", "positive", "thresholds", "curves", "summary"}
-)
+    {
+        "classification", "replicates", "metrics", "positive", "thresholds", "curves",
+        "summary", "histogram", "unlabeled",
+    }
+)  # fmt: skip
 #: Its own options, by their names in :func:`streameval.evaluate` (and keys of a job's
 #: ``[task]`` table), beyond those of every task (label, weight, by, precision, drop_nulls).
 OPTIONS = frozenset(
-    {"score", "positive", "threshold", "beta", "metrics", "ci", "level", "auc_method"}
+    {"score", "positive", "threshold", "beta", "metrics", "ci", "level", "auc_method", "labels"}
 )
 #: The options of which it needs one (the columns it scores).
 REQUIRED = ("score",)
@@ -77,17 +80,18 @@ def row_exprs(opened: Opened, inputs: Inputs) -> Rows:
     bits = inputs.precision
     cuts = {t for t in inputs.thresholds if not is_bucket_edge(t, bits)}
     splits = () if bits >= EXACT_BITS else tuple(sorted(cuts | {ABOVE_ONE}))
-    y, not_allowed, pos_value, values = label_expr(
-        lf, schema, inputs.label, inputs.positive, opened.engine, opened.files
-    )
+    if inputs.unlabeled and schema[inputs.label] == pl.Null:  # no label has arrived yet
+        y, not_allowed = pl.lit(None, pl.Boolean), pl.lit(False)
+        pos_value, values = (1, None) if inputs.positive is None else (inputs.positive, ())
+    else:
+        y, not_allowed, pos_value, values = label_expr(
+            lf, schema, inputs.label, inputs.positive, opened.engine, opened.files
+        )
     p = pl.col(score).cast(pl.Float64)
     w, bad_weight, _ = weight_expr(inputs.weight)
-    bad = (
-        pl.col(inputs.label).is_null()
-        | (~p.is_finite()).fill_null(True)
-        | not_allowed.fill_null(False)
-        | bad_weight
-    )
+    # (an optional label's null is a row without a label yet: kept, in the histogram alone)
+    missing = pl.lit(False) if inputs.unlabeled else pl.col(inputs.label).is_null()
+    bad = missing | (~p.is_finite()).fill_null(True) | not_allowed.fill_null(False) | bad_weight
     spec = task_spec(
         "binary",
         opened,
@@ -98,11 +102,19 @@ def row_exprs(opened: Opened, inputs: Inputs) -> Rows:
         positive=pos_value if isinstance(pos_value, bool | int | float | str) else str(pos_value),
         classes=values or (),
         found=values is not None,
+        unlabeled=inputs.unlabeled,
     )
 
     def diagnose() -> Exception:
         return diagnose_bad_rows(
-            lf, inputs.label, score, inputs.weight, not_allowed, opened.engine, opened.files
+            lf,
+            inputs.label,
+            score,
+            inputs.weight,
+            not_allowed,
+            opened.engine,
+            opened.files,
+            inputs.unlabeled,
         )
 
     return Rows(spec, y, p, w, bad, diagnose)
@@ -124,7 +136,9 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
         *([inputs.weight] if inputs.weight else []),
     ]
     key = pl.col(ROW_KEY) if inputs.bootstrap else None  # (added by the replicates' reader)
-    runs = unit_reader(opened, columns, collect_unit, (y, p, w, bad, key), rows.diagnose)
+    unknown = pl.col(inputs.label).is_null() if inputs.unlabeled else None
+    row_tuple = (y, p, w, bad, key, unknown)
+    runs = unit_reader(opened, columns, collect_unit, row_tuple, rows.diagnose)
 
     invalid = lambda t: bool(t["bucket"].null_count())  # noqa: E731
     return TaskPlan(spec, build, invalid, rows.diagnose, runs)
@@ -149,5 +163,30 @@ def metric_table(state: StateData, options: MetricOptions) -> pl.DataFrame:
             except UserWarning as exc:
                 raise InputError(f"expected probabilities, but {exc}") from None
     if options.ci is None:
-        return table.select(*state.keys, "n", *names, "threshold")
-    return binary_table(state, table, names, options.ci, options.level, options.auc_method)
+        table = table.select(*state.keys, "n", *names, "threshold")
+    else:
+        table = binary_table(state, table, names, options.ci, options.level, options.auc_method)
+    return with_unlabeled_count(state, table) if state.spec.unlabeled else table
+
+
+def with_unlabeled_count(state: StateData, table: pl.DataFrame) -> pl.DataFrame:
+    """The metric table with each group's ``n_unlabeled`` after ``n`` (optional labels).
+
+    A group whose rows all lack a label has ``n`` 0 and null metrics.
+    """
+    keys = state.keys
+    count = binary.column_exprs(state.spec)["n_unlabeled"].sum().alias("n_unlabeled")
+    counts = state.table.group_by(keys).agg(count) if keys else state.table.select(count)
+    joined = (
+        table.join(counts, on=keys, how="left", nulls_equal=True, maintain_order="left")
+        if keys
+        else table.join(counts, how="cross")
+    )
+    order = [*table.columns]
+    order.insert(order.index("n") + 1, "n_unlabeled")
+    # no labelled row: every metric (and interval) is null; the counts are 0
+    kept = {*keys, "threshold", "n_unlabeled", *(m.name for m in DECLARED if m.role == "count")}
+    labelled = pl.col("n") > 0
+    return joined.with_columns(pl.col("n_unlabeled").fill_null(0)).select(
+        pl.col(c) if c in kept else pl.when(labelled).then(pl.col(c)).alias(c) for c in order
+    )

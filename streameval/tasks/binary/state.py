@@ -16,6 +16,10 @@ is stored only once a metric reads it.
 ``n_outside`` (rows with p outside [0, 1]) is always derived from the bucket's lowest score:
 0.0 is a bucket edge and bucketed states are cut just above 1.0.
 
+With optional labels (``spec.unlabeled``), rows whose label is null are kept out of every
+column above (``n`` counts the labelled rows) and summed in ``unlabeled`` = Σw (Int64 rows
+when unweighted) and, weighted, ``n_unlabeled`` = rows: the score histogram holds every row.
+
 Rows that are invalid (null or non-finite label, score or weight) get a null bucket, so
 one bucket-null check after the pass says whether to look for what was wrong.
 """
@@ -41,7 +45,12 @@ from ...spec import Spec
 from ...validate import check_label_values
 
 SUM = "sum"
-ALL_COLUMNS = ("pos", "neg", "n", "log_loss", "brier", "psum", "hinge", "n_outside")
+ALL_COLUMNS = (
+    "pos", "neg", "n", "log_loss", "brier", "psum", "hinge", "n_outside", "unlabeled",
+    "n_unlabeled",
+)  # fmt: skip
+#: The stored columns of rows without a label (``spec.unlabeled``), weighted and not.
+UNLABELED = ("unlabeled", "n_unlabeled")
 #: The first state schema version whose bucketed binary states store ``hinge``.
 HINGE_VERSION = 3
 
@@ -60,6 +69,8 @@ def merge_ops(spec: Spec) -> dict[str, str]:
         cols += ["log_loss", "brier", "psum"]
         if has_hinge(spec):
             cols.append("hinge")
+    if spec.unlabeled:
+        cols += list(UNLABELED) if spec.weighted else ["unlabeled"]
     return dict.fromkeys(cols, SUM)
 
 
@@ -91,21 +102,28 @@ def _row_loss(y: pl.Expr, p: pl.Expr) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
 
 
 def aggregations(spec: Spec, y: pl.Expr, p: pl.Expr, w: pl.Expr | None) -> list[pl.Expr]:
-    """Aggregations that build the stored columns from rows (``y`` Boolean, ``p`` Float64)."""
+    """Aggregations that build the stored columns from rows (``y`` Boolean, ``p`` Float64).
+
+    With optional labels, a row whose ``y`` is null adds to ``unlabeled`` alone.
+    """
     yi = y.cast(pl.Int64)
     ll, sq, hinge = _row_loss(y, p)
+    known = y.is_not_null()
 
     def wt(e: pl.Expr) -> pl.Expr:
+        e = pl.when(known).then(e) if spec.unlabeled else e
         return e if w is None else w * e
 
     exprs = {
         "pos": wt(yi).sum(),
         "neg": wt(1 - yi).sum(),
-        "n": pl.len().cast(pl.Int64),
+        "n": known.sum().cast(pl.Int64) if spec.unlabeled else pl.len().cast(pl.Int64),
         "log_loss": wt(ll).sum(),
         "brier": wt(sq).sum(),
         "psum": wt(p).sum(),
         "hinge": wt(hinge).sum(),
+        "unlabeled": (~known).cast(pl.Int64).sum() if w is None else (w * ~known).sum(),
+        "n_unlabeled": (~known).sum().cast(pl.Int64),
     }
     return [exprs[c].alias(c) for c in merge_ops(spec)]
 
@@ -224,4 +242,58 @@ def column_exprs(spec: Spec) -> dict[str, pl.Expr]:
         if has_hinge(spec):
             exprs["hinge"] = pl.col("hinge")
     exprs["n_outside"] = ((lowest < 0) | (lowest > 1)).cast(pl.Int64) * n
+    if spec.unlabeled:
+        exprs["unlabeled"] = pl.col("unlabeled")
+        exprs["n_unlabeled"] = pl.col("n_unlabeled" if spec.weighted else "unlabeled")
     return exprs
+
+
+def histogram(spec: Spec, table: pl.DataFrame) -> pl.DataFrame:
+    """The score histogram: per group and bucket, the rows' weight ``_mass`` and count ``_rows``.
+
+    What score drift compares (:mod:`streameval.stats.drift`); labels do not matter.
+    """
+    n = pl.col("n") if spec.weighted else pl.col("pos") + pl.col("neg")
+    mass = (pl.col("pos") + pl.col("neg")).cast(pl.Float64)
+    if spec.unlabeled:  # (rows without a label yet are scored all the same)
+        exprs = column_exprs(spec)
+        n, mass = n + exprs["n_unlabeled"], mass + pl.col("unlabeled").cast(pl.Float64)
+    return table.filter(pl.col("bucket").is_not_null()).select(
+        *spec.keys, "bucket", mass.alias("_mass"), n.cast(pl.Int64).alias("_rows")
+    )
+
+
+def with_unlabeled(
+    labelled: pl.DataFrame | None, unlabeled: pl.DataFrame | None, spec: Spec
+) -> pl.DataFrame:
+    """A unit's state table of optional labels, from its two parts' tables.
+
+    ``labelled`` is the table of the rows with a label, ``unlabeled`` that of the rows
+    without one counted as positives (its ``pos`` is their Σw, its ``n`` their rows), both
+    computed under the spec without ``unlabeled`` (None: no such rows); they are joined on
+    the keys and bucket, a part's missing cells 0.
+    """
+    keys = [*spec.keys, "bucket"]
+    names = list(merge_ops(spec))
+    count = pl.Float64 if spec.weighted else pl.Int64
+    types = dict.fromkeys(names, pl.Float64) | {"pos": count, "neg": count, "unlabeled": count}
+    types |= {"n": pl.Int64, "n_unlabeled": pl.Int64}
+    parts = []
+    if labelled is not None:
+        parts.append(labelled.select(*keys, *(c for c in names if c not in UNLABELED)))
+    if unlabeled is not None:
+        moved = [pl.col("pos").alias("unlabeled")]
+        if spec.weighted:
+            moved.append(pl.col("n").alias("n_unlabeled"))
+        parts.append(unlabeled.select(*keys, *moved))
+    if len(parts) == 2:
+        joined = parts[0].join(parts[1], on=keys, how="full", nulls_equal=True, coalesce=True)
+    else:
+        joined = parts[0]
+    return joined.select(
+        *keys,
+        *(
+            (pl.col(c).fill_null(0) if c in joined.columns else pl.lit(0)).cast(types[c]).alias(c)
+            for c in names
+        ),
+    )

@@ -39,7 +39,7 @@ RESERVED = {
 #: What a paired state offers: a label with a positive class, and a model table with DeLong's
 #: paired tests of its models (not a table of declared metrics: ``metrics=`` and ``ci=``
 #: do not apply).
-CAPABILITIES = frozenset({"positive", "models"})
+CAPABILITIES = frozenset({"positive", "models", "histogram"})
 #: Its own options, by their names in :func:`streameval.evaluate` (and keys of a job's
 #: ``[task]`` table), beyond those of every task (label, weight, by, precision, drop_nulls).
 OPTIONS = frozenset({"scores", "positive", "level"})

@@ -65,3 +65,21 @@ def state_query(
     order = [*spec.keys, *bucket_columns(spec), *names]
     query = lf.group_by([*keys, *buckets]).agg([aggs[c].alias(c) for c in names])
     return query, lambda table: table.with_columns(fixed).select(order)
+
+
+def histogram(spec: Spec, table: pl.DataFrame) -> pl.DataFrame:
+    """Each model's score histogram: per group, ``model`` and bucket, ``_mass`` and ``_rows``.
+
+    A model's histogram sums the joint one over the other models' buckets.
+    """
+    n = pl.col("n") if spec.weighted else pl.col("pos") + pl.col("neg")
+    mass = (pl.col("pos") + pl.col("neg")).cast(pl.Float64)
+    parts = [
+        table.group_by([*spec.keys, b])
+        .agg(mass.sum().alias("_mass"), n.cast(pl.Int64).sum().alias("_rows"))
+        .select(
+            *spec.keys, pl.lit(model).alias("model"), pl.col(b).alias("bucket"), "_mass", "_rows"
+        )
+        for model, b in zip(spec.scores, bucket_columns(spec), strict=True)
+    ]
+    return pl.concat(parts)

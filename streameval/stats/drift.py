@@ -1,0 +1,218 @@
+r"""Score drift between two score histograms: PSI, Jensen–Shannon distance and KS statistic.
+
+A state's score histogram (rows' weight per score bucket) is all that score drift needs, so
+the drift of each group against a baseline comes from stored states without reading a row.
+
+**Bins.** The population stability index and the Jensen–Shannon distance compare the two
+distributions over ``k`` bins made from the baseline's quantiles: the bins are the intervals
+between the edges ``e_1 < e_2 < …``, where ``e_i`` is the lowest baseline score with at least
+``i/k`` of the baseline's weight below it. A baseline score ``x`` thus falls in bin
+``⌊k · F(x−)⌋``, ``F(x−)`` being the baseline's share of weight below ``x``; each bin holds
+about ``1/k`` of the baseline (fewer bins where one score holds more than ``1/k``). In
+exact mode the scores are the rows' own; in a bucketed state they are the buckets' lower
+edges, so every edge is a bucket edge, within a relative ``2^-precision`` of the quantile
+of the raw scores, and each value is the one of the raw scores binned at those edges.
+
+- ``psi`` = Σ (c − b) · ln(c / b) over the bins, with ``c`` and ``b`` the current and
+  baseline shares; a share of 0 is taken as :data:`PSI_FLOOR`, as is common practice, so a
+  bin empty on one side gives a large but finite term.
+- ``js_distance`` = the square root of the Jensen–Shannon divergence in bits (base 2), so it
+  lies in [0, 1]: scipy's ``jensenshannon(c, b, base=2)``.
+
+**KS.** ``ks_statistic`` is the largest gap between the two cumulative distributions at
+the bucket edges, over every bucket (not the ``k`` bins). In exact mode that is the
+two-sample Kolmogorov–Smirnov statistic of the raw scores (scipy's ``ks_2samp``; weighted:
+of the weighted empirical distributions). In a bucketed state the raw scores' statistic
+lies in ``[ks_statistic, ks_statistic + ks_bound]``: within a bucket the two distributions
+can only part by what the bucket holds of each.
+
+>>> import polars as pl
+>>> cur = pl.DataFrame({"bucket": [1, 2, 3], "_mass": [1.0, 1.0, 2.0], "_rows": [1, 1, 2]})
+>>> base = pl.DataFrame({"bucket": [1, 2, 3], "_mass": [2.0, 1.0, 1.0], "_rows": [2, 1, 1]})
+>>> drift(cur, base, [], [], bins=2, exact=True).select("psi", "ks_statistic", "bins")
+shape: (1, 3)
+┌──────────┬──────────────┬──────┐
+│ psi      ┆ ks_statistic ┆ bins │
+│ ---      ┆ ---          ┆ ---  │
+│ f64      ┆ f64          ┆ u32  │
+╞══════════╪══════════════╪══════╡
+│ 0.274653 ┆ 0.25         ┆ 2    │
+└──────────┴──────────────┴──────┘
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from ..errors import InputError
+from ..kernels.drift import group_drift
+from ..resample_draw import REPLICATE
+from ..spec import Spec
+
+#: The share a bin empty on one side is taken to hold in the PSI (0.01%).
+PSI_FLOOR = 1e-4
+#: The drift measures, as the columns of :func:`drift`'s table.
+MEASURES = ("psi", "js_distance", "ks_statistic")
+#: The columns of :func:`drift`'s table beside the ids (group keys may not take them).
+COLUMNS = ("n", "baseline_n", *MEASURES, "ks_bound", "bins")
+#: The constant key of a baseline without keys.
+_ONE = "_one"
+#: A histogram's weight and rows per bucket (names a group key cannot take: they start with _).
+_MASS, _ROWS = pl.col("_mass"), pl.col("_rows")
+
+
+def drift(
+    current: pl.DataFrame,
+    baseline: pl.DataFrame | None,
+    ids: list[str],
+    on: list[str],
+    *,
+    bins: int,
+    exact: bool,
+    every: bool = False,
+) -> pl.DataFrame:
+    """Per group of ``current``: its score drift from the baseline group it joins.
+
+    Parameters
+    ----------
+    current, baseline : DataFrame
+        Score histograms: the id columns, ``bucket`` (ordered score keys, of the same
+        precision and cuts in both), ``_mass`` (the rows' weight) and ``_rows``. No
+        baseline (None): every group's measures are null.
+    ids : list of str
+        ``current``'s id columns (its groups).
+    on : list of str
+        ``baseline``'s id columns, among ``ids``: a current group's baseline is the
+        baseline group of the same values (none: one baseline for every group).
+    bins : int
+        The number of baseline-quantile bins of the PSI and JS distance.
+    exact : bool
+        Whether each bucket is one score (``ks_bound`` is then 0).
+    every : bool
+        With ``on`` equal to ``ids``: also a row for each baseline group that ``current``
+        lacks, its ``n`` and measures null.
+
+    Returns
+    -------
+    DataFrame
+        A row per current group, sorted: ``ids``, ``n`` and ``baseline_n`` (rows),
+        ``psi``, ``js_distance``, ``ks_statistic``, ``ks_bound`` and ``bins`` (the bins
+        formed). The measures are null for a group without weight or without a baseline.
+
+    """
+    if baseline is None:  # (the shape of the table, without a baseline to measure)
+        baseline = current.clear().select(*on, "bucket", "_mass", "_rows")
+    # every group (and baseline group) numbered, so that the walk reads integer codes
+    current, baseline = (f.with_columns(pl.lit(0).alias(_ONE)) for f in (current, baseline))
+    keys, on = [*ids, _ONE], [*on, _ONE]
+    groups = (
+        current.group_by(keys)
+        .agg(_ROWS.sum().alias("n"))
+        .sort(keys, nulls_last=False)
+        .with_row_index("_g")
+    )
+    bases = baseline.group_by(on).agg(_ROWS.sum().alias("baseline_n")).with_row_index("_b")
+    groups = groups.join(bases, on=on, how="left", nulls_equal=True, maintain_order="left")
+    cur = _coded(current, groups.select(*keys, "_g"), keys, "_g")
+    base = _coded(baseline, bases.select(*on, "_b"), on, "_b")
+    psi, js, ks, bound, formed = group_drift(
+        _starts(cur["_g"], groups.height),
+        cur["bucket"].to_numpy(),
+        cur["_mass"].to_numpy(),
+        groups["_b"].fill_null(-1).cast(pl.Int64).to_numpy(),
+        _starts(base["_b"], bases.height),
+        base["bucket"].to_numpy(),
+        base["_mass"].to_numpy(),
+        bins,
+        exact,
+        PSI_FLOOR,
+    )
+    measures = (
+        pl.DataFrame(
+            {"psi": psi, "js_distance": js, "ks_statistic": ks, "ks_bound": bound, "bins": formed}
+        )
+        .with_columns(pl.all().fill_nan(None))
+        .with_columns(pl.col("bins").cast(pl.UInt32))
+    )
+    out = pl.concat([groups.select(*ids, "n", "baseline_n"), measures], how="horizontal")
+    if every and on == keys:  # the baseline's groups that have no rows here
+        gone = bases.join(groups, on=on, how="anti", nulls_equal=True).select(*ids, "baseline_n")
+        out = pl.concat([out, gone], how="diagonal_relaxed").sort(ids, nulls_last=False)
+    return out.select(*ids, *COLUMNS)
+
+
+def _coded(hist: pl.DataFrame, codes: pl.DataFrame, keys: list[str], code: str) -> pl.DataFrame:
+    """The histogram's buckets of weight with their group's code, sorted by code and bucket."""
+    return (
+        hist.filter(_MASS > 0)
+        .join(codes, on=keys, how="inner", nulls_equal=True)
+        .select(code, "bucket", "_mass")
+        .sort(code, "bucket")
+    )
+
+
+def _starts(codes: pl.Series, groups: int) -> npt.NDArray[np.int64]:
+    """Each group's first row in rows sorted by group code (and one past the last)."""
+    counts = np.bincount(codes.to_numpy(), minlength=groups)
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+def check_comparable(current: Spec, baseline: Spec, bins: object) -> list[str]:
+    """The baseline's keys a current group joins on, or an InputError saying what differs.
+
+    Both states must be of one kind, with buckets of the same precision and cuts (so that
+    each bucket of one lies within a bucket of the other), and the baseline's keys among the
+    current state's.
+    """
+    if isinstance(bins, bool) or not isinstance(bins, int) or not 2 <= bins <= 10_000:
+        raise InputError(f"expected bins to be an integer from 2 to 10000, got {bins!r}")
+    if baseline.kind != current.kind:
+        raise InputError(
+            f"expected a {current.kind} baseline state, got a {baseline.kind} one; hint: "
+            "accumulate the baseline with the same task"
+        )
+    if (baseline.precision, baseline.splits) != (current.precision, current.splits):
+        raise InputError(
+            f"expected a baseline state with the same score buckets, got precision "
+            f"{baseline.precision} and cuts {list(baseline.splits)} against "
+            f"{current.precision} and {list(current.splits)}; hint: accumulate both with the "
+            f"same precision= and thresholds={list(current.splits)[:-1] or [0.5]}"
+            + (
+                " (State.coarsen brings a bucketed state to fewer bits)"
+                if not current.exact and not baseline.exact
+                else ""
+            )
+        )
+    if current.scores != baseline.scores:
+        raise InputError(
+            f"expected a baseline of the same models {list(current.scores)}, got "
+            f"{list(baseline.scores)}"
+        )
+    clash = [k for k in current.keys if k in COLUMNS]
+    if clash:
+        raise InputError(
+            f"expected group keys other than the drift table's columns {list(COLUMNS)}, got "
+            f"{clash}; hint: rename the key in a LazyFrame before accumulating"
+        )
+    keys = [k for k in baseline.keys if k != REPLICATE]
+    extra = [k for k in keys if k not in current.keys]
+    if extra:
+        raise InputError(
+            f"expected the baseline state's keys among the state's {list(current.keys)}, got "
+            f"{keys}; hint: accumulate the baseline by a subset of the state's keys (none: "
+            "one baseline for every group)"
+        )
+    return keys
+
+
+def sample(spec: Spec, table: pl.DataFrame) -> tuple[Spec, pl.DataFrame]:
+    """A state's own sample: without its bootstrap replicates (replicate 0, key dropped)."""
+    if not spec.replicates:
+        return spec, table
+    keys = tuple(k for k in spec.keys if k != REPLICATE)
+    table = table.filter(pl.col(REPLICATE) == 0).drop(REPLICATE)
+    return replace(spec, keys=keys, replicates=0), table
