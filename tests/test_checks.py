@@ -20,7 +20,6 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from polars.testing import assert_frame_equal
 from scipy import stats
 
 import streameval as se
@@ -526,38 +525,3 @@ def test_a_changed_reference_or_a_damaged_check_file_is_judged_again(tmp_path):
     report = run_job(path, quiet=True)  # the damaged rows are judged again from the states
     assert report.judged == 1 and report.failures == []
     assert checks_table(tmp_path).height == 2 * len(SEGMENTS)
-
-
-@settings(max_examples=30, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4)), min_size=1, max_size=25))
-def test_the_sliding_pool_is_the_merge_of_its_range(steps):
-    """Ranges moving on (or back, or jumping): each window equals the one-shot merge."""
-    from streameval.jobs.pool import Pool
-
-    rng = np.random.default_rng(0)
-    days = [
-        se.accumulate(
-            pl.DataFrame(
-                {
-                    "g": rng.choice(["a", "b"], 30),
-                    "y": rng.integers(0, 2, 30),
-                    "p": rng.random(30).round(2),
-                }
-            ),
-            label="y",
-            score="p",
-            by="g",
-        )
-        for _ in range(40)
-    ]
-    pool, lo = Pool(), 0
-    for move, width in steps:
-        lo = max(0, lo + move - 1)  # (mostly forward, sometimes back)
-        hi = min(40, lo + width)
-        got = pool.window(lo, hi, lambda j: days[j])
-        if hi <= lo:
-            assert got is None
-            continue
-        want = se.merge(days[lo:hi])
-        keys = ["g", "bucket"]  # (sums in another order: to their last bits)
-        assert_frame_equal(got.table.sort(keys), want.table.sort(keys), rel_tol=1e-12)

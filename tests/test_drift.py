@@ -428,10 +428,12 @@ def test_drift_beside_metric_checks_and_checks_only(tmp_path: Path) -> None:
         '[[checks]]\nmetric = "roc_auc"\nmin = 0.5\n'
         '[[checks]]\nmetric = "psi"\nmax = 0.2\nbaseline = "previous"\nseverity = "warn"\n'
     )
-    path = job(tmp_path, checks)
+    path = job(tmp_path, checks, checking='report = "report.html"')
     report = run_job(path, quiet=True)
     got = checks_table(tmp_path)
     assert report.checks_failed == 0
+    page = (tmp_path / "report.html").read_text()
+    assert "psi 1d" in page and "warn: 1" in page.replace("</span>", "").replace("<span>", "")
     assert got.filter(pl.col("status") == "warn").select("segment").rows() == [("c",)]
     assert set(got.filter(pl.col("check") == "roc_auc 1d")["status"]) == {"pass"}
     assert main(["run", str(path), "--checks-only", "--quiet"]) == 0

@@ -48,7 +48,6 @@ from .judge import (
     verdicts,
     with_baseline,
 )
-from .pool import Pool
 from .rollup import FLAT, Entry, StateCache, day_label, digest_of
 from .store import Store
 
@@ -92,8 +91,6 @@ class Checks:
         self.states: StateCache | None = None
         self._states = StateCache(store, [])
         self._merges: dict[tuple[int, ...], State | None] = {}
-        #: Each history check's sliding window of accepted states (:mod:`.pool`).
-        self._pools: dict[str, Pool] = {}
         self._tables: dict[tuple[int, ...], pl.DataFrame] = {}
 
     def name(self, entry: Entry) -> str:
@@ -131,7 +128,6 @@ class Checks:
         verdicts_by_day: dict[int, pl.DataFrame] = {}
         self._tables.clear()  # (a retry after a repair: the entries may have changed)
         self._merges.clear()
-        self._pools.clear()
         self._states = self.states if self.states is not None else StateCache(self.store, entries)
         saved = time.monotonic()
         for n, i in enumerate(points):
@@ -157,7 +153,6 @@ class Checks:
             save()
         self._tables.clear()
         self._merges.clear()
-        self._pools.clear()
         return judged
 
     def _forget(self, entries: Sequence[Entry], i: int) -> None:
@@ -327,13 +322,7 @@ class Checks:
                 table = table.clear()
             return State(state.spec, table)
 
-        if not members:
-            return None, slices
-        if check.same_weekday:  # (every seventh day: merged anew)
-            return merge([accepted(j) for j in members]), slices
-        # consecutive entries, judged day after day: a sliding window (:mod:`.pool`)
-        pool = self._pools.setdefault(check.name, Pool())
-        return pool.window(members[0], members[-1] + 1, accepted), slices
+        return (merge([accepted(j) for j in members]) if members else None), slices
 
     def _rejected(
         self, check: CheckConfig, entries: Sequence[Entry], j: int, known: dict[int, pl.DataFrame]
