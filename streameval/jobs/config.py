@@ -26,7 +26,7 @@ the key's path (``outputs[1].windows[0]``) and what is allowed.
 >>> load_job(job)
 Traceback (most recent call last):
 ...
-streameval.jobs.tomlkeys.JobConfigError: ...job.toml: task.lable: unknown key; did you mean 'label'?
+streameval.jobs.tomlkeys.JobConfigError: ...job.toml: task.lable: unknown key; did you mean ...
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ class JobConfigError(InputError):
     ...     load_job(path)
     ... except JobConfigError as exc:
     ...     print(str(exc).split(": ", 1)[1])
-    task.lable: unknown key; did you mean 'label'?
+    task.lable: unknown key; did you mean 'label' or 'labels'?
 
     """
 

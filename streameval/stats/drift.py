@@ -59,7 +59,7 @@ PSI_FLOOR = 1e-4
 MEASURES = ("psi", "js_distance", "ks_statistic")
 #: The columns of :func:`drift`'s table beside the ids (group keys may not take them).
 COLUMNS = ("n", "baseline_n", *MEASURES, "ks_bound", "bins")
-#: The constant key of a baseline without keys.
+#: A constant key added to both histograms: what a baseline without keys joins on.
 _ONE = "_one"
 #: A histogram's weight and rows per bucket (names a group key cannot take: they start with _).
 _MASS, _ROWS = pl.col("_mass"), pl.col("_rows")
