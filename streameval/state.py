@@ -1328,15 +1328,15 @@ def drift_table(
     Those rows (when both states have the same keys) have a null ``n``: a group whose rows
     stopped coming. Without a baseline, every group's measures are null.
     """
-    on = check_comparable(state.spec, (baseline or state).spec, bins)
+    on = check_comparable(state.spec, (state if baseline is None else baseline).spec, bins)
     histogram = HISTOGRAMS[state.spec.kind]
-    current = histogram(*sample(state.spec, state.table))
+    spec, table = sample(state.spec, state.table)
     base = None if baseline is None else histogram(*sample(baseline.spec, baseline.table))
     model = ["model"] if offers(state.spec.kind, "models") else []
     return drift(
-        current,
+        histogram(spec, table),
         base,
-        [*sample(state.spec, state.table)[0].keys, *model],
+        [*spec.keys, *model],
         [*on, *model],
         bins=bins,
         exact=state.spec.exact,
