@@ -248,6 +248,42 @@ def test_an_injected_drop_fails_alone_and_leaves_the_accepted_history(tmp_path):
         assert row["baseline"] == pytest.approx(expected["roc_auc"].item(), abs=1e-12)
 
 
+@pytest.mark.parametrize("by", [["segment"], []])
+@pytest.mark.parametrize("lenient_first", [True, False])
+def test_history_baselines_pool_each_checks_accepted_days(tmp_path, by, lenient_first):
+    """Every history baseline equals the metric of that check's accepted days, read back.
+
+    Two checks pool the same days: a strict one that warns on many slice-days (its history
+    leaves them out) and a lenient one that never does (its history keeps all). The lenient
+    one first, the strict one takes the day's pool less its rejected slices; else it merges
+    its accepted days itself.
+    """
+    order = (("strict", 0.0, "warn"), ("lenient", 1.0, "error"))
+    rows = write_days(tmp_path, 9, rows=60, seed=5, drops={(4, "b"): 0.0, (6, "d"): -1.0})
+    checks = "".join(
+        f'[[checks]]\nname = "{name}"\nmetric = "roc_auc"\nmax_drop = {drop}\n'
+        f'baseline = "history"\ndays = 4\nseverity = "{severity}"\n'
+        for name, drop, severity in (order[::-1] if lenient_first else order)
+    )
+    path = job(tmp_path, checks)
+    path.write_text(path.read_text().replace('by = ["segment"]', f"by = {json.dumps(by)}"))
+    run_job(path, quiet=True)
+    got = pl.read_parquet(tmp_path / "checks" / "**" / "*.parquet")
+    rejected = got.filter(pl.col("status").is_in(["fail", "warn"]))
+    assert rejected.filter(pl.col("check") == "strict").height >= 3  # (the test has teeth)
+    assert rejected.filter(pl.col("check") == "lenient").is_empty()
+    days = [START + timedelta(days=d) for d in range(9)]
+    for row in got.filter(pl.col("baseline").is_not_null()).iter_rows(named=True):
+        i = days.index(row["day"])
+        slice_ = [pl.col(k) == row[k] for k in by]
+        bad = rejected.filter(pl.col("check") == row["check"], *slice_)["day"].to_list()
+        kept = [d for d in days[max(0, i - 4) : i] if d not in bad]
+        pooled = rows.filter(pl.col("day").is_in(kept), *slice_)
+        expected = se.evaluate(pooled, label="label", score="score")["roc_auc"].item()
+        assert row["baseline_n"] == pooled.height
+        assert row["baseline"] == pytest.approx(expected, abs=1e-12)
+
+
 # -- runs, statuses, outputs ----------------------------------------------------------------
 
 

@@ -22,7 +22,7 @@ from polars.testing import assert_frame_equal
 from test_stats_reference import _binary_rows
 
 import streameval as se
-from reference import binary_frames, close, per_group, refusing
+from reference import binary_frames, close, kernel_path, per_group, refusing
 from streameval.stats import tables
 
 pytestmark = pytest.mark.filterwarnings("ignore:log_loss and brier are null:UserWarning")
@@ -87,6 +87,27 @@ def test_evaluate_intervals_equal_the_states(data, method, level, thresholds, pr
         for name in ("roc_auc_se", "roc_auc_lo", "roc_auc_hi", "recall_lo", "accuracy_hi"):
             if name in theirs:
                 assert close(mine[name], theirs[name], 1e-8), (name, mine[name], theirs[name])
+
+
+@given(
+    binary_frames(),
+    st.sampled_from(["wilson", "clopper-pearson"]),
+    st.sampled_from([[0.5], [0.3, 0.5]]),
+    st.sampled_from(["exact", 4, 11]),
+    st.booleans(),
+)
+def test_a_states_delong_intervals_from_its_runs_equal_the_polars_ones(
+    data, method, thresholds, precision, keyed
+):
+    """A state's metric table reads DeLong's variance off its runs, in the table's pass."""
+    df, _, weighted = data
+    by = "g" if keyed else None
+    kw: dict[str, Any] = dict(label="y", score="p", by=by, weight="w" if weighted else None)
+    state = se.accumulate(df, thresholds=thresholds, precision=precision, **kw)
+    ours = state.metrics(thresholds, ci=method)
+    with kernel_path("off"):  # (the Polars finalize, and DeLong from the state's table)
+        theirs = state.metrics(thresholds, ci=method)
+    same(ours, theirs, ["g"] if keyed else [])
 
 
 @settings(max_examples=10, deadline=None)

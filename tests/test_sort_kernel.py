@@ -268,3 +268,26 @@ def test_the_kernel_paths_variable_takes_named_paths_only(monkeypatch):
         tables.append(se.evaluate(df, label="y", score="p"))
     for table in tables[1:]:
         assert_frame_equal(table, tables[0], rel_tol=1e-12, abs_tol=1e-15)
+
+
+@given(
+    st.integers(-(2**62), 2**62),
+    st.integers(1, 50),
+    st.lists(st.integers(0, 2**12), min_size=1, max_size=40),
+    st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=10),
+)
+def test_a_score_field_shifts_off_the_bits_its_keys_share(low, shift, steps, probes):
+    """Bucket keys share their low bits: the field drops them and keeps order and thresholds."""
+    from streameval.kernels.scorekeys import ScoreField
+
+    keys = np.array(sorted({low + (s << shift) for s in steps}), np.int64)
+    span = int(keys[-1]) - int(keys[0])
+    field = ScoreField.build(keys, int(keys[0]), int(keys[-1]), max(span.bit_length() - shift, 1))
+    assert field is not None
+    fields = field.encode(keys)
+    assert field.shift >= shift or span == 0
+    assert bool((field.decode(fields) == keys).all())
+    assert bool((np.diff(fields.astype(np.float64)) > 0).all())
+    for probe in [*probes, *keys.tolist(), *(k + 1 for k in keys.tolist())]:
+        reach = field.offset(probe)  # the fields of keys >= probe, as _threshold_index reads it
+        assert [int(f) >= reach for f in fields] == [int(k) >= probe for k in keys]

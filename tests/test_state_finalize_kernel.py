@@ -65,13 +65,13 @@ def test_the_loops_read_the_state(precision, monkeypatch):
     df = pl.DataFrame({"g": [0, 1, 0, 1], "y": [1, 0, 0, 1], "p": [0.9, 0.2, 0.4, 0.6]})
     state = se.accumulate(df, label="y", score="p", by="g", precision=precision)
     tables: list[Any] = []
-    original = kernel_metrics.runs_metrics
+    original = kernel_metrics.runs_grouped
 
     def spied(*args: Any) -> Any:
         tables.append(original(*args))
         return tables[-1]
 
-    monkeypatch.setattr(kernel_metrics, "runs_metrics", spied)
+    monkeypatch.setattr(kernel_metrics, "runs_grouped", spied)
     ours = state.metrics()
     assert len(tables) == 1 and tables[0] is not None
     assert ours["roc_auc"].to_list() == [1.0, 1.0]

@@ -15,8 +15,9 @@ digest is unchanged is not judged again.
 Baselines: ``previous`` is the window of the same length just before (a ``7d`` window's
 seven days before it); ``history`` pools the ``days`` days before the window (of its end
 weekday with ``same_weekday``), leaving out each slice's days on which this check failed or
-warned; ``reference`` is a state file's slices; ``champion`` another model's value on the
-same rows (a paired task).
+warned (the days are merged once for every check that reads them; a check takes that pool
+less the slices it rejected, merged again from their accepted days); ``reference`` is a
+state file's slices; ``champion`` another model's value on the same rows (a paired task).
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ class Checks:
         self._states = StateCache(store, [])
         self._merges: dict[tuple[int, ...], State | None] = {}
         self._tables: dict[tuple[int, ...], pl.DataFrame] = {}
+        self._pools: dict[tuple[int, ...], State] = {}
 
     def name(self, entry: Entry) -> str:
         """A day's name in the manifest: the partition value (one ``*`` without a key)."""
@@ -153,6 +155,7 @@ class Checks:
             save()
         self._tables.clear()
         self._merges.clear()
+        self._pools.clear()
         return judged
 
     def _forget(self, entries: Sequence[Entry], i: int) -> None:
@@ -179,6 +182,7 @@ class Checks:
         self, entries: Sequence[Entry], i: int, known: dict[int, pl.DataFrame]
     ) -> pl.DataFrame:
         """Every check's rows at entry ``i``, the day's p-values adjusted together."""
+        self._pools.clear()  # (the previous day's history pools: not read again)
         parts = []
         for check in self.checks.values():
             rows = self._judge(check, entries, i, known)
@@ -311,18 +315,48 @@ class Checks:
             and (not check.same_weekday or entries[j].day.weekday() == end.weekday())  # type: ignore[union-attr]
         ]
 
-        def accepted(j: int) -> State:
-            """Entry ``j``'s state without the slices on which the check failed or warned."""
-            state = self._state(j)
-            rejected = self._rejected(check, entries, j, known)
-            table = state.table
-            if rejected is not None and rejected.height and slices:
-                table = table.join(rejected, on=slices, how="anti", nulls_equal=True)
-            elif rejected is not None and rejected.height:
-                table = table.clear()
-            return State(state.spec, table)
+        if not members:
+            return None, slices
+        rejected: dict[int, pl.DataFrame] = {}
+        for j in members:
+            rows = self._rejected(check, entries, j, known)
+            if rows is not None and rows.height:
+                rejected[j] = rows
+        if not rejected:  # (every check's history of these days: merged once)
+            return self._pooled(members), slices
 
-        return (merge([accepted(j) for j in members]) if members else None), slices
+        def accepted(j: int, table: pl.DataFrame) -> State:
+            """Entry ``j``'s rows ``table`` less the slices on which the check failed or warned."""
+            if j in rejected:
+                table = table.join(rejected[j], on=slices, how="anti", nulls_equal=True)
+            return State(self._state(j).spec, table)
+
+        if not slices:  # (a day it failed is left out whole)
+            empty = self._state(members[0])
+            kept_days = [self._state(j) for j in members if j not in rejected]
+            return (
+                merge(kept_days) if kept_days else State(empty.spec, empty.table.clear())
+            ), slices
+        if tuple(members) not in self._pools:  # (no other check pooled these days)
+            return merge([accepted(j, self._state(j).table) for j in members]), slices
+        # the pooled days less every slice rejected on some day, and those slices merged
+        # again from their accepted days alone
+        out = pl.concat(list(rejected.values())).unique()
+        pooled = self._pooled(members)
+        kept = pooled.table.join(out, on=slices, how="anti", nulls_equal=True)
+        redone = [
+            accepted(j, self._state(j).table.join(out, on=slices, how="semi", nulls_equal=True))
+            for j in members
+        ]
+        again = merge(redone).table
+        return State(pooled.spec, pl.concat([kept, again.select(kept.columns)])), slices
+
+    def _pooled(self, members: list[int]) -> State:
+        """The merged state of the entries ``members`` (history pools: kept for one day)."""
+        key = tuple(members)
+        if key not in self._pools:
+            self._pools[key] = merge([self._state(j) for j in members])
+        return self._pools[key]
 
     def _rejected(
         self, check: CheckConfig, entries: Sequence[Entry], j: int, known: dict[int, pl.DataFrame]

@@ -4,7 +4,9 @@ Directly, the field is ``key - key_min``. Probabilities that include 0.0 (or tin
 span 62 bits that way, too many to pack with a group code and the label. Only the binades
 that occur matter for the order, though: the key's top 12 bits (sign and exponent) are
 replaced by their rank among those that occur, which keeps the order and the low 52 bits.
-A unit whose scores span 14 binades then needs 52 + 4 bits. Scores spread over hundreds of
+A unit whose scores span 14 binades then needs 52 + 4 bits. Bucket keys (a state's buckets
+at ``m`` mantissa bits) share their low ``52 - m`` bits: those are shifted off, so a state's
+buckets fit in a few bits more than ``m`` without a sort. Scores spread over hundreds of
 binades need more than that: :meth:`ScoreField.fit` then replaces each key by its rank among
 the unit's distinct keys (one ``argsort``), which takes the bits of the count of distinct
 scores, 25 for 2e7 of them.
@@ -19,6 +21,10 @@ scores, 25 for 2e7 of them.
 True
 >>> [field.offset(key(t)) >= field.offset(key(0.5)) for t in (0.3, 0.5, 0.6)]
 [False, True, True]
+>>> buckets = keys & ~((1 << 40) - 1)  # (keys of 12-bit buckets: the low 40 bits 0)
+>>> field = ScoreField.build(buckets, int(buckets.min()), int(buckets.max()), 30)
+>>> field.bits, field.shift, bool((field.decode(field.encode(buckets)) == buckets).all())
+(21, 41, True)
 >>> spread = np.array([key(v) for v in [-1e300, -1e-300, 1e-300, 1.0, 1e300]], np.int64)
 >>> ScoreField.build(spread, int(spread.min()), int(spread.max()), 20) is None
 True
@@ -35,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+import polars as pl
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
@@ -57,6 +64,8 @@ class ScoreField:
         keys are stored directly.
     values : ndarray of int64 or None
         The distinct keys, sorted, when each key is stored as its rank among them.
+    shift : int
+        Low bits every ``key - low`` has clear, shifted off (stored directly only).
 
     """
 
@@ -64,6 +73,7 @@ class ScoreField:
     bits: int
     tops: I64 | None = None
     values: I64 | None = None
+    shift: int = 0
 
     @classmethod
     def build(cls, key: I64, key_min: int, key_max: int, budget: int) -> ScoreField | None:
@@ -86,6 +96,9 @@ class ScoreField:
         bits = (key_max - key_min).bit_length()
         if bits <= min(budget, 63):
             return cls(key_min, bits)
+        shift = _clear_bits(key, key_min)
+        if bits - shift <= min(budget, 63):
+            return cls(key_min, bits - shift, shift=shift)
         seen = np.bincount(_tops(key), minlength=1 << 12)
         tops = np.flatnonzero(seen).astype(np.int64)
         field = cls(0, 0, tops)
@@ -109,12 +122,12 @@ class ScoreField:
     def ranked(cls, key: I64, budget: int) -> tuple[ScoreField, U64] | None:
         """The field of each key's rank among the distinct keys, and the fields (or None).
 
-        One ``argsort`` gives both the distinct keys and each key's rank (NumPy's vectorized
+        One ``arg_sort`` gives both the distinct keys and each key's rank (NumPy's vectorized
         sort: a search a row in the distinct keys would take ten times as long).
         """
         if not key.size:
             return cls(0, 0, None, key[:0].copy()), key.view(np.uint64)[:0].copy()
-        order = np.argsort(key)
+        order = pl.Series(key).arg_sort().to_numpy()  # (multithreaded: NumPy's takes 3×)
         ordered = key[order]
         new = np.empty(key.size, np.bool_)
         new[0] = True
@@ -145,7 +158,8 @@ class ScoreField:
         if self.values is not None:
             return np.searchsorted(self.values, key).astype(np.uint64)
         if self.tops is None:
-            return key.view(np.uint64) - np.uint64(self.low % (1 << 64))
+            out: U64 = key.view(np.uint64) - np.uint64(self.low % (1 << 64))
+            return out >> np.uint64(self.shift) if self.shift else out
         rank = np.zeros(1 << 12, np.uint64)
         rank[self.tops] = np.arange(self.tops.size, dtype=np.uint64)
         out = rank[_tops(key)]
@@ -159,15 +173,29 @@ class ScoreField:
         if self.values is not None:
             ranked: I64 = self.values[field.astype(np.intp)]
             return ranked
-        value = field + np.uint64(self.low % (1 << 64))
         if self.tops is None:
+            value = field << np.uint64(self.shift) if self.shift else field.copy()
+            value += np.uint64(self.low % (1 << 64))
             return value.view(np.int64)
+        value = field + np.uint64(self.low % (1 << 64))
         top = self.tops[(value >> np.uint64(_LOW)).astype(np.intp)] - 2048
         return (top << _LOW) | (value & np.uint64(_MASK)).view(np.int64)
 
     def offset(self, key: int) -> int:
         """Field value that scores ``>= key`` reach: compare fields instead of keys."""
+        if self.shift:  # the least field whose key is >= key (fields are 2**shift apart)
+            return -((self.low - key) >> self.shift)
         return self._compress(key) - self.low
+
+
+def _clear_bits(key: I64, key_min: int) -> int:
+    """How many low bits every ``key - key_min`` has clear (0 for a single key).
+
+    >>> _clear_bits(np.array([8, 24, 40]), 8), _clear_bits(np.array([3, 3]), 3)
+    (4, 0)
+    """
+    spread = int(np.bitwise_or.reduce(key - key_min)) if key.size else 0
+    return (spread & -spread).bit_length() - 1 if spread else 0
 
 
 def _tops(key: I64) -> npt.NDArray[np.intp]:

@@ -90,10 +90,15 @@ def binary_table(
     ci: str,
     level: float,
     auc_method: str,
+    computed: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """A binary metric table with intervals and caret's statistics (metrics ``names``)."""
-    variance = None
-    if auc_method == "delong":
+    """A binary metric table with intervals and caret's statistics (metrics ``names``).
+
+    ``computed``: each group's DeLong variance (the keys and ``_var``) where the table's
+    compiled pass gave it; else it is computed from the state here.
+    """
+    variance = None if computed is None else computed.lazy()
+    if auc_method == "delong" and variance is None:
         lf, keys = with_group_key(state.table, state.keys)
         pos, neg = (pl.col(c).cast(pl.Float64) for c in ("pos", "neg"))
         variance = delong(lf.select(*keys, "bucket", pos, neg), keys).select(*keys, "_var")

@@ -383,19 +383,48 @@ def metric_table(
     >>> t.select("n", "roc_auc", "tp", "fp", "accuracy", "f1").row(0)
     (4, 0.75, 1, 1, 0.5, 0.5)
     """
+    return metric_table_variance(state, threshold, beta)[0]
+
+
+def metric_table_variance(
+    state: StateData,
+    threshold: float | Sequence[float] = 0.5,
+    beta: float = 1.0,
+    variance: bool = False,
+) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """:func:`metric_table`, and with ``variance`` each group's DeLong variance of the AUC.
+
+    The variance (the keys and ``_var``, null where undefined) comes from the compiled loops
+    in the same pass as the table; None where they do not read the state (the caller then
+    computes it from the state: :func:`streameval.stats.delong.delong`).
+
+    >>> import polars as pl, streameval as se
+    >>> df = pl.DataFrame({"y": [0, 0, 1, 1], "p": [0.1, 0.6, 0.4, 0.8]})
+    >>> state = se.accumulate(df, label="y", score="p", precision="exact")
+    >>> table, var = metric_table_variance(state, variance=True)
+    >>> round(var["_var"].item(), 6) if var is not None else "no compiled loops"
+    0.125
+    """
     thresholds = as_thresholds(threshold)
     check_thresholds(state, thresholds)
     if kernels.enabled():  # the state's rows as runs, read by the compiled loops
         runs = state_runs(state.table, state.spec)
-        table = None if runs is None else runs_metrics(runs, state.spec, thresholds, beta)
-        if table is not None:
-            return table
+        grouped = None if runs is None else runs_grouped(runs, state.spec, thresholds, variance)
+        if grouped is not None:
+            keys = list(state.spec.keys)
+            table = grouped_metrics(grouped, state.spec, thresholds, beta)
+            if not variance:
+                return table, None
+            undefined = pl.col("_var").fill_nan(None)
+            if keys:
+                return table, grouped.select(*keys, undefined).unique(keys, keep="first")
+            return table, grouped.select(pl.lit(0, pl.Int8).alias(ALL), undefined).head(1)
     scale = _pair_scale(state.table)
     parts = [
         _finalize(chunk, state.spec, thresholds, scale, beta)
         for chunk in _key_chunks(state.table, state.keys)
     ]
-    return finish_rows(parts, state.keys)
+    return finish_rows(parts, state.keys), None
 
 
 def finish_rows(parts: list[pl.DataFrame], keys: list[str]) -> pl.DataFrame:

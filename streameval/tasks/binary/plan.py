@@ -22,7 +22,7 @@ from ...validate import diagnose_bad_rows, label_expr
 from ..common import Inputs, MetricOptions, Opened, TaskPlan, task_spec, unit_reader, weight_expr
 from . import state as binary
 from .metrics import COLUMNS, DECLARED
-from .metrics import metric_table as binary_metrics
+from .metrics import metric_table_variance as binary_metrics
 
 RESERVED = {"bucket", *binary.ALL_COLUMNS, *COLUMNS}
 #: What a binary state offers: a metric table of declared metrics, a label with a positive
@@ -153,19 +153,22 @@ def metric_table(state: StateData, options: MetricOptions) -> pl.DataFrame:
     fixed = ["n", "threshold"]
     names = select_metrics(options.metrics, [c for c in COLUMNS if c not in fixed])
     t = 0.5 if options.threshold is None else options.threshold
+    delong = options.ci is not None and options.auc_method == "delong"
     if options.metrics is None or not set(registered("binary", need="probabilities")) & set(names):
-        table = binary_metrics(state, t, options.beta)
+        table, variance = binary_metrics(state, t, options.beta, delong)
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("error", UserWarning)
             try:
-                table = binary_metrics(state, t, options.beta)
+                table, variance = binary_metrics(state, t, options.beta, delong)
             except UserWarning as exc:
                 raise InputError(f"expected probabilities, but {exc}") from None
     if options.ci is None:
         table = table.select(*state.keys, "n", *names, "threshold")
     else:
-        table = binary_table(state, table, names, options.ci, options.level, options.auc_method)
+        table = binary_table(
+            state, table, names, options.ci, options.level, options.auc_method, variance
+        )
     return with_unlabeled_count(state, table) if state.spec.unlabeled else table
 
 
