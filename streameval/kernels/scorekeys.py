@@ -8,7 +8,7 @@ A unit whose scores span 14 binades then needs 52 + 4 bits. Bucket keys (a state
 at ``m`` mantissa bits) share their low ``52 - m`` bits: those are shifted off, so a state's
 buckets fit in a few bits more than ``m`` without a sort. Scores spread over hundreds of
 binades need more than that: :meth:`ScoreField.fit` then replaces each key by its rank among
-the unit's distinct keys (one ``argsort``), which takes the bits of the count of distinct
+the unit's distinct keys (one sort), which takes the bits of the count of distinct
 scores, 25 for 2e7 of them.
 
 >>> import numpy as np
@@ -122,8 +122,8 @@ class ScoreField:
     def ranked(cls, key: I64, budget: int) -> tuple[ScoreField, U64] | None:
         """The field of each key's rank among the distinct keys, and the fields (or None).
 
-        One ``arg_sort`` gives both the distinct keys and each key's rank (NumPy's vectorized
-        sort: a search a row in the distinct keys would take ten times as long).
+        One sort gives both the distinct keys and each key's rank (Polars' multithreaded
+        ``arg_sort``: a search a row in the distinct keys would take ten times as long).
         """
         if not key.size:
             return cls(0, 0, None, key[:0].copy()), key.view(np.uint64)[:0].copy()
