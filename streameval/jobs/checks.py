@@ -93,7 +93,7 @@ class Checks:
         self._states = StateCache(store, [])
         self._merges: dict[tuple[int, ...], State | None] = {}
         self._tables: dict[tuple[int, ...], pl.DataFrame] = {}
-        self._pools: dict[tuple[int, ...], State] = {}
+        self._pools: dict[tuple[int, ...], State | None] = {}
 
     def name(self, entry: Entry) -> str:
         """A day's name in the manifest: the partition value (one ``*`` without a key)."""
@@ -239,16 +239,17 @@ class Checks:
         """The entries of the check's window ending at entry ``i``."""
         if not self.key:
             return list(range(len(entries)))
+        start, _ = self._span(check, entries, i)
+        return [j for j in range(i + 1) if entries[j].day >= start]  # type: ignore[operator]
+
+    def _span(self, check: CheckConfig, entries: Sequence[Entry], i: int) -> tuple[date, date]:
+        """The first and last day of the check's window ending at entry ``i``."""
         end: date = entries[i].day  # type: ignore[assignment]
-        first = end - timedelta(days=check.window.days - 1)
-        return [j for j in range(i + 1) if entries[j].day >= first]  # type: ignore[operator]
+        return end - timedelta(days=check.window.days - 1), end
 
     def _merged(self, members: list[int]) -> State | None:
         """The merged state of the entries ``members`` (None: no entries)."""
-        key = tuple(members)
-        if key not in self._merges:
-            self._merges[key] = merge([self._state(j) for j in members]) if members else None
-        return self._merges[key]
+        return _merged_in(self._merges, members, self._state)
 
     def _table(self, members: list[int]) -> pl.DataFrame:
         """The metric table of the entries ``members``' merged state, with what checks need."""
@@ -284,8 +285,7 @@ class Checks:
 
     def _previous(self, check: CheckConfig, entries: Sequence[Entry], i: int) -> list[int]:
         """The entries of the window of the same length just before the check's."""
-        end: date = entries[i].day  # type: ignore[assignment]
-        start = end - timedelta(days=check.window.days - 1)
+        start, _ = self._span(check, entries, i)
         first = start - timedelta(days=check.window.days)
         return [j for j in range(i) if first <= entries[j].day < start]  # type: ignore[operator]
 
@@ -305,8 +305,7 @@ class Checks:
             return reference, check_reference_keys(reference, slices, check)
         if check.baseline == "previous":
             return self._merged(self._previous(check, entries, i)), slices
-        end: date = entries[i].day  # type: ignore[assignment]
-        start = end - timedelta(days=check.window.days - 1)
+        start, end = self._span(check, entries, i)
         first = start - timedelta(days=check.days)
         members = [
             j
@@ -353,10 +352,9 @@ class Checks:
 
     def _pooled(self, members: list[int]) -> State:
         """The merged state of the entries ``members`` (history pools: kept for one day)."""
-        key = tuple(members)
-        if key not in self._pools:
-            self._pools[key] = merge([self._state(j) for j in members])
-        return self._pools[key]
+        pooled = _merged_in(self._pools, members, self._state)
+        assert pooled is not None  # (a history has days: checked by the caller)
+        return pooled
 
     def _rejected(
         self, check: CheckConfig, entries: Sequence[Entry], j: int, known: dict[int, pl.DataFrame]
@@ -442,3 +440,13 @@ class Checks:
                 f"cannot write the checks report {path!r} ({exc.strerror}); hint: check that "
                 "its folder exists and is writable"
             ) from None
+
+
+def _merged_in(
+    cache: dict[tuple[int, ...], State | None], members: list[int], state: Callable[[int], State]
+) -> State | None:
+    """The merged state of the entries ``members``, kept in ``cache`` (None: no entries)."""
+    key = tuple(members)
+    if key not in cache:
+        cache[key] = merge([state(j) for j in members]) if members else None
+    return cache[key]

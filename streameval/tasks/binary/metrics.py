@@ -417,7 +417,7 @@ def metric_table_variance(
                 return table, None
             undefined = pl.col("_var").fill_nan(None)
             if keys:
-                return table, grouped.select(*keys, undefined).unique(keys, keep="first")
+                return table, grouped.select(*keys, undefined)  # (a row a group)
             return table, grouped.select(pl.lit(0, pl.Int8).alias(ALL), undefined).head(1)
     scale = _pair_scale(state.table)
     parts = [
