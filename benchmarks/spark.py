@@ -1,21 +1,26 @@
-"""Benchmark the Spark path (local[2]) against Polars streaming on the same Parquet log.
+"""Benchmark the Spark path (local[2]) against Spark's own bare scan, on the same Parquet log.
 
 Data: ``generate.py``'s binary prediction log (default 5e7 rows, 100 segments × 30 days),
-generated when missing. Contenders, each in a fresh child process; the Spark session is
-started before the clock starts (its start-up time is reported apart):
+generated when missing, and a copy whose segment key is an Int32 (``<data>-int``). Contenders,
+each in a fresh child process; the Spark session is started before the clock starts (its
+start-up time is reported apart):
 
 polars_floor
     Polars streaming scan, ``group_by(segment, day)`` with ``len`` and sums of label, score.
-polars
-    ``se.evaluate(path, by=["segment", "day"])`` at the default precision.
-spark_floor
-    Spark's bare scan: ``groupBy(segment, day).agg(count, sum(label), sum(score))``.
-spark
-    ``streameval.spark.evaluate(spark.read.parquet(path), by=["segment", "day"])``.
+polars, polars_exact
+    ``se.evaluate(path, by=["segment", "day"])`` at the default precision / exact.
+spark_floor, spark_floor_int
+    Spark's bare scan: ``groupBy(segment, day).agg(count, sum(label), sum(score))`` (String
+    / Int32 segments).
+spark, spark_exact, spark_int
+    ``streameval.spark.evaluate(spark.read.parquet(path), by=["segment", "day"])``: default
+    precision, exact, and Int32 segments.
 
 Peak memory is the largest sum of the resident sets of the child and its descendants (the
 JVM and Spark's Python workers), sampled every 50 ms. The metric tables of ``polars`` and
-``spark`` are compared. Usage::
+``spark`` (and of ``polars_exact`` and ``spark_exact``) are compared. With ``--readme``,
+the table and the physical plan of an evaluation (``streameval.spark.explain``) are written
+into the page. Usage::
 
     python benchmarks/spark.py --data /tmp/se_bench/spark50m --readme docs/spark.md
 """
@@ -37,7 +42,15 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from run import update_readme  # noqa: E402
 
-CONTENDERS = ("polars_floor", "polars", "spark_floor", "spark")
+CONTENDERS = (
+    "polars_floor", "polars", "polars_exact", "spark_floor", "spark", "spark_exact",
+    "spark_floor_int", "spark_int",
+)  # fmt: skip
+#: The options of each evaluating contender beyond label, score and keys.
+OPTIONS: dict[str, dict[str, Any]] = {
+    "polars": {}, "polars_exact": {"precision": "exact"}, "spark": {},
+    "spark_exact": {"precision": "exact"}, "spark_int": {},
+}  # fmt: skip
 KEYS = ["segment", "day"]
 
 
@@ -106,29 +119,49 @@ def work(name: str, data: str, spark: Any) -> Any:
 
     import streameval as se
 
+    if name.endswith("_int"):
+        data = f"{data}-int"
     if name == "polars_floor":
         lf = pl.scan_parquet(data, hive_partitioning=True)
         sums = [pl.len(), pl.col("label").sum(), pl.col("score").sum()]
         lf.group_by(KEYS).agg(sums).collect(engine="streaming")
         return None
-    if name == "polars":
-        return se.evaluate(data, label="label", score="score", by=KEYS)
+    if name.startswith("polars"):
+        return se.evaluate(data, label="label", score="score", by=KEYS, **OPTIONS[name])
     from pyspark.sql import functions as F
 
     df = spark.read.parquet(data)
-    if name == "spark_floor":
+    if name.startswith("spark_floor"):
         df.groupBy(*KEYS).agg(F.count("*"), F.sum("label"), F.sum("score")).collect()
         return None
     import streameval.spark as ses
 
-    return ses.evaluate(df, label="label", score="score", by=KEYS)
+    if name == "plan":
+        ses.explain(df, label="label", score="score", by=KEYS)
+        return None
+    return ses.evaluate(df, label="label", score="score", by=KEYS, **OPTIONS[name])
+
+
+def integer_keys(data: str) -> None:
+    """Write ``<data>-int``: the log with its segment key as an Int32 (once)."""
+    import polars as pl
+
+    out = Path(f"{data}-int")
+    if out.exists():
+        return
+    for part in sorted(Path(data).glob("day=*")):
+        (out / part.name).mkdir(parents=True)
+        for file in sorted(part.glob("*.parquet")):
+            frame = pl.read_parquet(file, hive_partitioning=False)
+            segment = pl.col("segment").str.strip_prefix("seg_").cast(pl.Int32)
+            frame.with_columns(segment).write_parquet(out / part.name / file.name)
 
 
 def child(name: str, data: str, scratch: Path) -> None:
     """Run one contender in this process and write its measurements."""
     with PeakTree() as peak:
         t0 = time.perf_counter()
-        spark = _session() if name.startswith("spark") else None
+        spark = _session() if name.startswith("spark") or name == "plan" else None
         started = time.perf_counter() - t0
         t1 = time.perf_counter()
         result = work(name, data, spark)
@@ -150,41 +183,65 @@ def measure(name: str, data: str, scratch: Path) -> dict[str, Any]:
 
 
 def cross_check(scratch: Path) -> str:
-    """Largest relative difference between the Polars and Spark metric tables."""
+    """Largest relative differences between the Polars and Spark metric tables."""
     import polars as pl
 
-    paths = [scratch / f"spark-bench-{n}.parquet" for n in ("polars", "spark")]
-    if not all(p.exists() for p in paths):
+    checked = ("roc_auc", "average_precision", "log_loss", "accuracy", "f1")
+    found = []
+    for local, spark in (("polars", "spark"), ("polars_exact", "spark_exact")):
+        paths = [scratch / f"spark-bench-{n}.parquet" for n in (local, spark)]
+        if not all(p.exists() for p in paths):
+            continue
+        a, b = (pl.read_parquet(p).sort(KEYS) for p in paths)
+        gap = max(
+            float(((a[c] - b[c]).abs() / b[c].abs().clip(1e-300)).max() or 0.0) for c in checked
+        )
+        found.append(f"{spark} {gap:.1e}")
+    if not found:
         return ""
-    a, b = (pl.read_parquet(p).sort(KEYS) for p in paths)
-    gap = max(
-        float(((a[c] - b[c]).abs() / b[c].abs().clip(1e-300)).max() or 0.0)
-        for c in ("roc_auc", "average_precision", "log_loss", "accuracy", "f1")
+    return f"largest relative difference of {', '.join(checked)} (Spark vs Polars): " + (
+        ", ".join(found)
     )
-    checked = "roc_auc, average_precision, log_loss, accuracy, f1"
-    return f"largest relative difference of {checked} (Spark vs Polars): {gap:.1e}"
+
+
+def _floor_of(name: str) -> str | None:
+    """The bare scan a contender is measured against: Polars' or Spark's of the same keys."""
+    if name.startswith("spark") and not name.startswith("spark_floor"):
+        return "spark_floor_int" if name.endswith("_int") else "spark_floor"
+    return None
 
 
 def table(rows: int, results: list[dict[str, Any]], check: str) -> str:
     """The Markdown table of the results."""
-    floor = next(
-        (r["wall_s"] for r in results if r["name"] == "polars_floor" and "wall_s" in r), None
-    )
+    walls = {r["name"]: r["wall_s"] for r in results if "wall_s" in r}
+    floor = walls.get("polars_floor")
     lines = [
-        "| contender | wall s | vs Polars floor | peak RSS MB (process tree) | session start s |",
-        "| --- | ---: | ---: | ---: | ---: |",
+        "| contender | wall s | vs Polars floor | vs Spark floor | peak RSS MB (process tree) "
+        "| session start s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['name']} | {r['error']} | | | |")
+            lines.append(f"| {r['name']} | {r['error']} | | | | |")
             continue
         ratio = f"{r['wall_s'] / floor:.1f}×" if floor else "—"
+        spark_floor = walls.get(_floor_of(r["name"]) or "")
+        versus = f"{r['wall_s'] / spark_floor:.1f}×" if spark_floor else "—"
         start = f"{r['startup_s']:.1f}" if r["name"].startswith("spark") else "—"
         lines.append(
-            f"| {r['name']} | {r['wall_s']:.2f} | {ratio} | {r['peak_mb']:,.0f} | {start} |"
+            f"| {r['name']} | {r['wall_s']:.2f} | {ratio} | {versus} | {r['peak_mb']:,.0f} "
+            f"| {start} |"
         )
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return "\n".join([*lines, "", f"{rows:,} rows, 3,000 segment-days; {check}; measured {stamp}."])
+
+
+def physical_plan(data: str, scratch: Path) -> str:
+    """The physical plan of ``spark``'s evaluation, as ``streameval.spark.explain`` prints it."""
+    cmd = [sys.executable, __file__, "--child", "plan", data, str(scratch)]
+    printed = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    plan = printed[printed.index("== Physical Plan ==") :].strip()
+    return "```text\n" + plan + "\n```"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,11 +264,15 @@ def main(argv: list[str] | None = None) -> int:
     scratch.mkdir(parents=True, exist_ok=True)
     for stale in scratch.glob("spark-bench-*"):
         stale.unlink()
-    results = [measure(n, args.data, scratch) for n in args.only.split(",")]
+    names = args.only.split(",")
+    if any(n.endswith("_int") for n in names):
+        integer_keys(args.data)
+    results = [measure(n, args.data, scratch) for n in names]
     text = table(args.rows, results, cross_check(scratch))
     print(text)
     if args.readme:
         update_readme(args.readme, text, "spark")
+        update_readme(args.readme, physical_plan(args.data, scratch), "spark-plan")
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
 import polars as pl
@@ -152,6 +153,23 @@ def diagnose_bad_rows(
             w.filter(w < 0).min().alias("min_weight"),
         ]
     r = collect(lf.select(checks), engine, files).row(0, named=True)
+    return bad_rows_error(r, label, score, weight)
+
+
+def bad_rows_error(
+    r: Mapping[str, Any], label: str, score: str, weight: str | None
+) -> StreamevalError:
+    """The error naming the first problem among bad rows, from their counts ``r``.
+
+    ``r`` holds the counts :func:`diagnose_bad_rows` takes (``null_label``, ``null_score``,
+    ``nan_score``, ``inf_score``, ``bad_label`` and up to five ``examples`` of bad labels;
+    with a weight ``null_weight``, ``neg_weight``, ``nonfinite_weight`` and ``min_weight``),
+    however they were counted (by Polars here, by Spark for a Spark DataFrame).
+
+    >>> counts = dict(null_label=0, null_score=0, nan_score=2, inf_score=0, bad_label=0)
+    >>> str(bad_rows_error(counts, "y", "p", None))[:52]
+    "expected finite scores in 'p', found 2 NaN and 0 inf"
+    """
     if r["null_label"] or r["null_score"]:
         return InputError(
             f"expected no nulls, found {r['null_label']} null labels in {label!r} and "

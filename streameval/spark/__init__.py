@@ -10,13 +10,17 @@ the metric table. How:
    matter (string labels must hold two classes, one of them ``positive``; a multiclass
    task's classes come from the data), their distinct values are read first by a small
    Spark query, so every executor works with the same spec.
-2. On the executors, ``mapInArrow`` runs :func:`streameval.accumulate` on blocks of about
-   ``block_rows`` rows (:mod:`.worker`) and merges each partition's states.
-3. The partition states leave the executors as Arrow IPC blobs, split by a hash of the group
-   keys; Spark repartitions the blobs on that hash, so each group's rows meet in one
-   partition, where they are re-aggregated (sums, and maxima where a state column merges by
-   maximum). ``accumulate`` collects the merged states; ``evaluate`` also finalizes there and
-   collects only metric rows.
+2. A binary task's state is built by Spark itself (:mod:`.rows`): bucket keys as SQL
+   expressions, ``groupBy(keys…, bucket).agg(sums)`` after a hash partitioning on the group
+   keys, so the rows never reach a Python worker and each group's state rows share a
+   partition.
+3. Other tasks, and bootstrap replicates, run :func:`streameval.accumulate` on the executors
+   with ``mapInArrow``, on blocks of about ``block_rows`` rows (:mod:`.worker`); each
+   partition's states leave as Arrow IPC blobs split by a hash of the group keys, which
+   Spark repartitions so each group's rows meet in one partition, where they are
+   re-aggregated (sums, and maxima where a state column merges by maximum).
+4. ``accumulate`` collects the state rows; ``evaluate`` finalizes each group's where they
+   are and collects only metric rows.
 
 pyspark is imported only here, when these functions are called, and a session is never
 created: the DataFrame's own session runs everything. Executors need streameval installed
@@ -35,7 +39,7 @@ from typing import Any
 import polars as pl
 
 from ..crossval import fold_cells
-from ..errors import InputError, caller_level, close_matches
+from ..errors import InputError, StreamevalError, caller_level, close_matches
 from ..options import Accumulation, Evaluation
 from ..pipeline import as_list, local_accumulate, prepare
 from ..source import is_spark_frame
@@ -46,6 +50,7 @@ from ..tasks.binary.metrics import as_thresholds
 from ..tasks.common import Inputs, label_argument, label_fields
 from ..tasks.multiclass.plan import MAX_CLASSES
 from ..tasks.registry import offers, task_of
+from .rows import bad_rows, serves, state_rows
 from .types import empty_frame
 from .worker import (
     BLOBS,
@@ -55,13 +60,14 @@ from .worker import (
     conform,
     decode_error,
     decode_table,
+    encoder,
     finalizer,
     mapper,
     merger,
     reissue,
 )
 
-__all__ = ["accumulate", "evaluate", "is_spark_frame"]
+__all__ = ["accumulate", "evaluate", "explain", "is_spark_frame"]
 
 
 def _require_pyspark() -> None:
@@ -192,8 +198,10 @@ def accumulate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> State
     df : pyspark.sql.DataFrame
         The predictions (classic or Spark Connect).
     block_rows : int
-        Rows an executor buffers per Polars call (Spark hands out batches of
-        ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows, 10,000 by default).
+        Rows an executor buffers per Polars call where Python workers accumulate (tasks
+        other than binary, and bootstrap replicates; Spark hands out batches of
+        ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows, 10,000 by default). A binary
+        task's state is Spark's own aggregation, which this leaves alone.
     **options
         The keywords of :func:`streameval.accumulate` (``label``, ``score``, ``by``,
         ``task``, ``weight``, ``precision``, ``bootstrap``, ``drop_nulls``, ...), ``engine``
@@ -230,24 +238,49 @@ def accumulate_options(df: Any, options: Accumulation, block_rows: int = 1_000_0
             "predictions without labels on this machine, or filter them out"
         )
     arguments = _fields(options)
-    partial = _partial_states(df, block_rows, arguments, as_list(arguments["by"]))
-    shuffled = partial.states.repartition(partial.parts, "part")
-    rows = spark_action(lambda: shuffled.mapInArrow(merger(partial.target), BLOBS).collect())
-    target = partial.target
+    keys = as_list(arguments["by"])
+    planned = _planned(df, block_rows, arguments)
+    target = planned.target
+    if planned.in_jvm:
+        states = _state_rows(planned, keys or None)
+        rows = spark_action(lambda: states.mapInArrow(encoder(), BLOBS).collect())
+    else:
+        partial = _partial_states(planned, keys)
+        shuffled = partial.repartition(planned.parts(keys), "part")
+        rows = spark_action(lambda: shuffled.mapInArrow(merger(target), BLOBS).collect())
     tables = [decode_table(bytes(row["ipc"])) for row in rows]
     if not tables:
         return target
     frame = conform(pl.concat(tables, how="vertical_relaxed"), target.table.schema)
+    if planned.in_jvm and frame["bucket"].null_count():
+        raise planned.bad_rows()
     return State(target.spec, frame)
 
 
 @dataclasses.dataclass
-class _Partial:
-    """Partition states not yet merged, as blobs (:mod:`.worker`), and the state of no rows."""
+class _Planned:
+    """What the driver settled before any pass: the rows to read and the state of no rows."""
 
-    states: Any  # a Spark DataFrame of BLOBS rows
+    rows: Any  # the Spark DataFrame of the input columns (nulls dropped if asked)
     target: State  # spec, columns and Polars types
-    parts: int  # how many parts the group keys hash to
+    task: Task  # the keywords of :func:`streameval.accumulate` for the executors
+    label_type: pl.DataType  # the label's type as the executors see it
+    positive_given: bool  # whether positive= was given
+    bootstrap: int | None
+
+    @property
+    def in_jvm(self) -> bool:
+        """Whether Spark builds the state itself (:mod:`.rows`), not Python workers."""
+        return serves(self.target.spec, self.bootstrap)
+
+    def parts(self, route: list[str]) -> int:
+        """How many parts the Python workers' states are hashed to (one without keys)."""
+        return _parts(self.rows) if route else 1
+
+    def bad_rows(self) -> StreamevalError:
+        """The error naming what is wrong with the rows of a null bucket."""
+        F = functions(self.rows)
+        return bad_rows(self.rows, F, self.target.spec, self.label_type, self.positive_given)
 
 
 def _parts(df: Any) -> int:
@@ -259,13 +292,8 @@ def _parts(df: Any) -> int:
         return 200
 
 
-def _partial_states(
-    df: Any, block_rows: int, arguments: Mapping[str, Any], route: list[str]
-) -> _Partial:
-    """Validate on the driver and plan the executors' states (``arguments``: bound keywords).
-
-    ``route``: the group keys whose rows must meet in one partition.
-    """
+def _planned(df: Any, block_rows: int, arguments: Mapping[str, Any]) -> _Planned:
+    """Validate on the driver and settle the spec (``arguments``: bound keywords)."""
     _require_pyspark()
     if not is_spark_frame(df):
         raise InputError(
@@ -298,9 +326,27 @@ def _partial_states(
                 f"dropped {nulls} rows with a null in {', '.join(used)}", stacklevel=caller_level()
             )
         rows = rows.dropna(subset=used)
-    parts = _parts(df) if route else 1
-    states = rows.mapInArrow(mapper(Task(settled, block_rows), route, parts), BLOBS)
-    return _Partial(states, target, parts)
+    label_type = empty.schema.get(inputs.label, pl.Null())
+    return _Planned(
+        rows, target, Task(settled, block_rows), label_type, inputs.positive is not None,
+        inputs.bootstrap,
+    )  # fmt: skip
+
+
+def _partial_states(planned: _Planned, route: list[str]) -> Any:
+    """The Python workers' partition states, as blobs hashed on the ``route`` keys."""
+    mapping = mapper(planned.task, route, planned.parts(route))
+    return planned.rows.mapInArrow(mapping, BLOBS)
+
+
+def _state_rows(planned: _Planned, route: list[str] | None) -> Any:
+    """The state rows Spark builds itself, each group's in one partition (:mod:`.rows`).
+
+    ``route``: the keys whose rows must meet (``[]``: all in one partition; None: no need).
+    """
+    F = functions(planned.rows)
+    spec = planned.target.spec
+    return state_rows(planned.rows, F, spec, planned.label_type, planned.positive_given, route)
 
 
 def _time_zone(df: Any) -> str:
@@ -366,6 +412,64 @@ def evaluate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> pl.Data
 
 def evaluate_options(df: Any, options: Evaluation, block_rows: int = 1_000_000) -> pl.DataFrame:
     """:func:`evaluate` of an options value (as :func:`streameval.evaluate` hands it)."""
+    evaluation = _evaluation(df, options, block_rows)
+    rows = spark_action(lambda: evaluation.metrics.collect())
+    if any(row["bad"] for row in rows):
+        raise evaluation.planned.bad_rows()
+    tables = [decode_table(bytes(row["ipc"])) for row in rows]
+    reissue([w for row in rows for w in json.loads(row["warnings"])])
+    if not tables:
+        return evaluation.empty
+    out = pl.concat(tables, how="vertical_relaxed")
+    order = [k for k in evaluation.keys if k in out.columns]  # a jackknife's key is left out
+    return out.sort(order, nulls_last=False, maintain_order=True) if order else out
+
+
+def explain(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> None:
+    """Print the physical plan Spark runs for :func:`evaluate` (its ``explain()``), running nothing.
+
+    For a binary task the rows stay in the JVM: the plan reads the columns, computes each
+    row's bucket and aggregates the sums (``HashAggregate``); the one Python node
+    (``MapInArrow``) finalizes the aggregated state rows.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        The predictions (classic or Spark Connect).
+    block_rows : int
+        As for :func:`evaluate`.
+    **options
+        The keywords of :func:`evaluate`.
+
+    Raises
+    ------
+    InputError
+        As :func:`evaluate` does before its Spark job.
+
+    Examples
+    --------
+    >>> import streameval.spark as ses
+    >>> ses.explain(spark_df, label="y", score="p", by="day")  # doctest: +SKIP
+    == Physical Plan ==
+    ...
+
+    """
+    options_ = Evaluation(**_arguments(Evaluation, options))
+    _evaluation(df, options_, block_rows).metrics.explain()
+
+
+@dataclasses.dataclass
+class _Evaluation:
+    """An evaluation planned on Spark, not yet run."""
+
+    metrics: Any  # the Spark DataFrame of FINALIZED rows
+    planned: _Planned
+    empty: pl.DataFrame  # the metric table of no rows
+    keys: list[str]
+
+
+def _evaluation(df: Any, options: Evaluation, block_rows: int) -> _Evaluation:
+    """Validate, plan the state and its finalize on the executors (option errors raise here)."""
     a = _fields(options)
     ci, folds, repeats = a["ci"], a["folds"], a["repeats"]
     binary = offers(a["task"], "thresholds")
@@ -378,23 +482,21 @@ def evaluate_options(df: Any, options: Evaluation, block_rows: int = 1_000_000) 
     passed["thresholds"] = a["threshold"] if binary else (0.5,)
     passed["by"] = [*keys, *fold_cells(folds, repeats, keys)]
     arguments = _arguments(Accumulation, passed)
-    # Each group's state rows meet in one partition, where they are merged and finalized:
-    # only metric rows come back (a jackknife's key spans its group's partition).
+    # Each group's state rows meet in one partition, where they are finalized: only metric
+    # rows come back (a jackknife's key spans its group's partition).
     whole = [k for k in keys if k != a["jackknife"]]
-    partial = _partial_states(df, block_rows, arguments, whole)
+    planned = _planned(df, block_rows, arguments)
     finish = Finish(
         folds=folds, repeats=repeats, threshold=a["threshold"] if binary else None,
         alpha=a["alpha"], beta=a["beta"], metrics=a["metrics"], jackknife=a["jackknife"],
         ci=ci, level=a["level"], auc_method=a["auc_method"],
     )  # fmt: skip
-    empty = finish(partial.target)  # option errors raise here, before any Spark job
-    shuffled = partial.states.repartition(partial.parts, "part")
-    finalize = finalizer(partial.target, finish)
-    rows = spark_action(lambda: shuffled.mapInArrow(finalize, FINALIZED).collect())
-    tables = [decode_table(bytes(row["ipc"])) for row in rows]
-    reissue([w for row in rows for w in json.loads(row["warnings"])])
-    if not tables:
-        return empty
-    out = pl.concat(tables, how="vertical_relaxed")
-    order = [k for k in keys if k in out.columns]  # a jackknife's key is left out
-    return out.sort(order, nulls_last=False, maintain_order=True) if order else out
+    empty = finish(planned.target)
+    if planned.in_jvm:
+        states = _state_rows(planned, whole)
+        finalize = finalizer(planned.target, finish, merge=False)
+    else:
+        partial = _partial_states(planned, whole)
+        states = partial.repartition(planned.parts(whole), "part")
+        finalize = finalizer(planned.target, finish)
+    return _Evaluation(states.mapInArrow(finalize, FINALIZED), planned, empty, keys)

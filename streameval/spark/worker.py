@@ -38,7 +38,7 @@ from ..options import Accumulation
 from ..pipeline import local_accumulate
 from ..state import State, merge
 
-FINALIZED = "ipc binary, warnings string"
+FINALIZED = "ipc binary, warnings string, bad long"
 
 _MARK = "@@streameval-error@@"
 _ERROR = re.compile(re.escape(_MARK) + r"(.*?)" + re.escape(_MARK), re.DOTALL)
@@ -304,18 +304,56 @@ def reissue(records: Sequence[Mapping[str, Any]]) -> None:
     warn_once(messages)
 
 
-def finalizer(
-    target: State, finish: Finish
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function merging and finalizing the whole groups of a partition.
+def gathered(target: State, batches: Iterator[pa.RecordBatch]) -> pl.DataFrame | None:
+    """The state table of a partition's state rows, aggregated by Spark (None: no rows)."""
+    held = [b for b in batches if b.num_rows]
+    if not held:
+        return None
+    frame = pl.from_arrow(pa.Table.from_batches(held))
+    assert isinstance(frame, pl.DataFrame)
+    return conform(frame, target.table.schema)
 
-    Its blobs hold every state row of their groups: they are re-aggregated (:func:`merged`)
-    and the metric table goes back as Arrow IPC bytes with the warnings it raised.
+
+def encoder() -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function sending a partition's state rows as one blob."""
+
+    def encode_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        held = [b for b in batches if b.num_rows]
+        if held:
+            frame = pl.from_arrow(pa.Table.from_batches(held))
+            assert isinstance(frame, pl.DataFrame)
+            yield pa.RecordBatch.from_pydict(
+                {"part": pa.array([0], pa.int32()), "ipc": [encode_table(frame)]}
+            )
+
+    return encode_partition
+
+
+def finalizer(
+    target: State, finish: Finish, merge: bool = True
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function finalizing the whole groups of a partition.
+
+    ``merge``: its batches are blobs of partial states, re-aggregated first (:func:`merged`);
+    otherwise they are state rows Spark aggregated (:func:`gathered`). The metric table goes
+    back as Arrow IPC bytes with the warnings it raised; a partition holding rows of a null
+    bucket (rows that cannot be evaluated) sends their count as ``bad`` instead, for the
+    driver to name the problem.
     """
 
     def finalize_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         try:
-            state = merged(target, batches)
+            if merge:
+                state = merged(target, batches)
+            else:
+                table = gathered(target, batches)
+                # (rows of a null bucket: checked before a State, which checks its sums)
+                if table is not None and (bad := table["bucket"].null_count()):
+                    yield pa.RecordBatch.from_pydict(
+                        {"ipc": [b""], "warnings": ["[]"], "bad": [bad]}
+                    )
+                    return
+                state = None if table is None else State(target.spec, table)
             if state is None:
                 return
             with warnings.catch_warnings(record=True) as caught:
@@ -323,7 +361,11 @@ def finalizer(
                 table = finish(state)
         except errors.StreamevalError as error:
             raise encode_error(error) from None
-        record = {"ipc": [encode_table(table)], "warnings": [json.dumps(encode_warnings(caught))]}
+        record = {
+            "ipc": [encode_table(table)],
+            "warnings": [json.dumps(encode_warnings(caught))],
+            "bad": [0],
+        }
         yield pa.RecordBatch.from_pydict(record)
 
     return finalize_partition

@@ -1,0 +1,82 @@
+"""Order-preserving score keys and buckets as Spark SQL expressions (no Python on the rows).
+
+The local encoder (:mod:`streameval.bucketing`) keys a float64 by its bit pattern. Spark SQL
+has no function that reinterprets a double's bits, so the same integer is built from the
+number itself, exactly: for ``|x|`` with binary exponent ``e`` (``2**e <= |x| < 2**(e+1)``),
+
+- a normal number's bits are ``(e + 1023) << 52`` plus its mantissa ``(|x| / 2**e - 1) * 2**52``
+  (dividing by a power of two and subtracting 1 from a number in [1, 2) are exact);
+- a subnormal's (``|x| < 2**-1022``) are ``|x| * 2**1022 * 2**52`` (two exact scalings);
+- ``e`` starts from ``floor(log2(|x|))``, which may be off by one next to a power of two, and
+  is corrected by comparing with ``pow(2, e)`` (exact for integer powers of two in Java);
+- a negative ``x`` has the key ``-1 - bits(|x|)`` (the local map: its low 63 bits flipped),
+  and ``-0.0`` and ``0.0`` the key 0.
+
+Each step is its own projection: nested, the expression tree would repeat ``e`` in every
+branch that reads it (measured: 208 s against 5.9 s for 5e7 rows on two cores). Rows whose
+score is not finite get a key of 0 here; the caller marks them as bad.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..bucketing import EXACT_BITS, float_to_key_scalar
+
+#: Prefix of the helper columns of a key's projections (dropped once the key is built).
+_TEMP = "__se_key_"
+
+
+def finite(F: Any, column: Any) -> Any:
+    """Whether a double column is finite (null for null): neither NaN nor infinite."""
+    return ~F.isnan(column) & (F.abs(column) != F.lit(float("inf")))
+
+
+def with_ordered_key(df: Any, F: Any, score: str, name: str) -> Any:
+    """``df`` with a column ``name``: the ordered key of the double column ``score``.
+
+    ``F`` is ``pyspark.sql.functions`` of the frame's flavour (classic or Connect). The key
+    equals :func:`streameval.bucketing.ordered_keys` of every finite score (0 for the
+    others, which the caller marks bad).
+    """
+    x = F.col(score)
+    a, e0, e1, e, bits = (f"{_TEMP}{s}" for s in ("a", "e0", "e1", "e", "bits"))
+    two = F.lit(2.0)
+    usable = finite(F, x) & (x != F.lit(0.0))
+    df = df.withColumn(a, F.when(usable, F.abs(x)).otherwise(F.lit(1.0)))
+    df = df.withColumn(e0, F.floor(F.log2(F.col(a))).cast("int"))
+    too_high = F.when(F.pow(two, F.col(e0)) > F.col(a), 1).otherwise(0)
+    df = df.withColumn(e1, F.col(e0) - too_high)
+    too_low = (F.col(e1) < 1023) & (F.pow(two, F.col(e1) + 1) <= F.col(a))
+    df = df.withColumn(e, F.col(e1) + F.when(too_low, 1).otherwise(0))
+    mantissa = (F.col(a) / F.pow(two, F.col(e)) - F.lit(1.0)) * F.lit(2.0**52)
+    normal = F.shiftleft((F.col(e) + 1023).cast("long"), 52) + mantissa.cast("long")
+    subnormal = (F.col(a) * F.lit(2.0**1022) * F.lit(2.0**52)).cast("long")
+    df = df.withColumn(bits, F.when(F.col(e) >= -1022, normal).otherwise(subnormal))
+    key = (
+        F.when(usable & (x > 0), F.col(bits))
+        .when(usable & (x < 0), F.lit(-1).cast("long") - F.col(bits))
+        .otherwise(F.lit(0).cast("long"))
+    )
+    return df.withColumn(name, key).drop(a, e0, e1, e, bits)
+
+
+def bucket_of(F: Any, key: Any, bits: int, splits: tuple[float, ...] = ()) -> Any:
+    """The bucket (lowest ordered key) of ``key`` at ``bits`` mantissa bits, cut at ``splits``.
+
+    :func:`streameval.bucketing.key_bucket` as a Spark column: the key rounded down to a
+    multiple of ``2**(52 - bits)`` (an arithmetic shift rounds towards minus infinity, as the
+    local floor division does), raised to the largest split key at or below it.
+    """
+    if bits >= EXACT_BITS:
+        return key
+    shift = EXACT_BITS - bits
+    low = F.shiftleft(F.shiftright(key, shift), shift)
+    if not splits:
+        return low
+    none = F.lit(-(2**63)).cast("long")
+    cuts = [
+        F.when(key >= F.lit(k).cast("long"), F.lit(k).cast("long")).otherwise(none)
+        for k in sorted({float_to_key_scalar(s) for s in splits})
+    ]
+    return F.greatest(low, *cuts)
