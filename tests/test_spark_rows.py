@@ -63,12 +63,18 @@ def _local_keys(values: list[float], bits: int, splits: tuple[float, ...]) -> pl
     )
 
 
-def test_spark_keys_of_every_power_of_two_and_its_neighbours(spark_classic) -> None:
+@pytest.mark.parametrize("ansi", ["true", "false"])
+def test_spark_keys_of_every_power_of_two_and_its_neighbours(spark_classic, ansi: str) -> None:
     values = _special()
-    for bits, splits in ((52, ()), (11, (0.3, 1.0000000000000002)), (0, (-2.5,))):
-        got = _spark_keys(spark_classic, values, bits, splits)
-        want = _local_keys(values, bits, splits)
-        assert got.equals(want), (bits, got.filter(got["key"] != want["key"]).head())
+    before = spark_classic.conf.get("spark.sql.ansi.enabled")
+    spark_classic.conf.set("spark.sql.ansi.enabled", ansi)
+    try:
+        for bits, splits in ((52, ()), (11, (0.3, 1.0000000000000002)), (0, (-2.5,))):
+            got = _spark_keys(spark_classic, values, bits, splits)
+            want = _local_keys(values, bits, splits)
+            assert got.equals(want), (bits, got.filter(got["key"] != want["key"]).head())
+    finally:
+        spark_classic.conf.set("spark.sql.ansi.enabled", before)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

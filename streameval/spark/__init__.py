@@ -266,12 +266,7 @@ class _Planned:
     task: Task  # the keywords of :func:`streameval.accumulate` for the executors
     label_type: pl.DataType  # the label's type as the executors see it
     positive_given: bool  # whether positive= was given
-    bootstrap: int | None
-
-    @property
-    def in_jvm(self) -> bool:
-        """Whether Spark builds the state itself (:mod:`.rows`), not Python workers."""
-        return serves(self.target.spec, self.bootstrap)
+    in_jvm: bool  # whether Spark builds the state itself (:mod:`.rows`), not Python workers
 
     def parts(self, route: list[str]) -> int:
         """How many parts the Python workers' states are hashed to (one without keys)."""
@@ -329,7 +324,7 @@ def _planned(df: Any, block_rows: int, arguments: Mapping[str, Any]) -> _Planned
     label_type = empty.schema.get(inputs.label, pl.Null())
     return _Planned(
         rows, target, Task(settled, block_rows), label_type, inputs.positive is not None,
-        inputs.bootstrap,
+        serves(inputs.task, inputs.bootstrap),
     )  # fmt: skip
 
 

@@ -51,7 +51,10 @@ def with_ordered_key(df: Any, F: Any, score: str, name: str) -> Any:
     df = df.withColumn(e, F.col(e1) + F.when(too_low, 1).otherwise(0))
     mantissa = (F.col(a) / F.pow(two, F.col(e)) - F.lit(1.0)) * F.lit(2.0**52)
     normal = F.shiftleft((F.col(e) + 1023).cast("long"), 52) + mantissa.cast("long")
-    subnormal = (F.col(a) * F.lit(2.0**1022) * F.lit(2.0**52)).cast("long")
+    # (capped at the smallest normal, so that no row overflows a cast, whichever branch
+    # Spark evaluates eagerly: casts of infinities fail under ANSI mode)
+    tiny = F.least(F.col(a), F.lit(2.0**-1022))
+    subnormal = (tiny * F.lit(2.0**1022) * F.lit(2.0**52)).cast("long")
     df = df.withColumn(bits, F.when(F.col(e) >= -1022, normal).otherwise(subnormal))
     key = (
         F.when(usable & (x > 0), F.col(bits))

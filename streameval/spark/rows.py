@@ -29,6 +29,7 @@ from ..bucketing import EPS
 from ..errors import StreamevalError
 from ..spec import Spec
 from ..tasks.binary import state as binary
+from ..tasks.registry import offers
 from ..validate import bad_rows_error
 from .keys import bucket_of, finite, with_ordered_key
 
@@ -36,13 +37,13 @@ from .keys import bucket_of, finite, with_ordered_key
 _KEY, _BAD = "__se_key", "__se_bad"
 
 
-def serves(spec: Spec, bootstrap: int | None) -> bool:
-    """Whether this module builds the state of ``spec`` (a binary one, no replicates).
+def serves(task: str, bootstrap: int | None) -> bool:
+    """Whether this module builds the states of ``task`` (without bootstrap replicates).
 
-    Other kinds are accumulated by :func:`streameval.accumulate` on the executors
+    Other tasks are accumulated by :func:`streameval.accumulate` on the executors
     (:mod:`.worker`).
     """
-    return spec.kind == "binary" and bootstrap is None and not spec.unlabeled
+    return offers(task, "spark_sql") and bootstrap is None
 
 
 class Terms:

@@ -89,6 +89,8 @@ CAPABILITIES: dict[str, str] = {
     "replicates": "its kernel draws bootstrap replicates from the rows' keys",
     "labels": "several labels per row, each scored: per-label tables (State.per_class) of "
     "each label's confusion counts, metrics and AUC",
+    "spark_sql": "Spark builds its state with SQL aggregations, no Python worker reading the "
+    "rows (streameval.spark)",
     "queries": "rows are the items of queries, each scored as a whole list: a query's rows "
     "are read together (one pass, not Spark's blocks), and merged states must not share one",
 }

@@ -27,11 +27,11 @@ from .metrics import metric_table_variance as binary_metrics
 RESERVED = {"bucket", *binary.ALL_COLUMNS, *COLUMNS}
 #: What a binary state offers: a metric table of declared metrics, a label with a positive
 #: class, metrics per threshold, and the curves, operating points, areas, coarsening and
-#: caret's summary of a score histogram.
+#: caret's summary of a score histogram; on Spark, a state Spark's SQL builds.
 CAPABILITIES = frozenset(
     {
         "classification", "replicates", "metrics", "positive", "thresholds", "curves",
-        "summary", "histogram", "unlabeled",
+        "summary", "histogram", "unlabeled", "spark_sql",
     }
 )  # fmt: skip
 #: Its own options, by their names in :func:`streameval.evaluate` (and keys of a job's
