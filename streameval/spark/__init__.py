@@ -449,8 +449,8 @@ def explain(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> None:
     ...
 
     """
-    options_ = Evaluation(**_arguments(Evaluation, options))
-    _evaluation(df, options_, block_rows).metrics.explain()
+    evaluation = Evaluation(**_arguments(Evaluation, options))
+    _evaluation(df, evaluation, block_rows).metrics.explain()
 
 
 @dataclasses.dataclass
