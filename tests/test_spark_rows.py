@@ -1,4 +1,4 @@
-"""Spark's own row path: bucket keys built by SQL expressions, binary states by its aggregation.
+"""Spark's own row path: bucket keys built by SQL expressions, states by its aggregation.
 
 A real local Spark session (conftest). The keys must equal the local encoder's bit for bit;
 the states the local path's (integer sums exactly, float sums to 1e-12); the errors on bad
@@ -109,11 +109,13 @@ def _predictions(draw: st.DrawFn) -> pl.DataFrame:
             "seg": rng.choice(["a", "b", "c"][: draw(st.integers(1, 3))], n),
             "y": y,
             "p": p,
+            "q": np.round(p + rng.standard_normal(n) * 0.2, 2),  # a second model, tied
             "w": np.where(rng.random(n) < 0.1, 0.0, rng.random(n) * 3),
         }
     )
 
 
+@pytest.mark.filterwarnings("ignore:log_loss and brier are null")  # logits: as locally
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     frame=_predictions(),
@@ -134,6 +136,10 @@ def test_spark_states_equal_the_local_ones(
     metrics = dict(options, threshold=thresholds[0])
     del metrics["thresholds"]
     same_table(ses.evaluate(df, **metrics), se.evaluate(frame, **metrics))
+    paired = dict(task="paired", label="y", scores=["p", "q"], precision=precision)
+    paired |= dict(by=options["by"], weight=options["weight"])
+    same_state(ses.accumulate(df, **paired), se.accumulate(frame, **paired))
+    same_table(ses.evaluate(df, **paired), se.evaluate(frame, **paired))
 
 
 BAD = [
@@ -159,26 +165,31 @@ def test_bad_rows_are_named_as_locally(spark_classic, tmp_path, case: str) -> No
     rng = np.random.default_rng(3)
     frame = pl.DataFrame(
         {"seg": ["a", "b"] * 20, "y": rng.integers(0, 2, 40), "p": rng.random(40)}
-    ).with_columns(w=pl.lit(1.0))
+    ).with_columns(w=pl.lit(1.0), q=pl.col("p") / 2)
     spoiled = _spoil(frame, case)
     spoiled.write_parquet(tmp_path / "part.parquet")
     df = spark_classic.read.parquet(str(tmp_path))
-    options = dict(label="y", score="p", by="seg", weight="w")
-    with pytest.raises(InputError) as expected:
-        se.accumulate(spoiled, **options)
-    for function in (ses.accumulate, ses.evaluate):
-        with pytest.raises(InputError) as caught:
-            function(df, **options)
-        assert str(caught.value) == str(expected.value)
+    for task in (dict(score="p"), dict(task="paired", scores=["q", "p"])):
+        options = dict(label="y", by="seg", weight="w", **task)
+        with pytest.raises(InputError) as expected:
+            se.accumulate(spoiled, **options)
+        for function in (ses.accumulate, ses.evaluate):
+            with pytest.raises(InputError) as caught:
+                function(df, **options)
+            assert str(caught.value) == str(expected.value)
 
 
-def test_no_python_runs_on_the_rows(spark_classic, tmp_path) -> None:
-    frame = pl.DataFrame({"seg": ["a", "b"] * 50, "y": [0, 1] * 50, "p": np.linspace(0, 1, 100)})
+@pytest.mark.parametrize(
+    "task", [dict(score="p"), dict(score="p", precision=4), dict(task="paired", scores=["p", "q"])]
+)
+def test_no_python_runs_on_the_rows(spark_classic, tmp_path, task) -> None:
+    p = np.linspace(0, 1, 100)
+    frame = pl.DataFrame({"seg": ["a", "b"] * 50, "y": [0, 1] * 50, "p": p, "q": p[::-1]})
     frame.write_parquet(tmp_path / "part.parquet")
     df = spark_classic.read.parquet(str(tmp_path))
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        ses.explain(df, label="y", score="p", by="seg")
+        ses.explain(df, label="y", by="seg", **task)
     plan = printed.getvalue()
     rows = plan[plan.index("HashAggregate") :]  # the aggregation and what feeds it
     assert "Python" not in rows and "Arrow" not in rows and "HashAggregate" in rows

@@ -10,7 +10,7 @@ the metric table. How:
    matter (string labels must hold two classes, one of them ``positive``; a multiclass
    task's classes come from the data), their distinct values are read first by a small
    Spark query, so every executor works with the same spec.
-2. A binary task's state is built by Spark itself (:mod:`.rows`): bucket keys as SQL
+2. A binary or paired task's state is built by Spark itself (:mod:`.rows`): bucket keys as SQL
    expressions, ``groupBy(keys…, bucket).agg(sums)`` after a hash partitioning on the group
    keys, so the rows never reach a Python worker and each group's state rows share a
    partition.
@@ -50,7 +50,7 @@ from ..tasks.binary.metrics import as_thresholds
 from ..tasks.common import Inputs, label_argument, label_fields
 from ..tasks.multiclass.plan import MAX_CLASSES
 from ..tasks.registry import offers, task_of
-from .rows import bad_rows, serves, state_rows
+from .rows import bad_rows, marker, serves, state_rows
 from .types import empty_frame
 from .worker import (
     BLOBS,
@@ -199,9 +199,9 @@ def accumulate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> State
         The predictions (classic or Spark Connect).
     block_rows : int
         Rows an executor buffers per Polars call where Python workers accumulate (tasks
-        other than binary, and bootstrap replicates; Spark hands out batches of
+        other than binary and paired, and bootstrap replicates; Spark hands out batches of
         ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows, 10,000 by default). A binary
-        task's state is Spark's own aggregation, which this leaves alone.
+        or paired task's state is Spark's own aggregation, which this leaves alone.
     **options
         The keywords of :func:`streameval.accumulate` (``label``, ``score``, ``by``,
         ``task``, ``weight``, ``precision``, ``bootstrap``, ``drop_nulls``, ...), ``engine``
@@ -252,7 +252,7 @@ def accumulate_options(df: Any, options: Accumulation, block_rows: int = 1_000_0
     if not tables:
         return target
     frame = conform(pl.concat(tables, how="vertical_relaxed"), target.table.schema)
-    if planned.in_jvm and frame["bucket"].null_count():
+    if planned.in_jvm and frame[marker(target.spec)].null_count():
         raise planned.bad_rows()
     return State(target.spec, frame)
 
@@ -423,7 +423,7 @@ def evaluate_options(df: Any, options: Evaluation, block_rows: int = 1_000_000) 
 def explain(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> None:
     """Print the physical plan Spark runs for :func:`evaluate` (its ``explain()``), running nothing.
 
-    For a binary task the rows stay in the JVM: the plan reads the columns, computes each
+    For a binary or paired task the rows stay in the JVM: the plan reads the columns, computes each
     row's bucket and aggregates the sums (``HashAggregate``); the one Python node
     (``MapInArrow``) finalizes the aggregated state rows.
 

@@ -1,4 +1,4 @@
-"""A binary state built by Spark itself: bucket keys and sums as native SQL aggregations.
+"""Binary and paired states built by Spark itself: bucket keys and sums as SQL aggregations.
 
 The rows never leave the JVM. Each row's bucket is an ordered key built by Spark SQL
 expressions (:mod:`.keys`, equal to the local encoder's), and the state is
@@ -6,9 +6,11 @@ expressions (:mod:`.keys`, equal to the local encoder's), and the state is
 worker on the row path. The stored columns are those of :mod:`streameval.tasks.binary.state`
 (``pos``, ``neg``, with a weight ``n``, bucketed ``log_loss``, ``brier``, ``psum``,
 ``hinge``), each the same per-row term summed; the exact mode's bucket is the score's own
-key. Rows that cannot be evaluated (a null or unknown label, a score or weight that is not
-finite, a negative weight) land in a null bucket, as locally; their problem is then named by
-one more Spark query (:func:`bad_rows`), so clean data pays for no check.
+key. A paired state (several models' scores on the same rows) groups by one such bucket per
+model, its joint histogram, and sums ``pos``, ``neg`` (and ``n``). Rows that cannot be
+evaluated (a null or unknown label, a score or weight that is not finite, a negative
+weight) land in a null bucket, as locally; their problem is then named by one more Spark
+query (:func:`bad_rows`), so clean data pays for no check.
 
 Each group's state rows must end in one partition (where :mod:`.worker` finalizes them). At
 fine precisions (the default, and exact) the rows are hash-partitioned on the group keys
@@ -31,7 +33,9 @@ import polars as pl
 from ..bucketing import EPS
 from ..errors import StreamevalError
 from ..spec import Spec
-from ..tasks.binary import state as binary
+from ..states import kind_module
+from ..tasks.common import problem_error, weight_expr
+from ..tasks.paired.plan import row_checks
 from ..tasks.registry import offers
 from ..validate import bad_rows_error
 from .keys import bucket_of, finite, with_ordered_key
@@ -54,13 +58,13 @@ def serves(task: str, bootstrap: int | None) -> bool:
 
 
 class Terms:
-    """A binary task's row terms as Spark columns: label, score, weight and the bad-row flag.
+    """A binary (or paired) task's row terms as Spark columns: label, scores, weight, bad rows.
 
     Mirrors :func:`streameval.validate.label_expr` and
     :func:`streameval.tasks.common.weight_expr`: ``y`` is the label equal to the positive
     class (numeric labels must be 0 or 1 without ``positive=``), ``bad`` flags a row whose
-    label is null or not allowed, whose score is not finite, or whose weight is null,
-    negative or not finite.
+    label is null or not allowed, whose score (any model's) is not finite, or whose weight is
+    null, negative or not finite.
     """
 
     def __init__(self, F: Any, spec: Spec, label_type: pl.DataType, positive_given: bool):
@@ -74,12 +78,16 @@ class Terms:
         else:
             self.y = label == F.lit(spec.positive)
             self.not_allowed = F.lit(False)
-        self.p = F.col(str(spec.score)).cast("double")
+        self.scores = score_columns(spec)
+        self.p = F.col(self.scores[0]).cast("double")
         self.w = None if spec.weight is None else F.col(spec.weight).cast("double")
-        bad = label.isNull() | ~finite(F, self.p) | self.not_allowed
+        bad = label.isNull() | self.not_allowed
+        for score in self.scores:
+            bad = bad | ~finite(F, F.col(score).cast("double"))
+        self.bad_weight = F.lit(False)
         if self.w is not None:
-            bad = bad | self.w.isNull() | (self.w < F.lit(0.0)) | ~finite(F, self.w)
-        self.bad = F.coalesce(bad, F.lit(True))
+            self.bad_weight = self.w.isNull() | (self.w < F.lit(0.0)) | ~finite(F, self.w)
+        self.bad = F.coalesce(bad | self.bad_weight, F.lit(True))
 
     def sums(self, F: Any, spec: Spec) -> list[Any]:
         """The stored columns of ``spec``'s state as Spark aggregations (their local terms)."""
@@ -96,13 +104,24 @@ class Terms:
             "hinge": F.greatest(F.lit(0.0), F.lit(1.0) - F.when(y, p).otherwise(-p)),
         }
         out = []
-        for name in binary.merge_ops(spec):
+        for name in kind_module(spec).merge_ops(spec):
             if name == "n":
                 out.append(F.count(F.lit(1)).cast("long").alias(name))
             else:
                 term = terms[name] if w is None else w * terms[name]
                 out.append(F.sum(term).alias(name))
         return out
+
+
+def score_columns(spec: Spec) -> list[str]:
+    """The score columns of ``spec``'s rows: a binary task's one, a paired task's models'."""
+    return list(spec.scores) if spec.scores else [str(spec.score)]
+
+
+def marker(spec: Spec) -> str:
+    """The bucket column that is null on the state rows of bad rows (the first)."""
+    column: str = kind_module(spec).group_columns(spec)[0]
+    return column
 
 
 def state_rows(
@@ -113,21 +132,27 @@ def state_rows(
     positive_given: bool,
     route: Sequence[str] | None,
 ) -> Any:
-    """The Spark DataFrame of ``spec``'s state rows (group keys, ``bucket``, the sums).
+    """The Spark DataFrame of ``spec``'s state rows (group keys, buckets, the sums).
 
-    ``rows`` holds the input columns. ``route``: the keys whose state rows must share a
-    partition (``[]``: all rows in one partition; None: no matter where).
+    ``rows`` holds the input columns. A binary state has one bucket column, ``bucket``; a
+    paired one a bucket per model (``bucket_0`` …), its joint histogram. ``route``: the keys
+    whose state rows must share a partition (``[]``: all rows in one partition; None: no
+    matter where).
     """
     terms = Terms(F, spec, label_type, positive_given)
-    keyed = with_ordered_key(rows, F, str(spec.score), _KEY)
-    bucket = bucket_of(F, F.col(_KEY), spec.precision, spec.splits)
-    keyed = keyed.withColumn(_BAD, terms.bad)
-    keyed = keyed.withColumn("bucket", F.when(~F.col(_BAD), bucket).otherwise(F.lit(None)))
+    buckets = kind_module(spec).group_columns(spec)
+    keyed = rows.withColumn(_BAD, terms.bad)
+    for i, (score, name) in enumerate(zip(terms.scores, buckets, strict=True)):
+        keyed = with_ordered_key(keyed, F, score, _KEY)
+        bucket = bucket_of(F, F.col(_KEY), spec.precision, spec.splits)
+        if i == 0:
+            bucket = F.when(~F.col(_BAD), bucket).otherwise(F.lit(None))
+        keyed = keyed.withColumn(name, bucket).drop(_KEY)
     keys = list(spec.keys)
     sums = terms.sums(F, spec)
     if route and spec.precision >= FINE_BITS:
-        return keyed.repartition(*route).groupBy(*keys, "bucket").agg(*sums)
-    states = keyed.groupBy(*keys, "bucket").agg(*sums)
+        return keyed.repartition(*route).groupBy(*keys, *buckets).agg(*sums)
+    states = keyed.groupBy(*keys, *buckets).agg(*sums)
     if route is None:
         return states
     return states.repartition(*route) if route else states.repartition(1)
@@ -138,30 +163,63 @@ def bad_rows(
 ) -> StreamevalError:
     """The error naming what is wrong with the rows of a null bucket (one Spark query).
 
-    The counts of :func:`streameval.validate.diagnose_bad_rows`, by Spark.
+    The counts the local diagnosis takes (:func:`streameval.validate.diagnose_bad_rows` for
+    a binary task, :func:`streameval.tasks.paired.plan.row_checks` for a paired one),
+    counted by Spark.
     """
     terms = Terms(F, spec, label_type, positive_given)
+    if spec.scores:
+        return _paired_problem(rows, F, spec, terms)
     label, score = F.col(spec.label), F.col(str(spec.score)).cast("double")
-
-    def count(test: Any) -> Any:
-        return F.sum(F.when(test, 1).otherwise(0)).cast("long")
-
-    checks = [
-        count(label.isNull()).alias("null_label"),
-        count(score.isNull()).alias("null_score"),
-        count(F.isnan(score)).alias("nan_score"),
-        count(F.abs(score) == F.lit(float("inf"))).alias("inf_score"),
-        count(F.coalesce(terms.not_allowed, F.lit(False))).alias("bad_label"),
-    ]
+    checks = {
+        "null_label": label.isNull(),
+        "null_score": score.isNull(),
+        "nan_score": F.isnan(score),
+        "inf_score": F.abs(score) == F.lit(float("inf")),
+        "bad_label": F.coalesce(terms.not_allowed, F.lit(False)),
+    }
+    extra = []
     if terms.w is not None:
         w = terms.w
-        checks += [
-            count(w.isNull()).alias("null_weight"),
-            count(w < F.lit(0.0)).alias("neg_weight"),
-            count(F.coalesce(~finite(F, w), F.lit(False))).alias("nonfinite_weight"),
-            F.min(F.when(w < F.lit(0.0), w)).alias("min_weight"),
-        ]
-    r = rows.agg(*checks).collect()[0].asDict()
-    shown = rows.where(F.coalesce(terms.not_allowed, F.lit(False))).select(spec.label)
-    r["examples"] = [x[0] for x in shown.distinct().orderBy(spec.label).limit(5).collect()]
+        checks |= {
+            "null_weight": w.isNull(),
+            "neg_weight": w < F.lit(0.0),
+            "nonfinite_weight": F.coalesce(~finite(F, w), F.lit(False)),
+        }
+        extra.append(F.min(F.when(w < F.lit(0.0), w)).alias("min_weight"))
+    counted = [_count(F, test).alias(name) for name, test in checks.items()]
+    r = rows.agg(*counted, *extra).collect()[0].asDict()
+    r["examples"] = _examples(rows, F, F.col(spec.label), checks["bad_label"])
     return bad_rows_error(r, spec.label, str(spec.score), spec.weight)
+
+
+def _count(F: Any, test: Any) -> Any:
+    """Rows where ``test`` holds (as a Long)."""
+    return F.sum(F.when(test, 1).otherwise(0)).cast("long")
+
+
+def _examples(rows: Any, F: Any, show: Any, test: Any) -> list[Any]:
+    """Up to five distinct values of ``show`` where ``test`` holds, in order (nulls first)."""
+    found = rows.where(test).select(show.alias("_se_show")).distinct()
+    return [r[0] for r in found.orderBy("_se_show").limit(5).collect()]
+
+
+def _paired_problem(rows: Any, F: Any, spec: Spec, terms: Terms) -> StreamevalError:
+    """The local paired diagnosis (its checks' messages), its rows counted by Spark."""
+    checks = row_checks(spec.label, pl.lit(False), spec.positive, list(spec.scores))
+    label = F.col(spec.label)
+    tests: list[tuple[Any, Any]] = [(label.isNull(), None), (terms.not_allowed, label)]
+    for score in terms.scores:
+        x = F.col(score).cast("double")
+        tests += [(F.col(score).isNull(), None), (~finite(F, x), None)]
+    if terms.w is not None:
+        checks += weight_expr(spec.weight)[2]
+        tests.append((terms.bad_weight, terms.w))
+    tests = [(F.coalesce(test, F.lit(True)), show) for test, show in tests]  # as Polars'
+    counted = rows.agg(*(_count(F, t).alias(f"c{i}") for i, (t, _) in enumerate(tests)))
+    row = counted.collect()[0]
+    counts = [
+        (row[i], _examples(rows, F, show, test) if row[i] and show is not None else None)
+        for i, (test, show) in enumerate(tests)
+    ]
+    return problem_error(checks, counts)

@@ -37,6 +37,7 @@ from ..local import warn_once
 from ..options import Accumulation
 from ..pipeline import local_accumulate
 from ..state import State, merge
+from .rows import marker
 
 FINALIZED = "ipc binary, warnings string, bad long"
 
@@ -348,7 +349,7 @@ def finalizer(
             else:
                 table = gathered(target, batches)
                 # (rows of a null bucket: checked before a State, which checks its sums)
-                if table is not None and (bad := table["bucket"].null_count()):
+                if table is not None and (bad := table[marker(target.spec)].null_count()):
                     yield pa.RecordBatch.from_pydict(
                         {"ipc": [b""], "warnings": ["[]"], "bad": [bad]}
                     )

@@ -205,9 +205,23 @@ def first_problem(
         if c.show is not None:
             exprs.append(c.show.filter(bad).unique().sort().head(5).implode().alias(f"ex{i}"))
     row = collect(lf.select(exprs), engine, files).row(0, named=True)
-    for i, c in enumerate(checks):
-        if row[f"count{i}"]:
-            return InputError(c.message.format(count=row[f"count{i}"], examples=row.get(f"ex{i}")))
+    counts = [(row[f"count{i}"], row.get(f"ex{i}")) for i in range(len(checks))]
+    return problem_error(checks, counts)
+
+
+def problem_error(checks: Sequence[Check], counts: Sequence[tuple[int, Any]]) -> InputError:
+    """The error of the first check with offending rows.
+
+    ``counts`` holds each check's (rows, up to five examples), however they were counted (by
+    Polars here, by Spark for a Spark DataFrame).
+
+    >>> checks = finite_checks("p", "score")
+    >>> str(problem_error(checks, [(0, None), (3, None)]))[:58]
+    "expected finite values in the score column 'p', found 3 Na"
+    """
+    for c, (count, examples) in zip(checks, counts, strict=True):
+        if count:
+            return InputError(c.message.format(count=count, examples=examples))
     return InputError("found invalid rows in the source; hint: check the label and score columns")
 
 

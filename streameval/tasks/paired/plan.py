@@ -38,8 +38,8 @@ RESERVED = {
 }
 #: What a paired state offers: a label with a positive class, and a model table with DeLong's
 #: paired tests of its models (not a table of declared metrics: ``metrics=`` and ``ci=``
-#: do not apply).
-CAPABILITIES = frozenset({"positive", "models", "histogram"})
+#: do not apply); on Spark, a state Spark's SQL builds.
+CAPABILITIES = frozenset({"positive", "models", "histogram", "spark_sql"})
 #: Its own options, by their names in :func:`streameval.evaluate` (and keys of a job's
 #: ``[task]`` table), beyond those of every task (label, weight, by, precision, drop_nulls).
 OPTIONS = frozenset({"scores", "positive", "level"})
@@ -99,28 +99,38 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
         return paired.state_query(unit, spec, schema, y, w, bad, constants)
 
     def diagnose() -> Exception:
-        checks = [
-            Check(
-                pl.col(inputs.label).is_null(),
-                f"expected no nulls in the label column {inputs.label!r}, found {{count}}; "
-                "hint: filter them out, or pass drop_nulls=True to drop them with a count",
-            ),
-            Check(
-                not_allowed,
-                f"expected two classes in {inputs.label!r} (positive={pos_value!r}), found "
-                "{count} rows with other values, such as {examples}; hint: filter those rows",
-                show=pl.col(inputs.label),
-            ),
-        ]
-        for c in scores:
-            checks += finite_checks(c, "score")
-        return first_problem(lf, checks + weight_checks, opened.engine, opened.files)
+        checks = row_checks(inputs.label, not_allowed, pos_value, scores) + weight_checks
+        return first_problem(lf, checks, opened.engine, opened.files)
 
     columns = [inputs.label, *scores, *opened.keys, *([inputs.weight] if inputs.weight else [])]
     floats = [pl.col(c).cast(pl.Float64) for c in scores]
     runs = unit_reader(opened, columns, collect_paired, (y, floats, w, bad), diagnose)
     invalid = lambda t: bool(t["bucket_0"].null_count())  # noqa: E731
     return TaskPlan(spec, build, invalid, diagnose, runs, states=False)
+
+
+def row_checks(label: str, not_allowed: pl.Expr, positive: Any, scores: list[str]) -> list[Check]:
+    """The kinds of bad row of a paired task, in the order they are named (weight's aside).
+
+    A null label, a label other than the two classes, then each score's nulls and NaN or
+    infinite values (:func:`~streameval.tasks.common.finite_checks`).
+    """
+    checks = [
+        Check(
+            pl.col(label).is_null(),
+            f"expected no nulls in the label column {label!r}, found {{count}}; "
+            "hint: filter them out, or pass drop_nulls=True to drop them with a count",
+        ),
+        Check(
+            not_allowed,
+            f"expected two classes in {label!r} (positive={positive!r}), found "
+            "{count} rows with other values, such as {examples}; hint: filter those rows",
+            show=pl.col(label),
+        ),
+    ]
+    for c in scores:
+        checks += finite_checks(c, "score")
+    return checks
 
 
 def metric_table(state: StateData, options: MetricOptions) -> pl.DataFrame:
