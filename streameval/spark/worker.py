@@ -180,9 +180,14 @@ def split(
 def blobs(state: State, route: Sequence[str], parts: int) -> Iterator[pa.RecordBatch]:
     """A state as :data:`BLOBS` rows, one per part its groups hash to."""
     for part, rows in split(state.table, route, parts):
-        yield pa.RecordBatch.from_pydict(
-            {"part": pa.array([part], pa.int32()), "ipc": [encode_table(rows)]}
-        )
+        yield blob(part, rows)
+
+
+def blob(part: int, rows: pl.DataFrame) -> pa.RecordBatch:
+    """One :data:`BLOBS` row: a part and its rows as Arrow IPC bytes."""
+    return pa.RecordBatch.from_pydict(
+        {"part": pa.array([part], pa.int32()), "ipc": [encode_table(rows)]}
+    )
 
 
 def mapper(
@@ -305,27 +310,29 @@ def reissue(records: Sequence[Mapping[str, Any]]) -> None:
     warn_once(messages)
 
 
-def gathered(target: State, batches: Iterator[pa.RecordBatch]) -> pl.DataFrame | None:
-    """The state table of a partition's state rows, aggregated by Spark (None: no rows)."""
+def batch_frame(batches: Iterator[pa.RecordBatch]) -> pl.DataFrame | None:
+    """A partition's Arrow batches as one DataFrame (None when they hold no rows)."""
     held = [b for b in batches if b.num_rows]
     if not held:
         return None
     frame = pl.from_arrow(pa.Table.from_batches(held))
     assert isinstance(frame, pl.DataFrame)
-    return conform(frame, target.table.schema)
+    return frame
+
+
+def gathered(target: State, batches: Iterator[pa.RecordBatch]) -> pl.DataFrame | None:
+    """The state table of a partition's state rows, aggregated by Spark (None: no rows)."""
+    frame = batch_frame(batches)
+    return None if frame is None else conform(frame, target.table.schema)
 
 
 def encoder() -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function sending a partition's state rows as one blob."""
 
     def encode_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        held = [b for b in batches if b.num_rows]
-        if held:
-            frame = pl.from_arrow(pa.Table.from_batches(held))
-            assert isinstance(frame, pl.DataFrame)
-            yield pa.RecordBatch.from_pydict(
-                {"part": pa.array([0], pa.int32()), "ipc": [encode_table(frame)]}
-            )
+        frame = batch_frame(batches)
+        if frame is not None:
+            yield blob(0, frame)
 
     return encode_partition
 
