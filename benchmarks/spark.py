@@ -1,9 +1,10 @@
 """Benchmark the Spark path (local[2]) against Spark's own bare scan, on the same Parquet log.
 
 Data: ``generate.py``'s binary prediction log (default 5e7 rows, 100 segments × 30 days),
-generated when missing, and a copy whose segment key is an Int32 (``<data>-int``). Contenders,
-each in a fresh child process; the Spark session is started before the clock starts (its
-start-up time is reported apart):
+generated when missing (or ``spread.py``'s with ``--generator spread``: Int32 segments of
+Zipf sizes, rare positives, scores over many binary exponents), and a copy whose segment key
+is an Int32 (``<data>-int``). Contenders, each in a fresh child process; the Spark session
+is started before the clock starts (its start-up time is reported apart):
 
 polars_floor
     Polars streaming scan, ``group_by(segment, day)`` with ``len`` and sums of label, score.
@@ -250,6 +251,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", default="/tmp/se_bench/spark50m")
     parser.add_argument("--rows", type=int, default=50_000_000)
     parser.add_argument("--only", default=",".join(CONTENDERS))
+    parser.add_argument(
+        "--generator",
+        choices=("generate", "spread"),
+        default="generate",
+        help="the data's generator when --data is missing (spread.py's has Int32 segments)",
+    )
     parser.add_argument("--readme", type=Path)
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -258,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         child(name, data, Path(scratch))
         return 0
     if not Path(args.data).exists():
-        cmd = [sys.executable, str(HERE / "generate.py"), "--rows", str(args.rows)]
+        cmd = [sys.executable, str(HERE / f"{args.generator}.py"), "--rows", str(args.rows)]
         cmd += ["--segments", "100", "--days", "30", "--out", args.data, "--seed", "0"]
         subprocess.check_call(cmd)
     scratch = Path(args.data).parent / "spark-scratch"
@@ -266,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     for stale in scratch.glob("spark-bench-*"):
         stale.unlink()
     names = args.only.split(",")
+    if args.generator == "spread" and any(n.endswith("_int") for n in names):
+        parser.error("spread.py's segments are Int32 already: leave out the *_int contenders")
     if any(n.endswith("_int") for n in names):
         integer_keys(args.data)
     results = [measure(n, args.data, scratch) for n in names]
