@@ -3,16 +3,20 @@
 Data: ``generate.py``'s binary prediction log (default 5e7 rows, 100 segments × 30 days),
 generated when missing (or ``spread.py``'s with ``--generator spread``: Int32 segments of
 Zipf sizes, rare positives, scores over many binary exponents), and a copy whose segment key
-is an Int32 (``<data>-int``). Contenders, each in a fresh child process; the Spark session
-is started before the clock starts (its start-up time is reported apart):
+is an Int32 (``<data>-int``). With ``--task multiclass`` or ``--task regression``,
+``tasks.py``'s logs instead, 100 segments × 30 days: 10-class probabilities ``p0``…``p9``
+(default 1e7 rows), or a gamma target ``y`` and its prediction ``f`` (5e7 rows). Contenders,
+each in a fresh child process; the Spark session is started before the clock starts (its
+start-up time is reported apart):
 
 polars_floor
-    Polars streaming scan, ``group_by(segment, day)`` with ``len`` and sums of label, score.
+    Polars streaming scan, ``group_by(segment, day)`` with ``len`` and sums of every column
+    the task reads.
 polars, polars_exact
     ``se.evaluate(path, by=["segment", "day"])`` at the default precision / exact.
 spark_floor, spark_floor_int
-    Spark's bare scan: ``groupBy(segment, day).agg(count, sum(label), sum(score))`` (String
-    / Int32 segments).
+    Spark's bare scan: ``groupBy(segment, day).agg(count, sums of the same columns)``
+    (String / Int32 segments).
 spark, spark_exact, spark_coarse, spark_int
     ``streameval.spark.evaluate(spark.read.parquet(path), by=["segment", "day"])``: default
     precision, exact, 6 bits (a state Spark aggregates partially before its exchange), and
@@ -43,6 +47,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from run import update_readme  # noqa: E402
+from tasks import CHECKED as TASK_CHECKED  # noqa: E402
+from tasks import CLASSES, arguments  # noqa: E402
+from tasks import generate as generate_task  # noqa: E402
 
 CONTENDERS = (
     "polars_floor", "polars", "polars_exact", "spark_floor", "spark", "spark_exact",
@@ -54,6 +61,26 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "spark_exact": {"precision": "exact"}, "spark_coarse": {"precision": 6}, "spark_int": {},
 }  # fmt: skip
 KEYS = ["segment", "day"]
+#: Per task: the evaluation's columns, the columns the floors sum, the metrics cross-checked.
+TASKS: dict[str, tuple[dict[str, Any], list[str], tuple[str, ...]]] = {
+    "binary": (
+        {"label": "label", "score": "score"},
+        ["label", "score"],
+        ("roc_auc", "average_precision", "log_loss", "accuracy", "f1"),
+    ),
+    "multiclass": (
+        arguments("multiclass"),
+        ["label", *(f"p{k}" for k in range(CLASSES))],
+        tuple(TASK_CHECKED["multiclass"]),
+    ),
+    "regression": (arguments("regression"), ["y", "f"], tuple(TASK_CHECKED["regression"])),
+}
+#: Per task: the default data folder (under /tmp/se_bench) and rows.
+DEFAULTS = {
+    "binary": ("spark50m", 50_000_000),
+    "multiclass": ("spark-mc10m", 10_000_000),
+    "regression": ("spark-reg50m", 50_000_000),
+}
 
 
 def _tree_rss(root: int) -> int:
@@ -115,33 +142,34 @@ def _session() -> Any:
     return spark
 
 
-def work(name: str, data: str, spark: Any) -> Any:
+def work(name: str, data: str, spark: Any, task: str = "binary") -> Any:
     """One contender's work; returns its table (None for the floors)."""
     import polars as pl
 
     import streameval as se
 
+    evaluation, read, _ = TASKS[task]
     if name.endswith("_int"):
         data = f"{data}-int"
     if name == "polars_floor":
         lf = pl.scan_parquet(data, hive_partitioning=True)
-        sums = [pl.len(), pl.col("label").sum(), pl.col("score").sum()]
+        sums = [pl.len(), *(pl.col(c).sum() for c in read)]
         lf.group_by(KEYS).agg(sums).collect(engine="streaming")
         return None
     if name.startswith("polars"):
-        return se.evaluate(data, label="label", score="score", by=KEYS, **OPTIONS[name])
+        return se.evaluate(data, by=KEYS, **evaluation, **OPTIONS[name])
     from pyspark.sql import functions as F
 
     df = spark.read.parquet(data)
     if name.startswith("spark_floor"):
-        df.groupBy(*KEYS).agg(F.count("*"), F.sum("label"), F.sum("score")).collect()
+        df.groupBy(*KEYS).agg(F.count("*"), *(F.sum(c) for c in read)).collect()
         return None
     import streameval.spark as ses
 
     if name == "plan":
-        ses.explain(df, label="label", score="score", by=KEYS)
+        ses.explain(df, by=KEYS, **evaluation)
         return None
-    return ses.evaluate(df, label="label", score="score", by=KEYS, **OPTIONS[name])
+    return ses.evaluate(df, by=KEYS, **evaluation, **OPTIONS[name])
 
 
 def integer_keys(data: str) -> None:
@@ -159,14 +187,14 @@ def integer_keys(data: str) -> None:
             frame.with_columns(segment).write_parquet(out / part.name / file.name)
 
 
-def child(name: str, data: str, scratch: Path) -> None:
+def child(name: str, data: str, scratch: Path, task: str) -> None:
     """Run one contender in this process and write its measurements."""
     with PeakTree() as peak:
         t0 = time.perf_counter()
         spark = _session() if name.startswith("spark") or name == "plan" else None
         started = time.perf_counter() - t0
         t1 = time.perf_counter()
-        result = work(name, data, spark)
+        result = work(name, data, spark, task)
         wall = time.perf_counter() - t1
     if result is not None:
         result.write_parquet(scratch / f"spark-bench-{name}.parquet")
@@ -176,19 +204,20 @@ def child(name: str, data: str, scratch: Path) -> None:
         spark.stop()
 
 
-def measure(name: str, data: str, scratch: Path) -> dict[str, Any]:
+def measure(name: str, data: str, scratch: Path, task: str) -> dict[str, Any]:
     """Run a contender in a fresh process."""
-    code = subprocess.call([sys.executable, __file__, "--child", name, data, str(scratch)])
+    cmd = [sys.executable, __file__, "--child", name, data, str(scratch), task]
+    code = subprocess.call(cmd)
     if code != 0:
         return {"name": name, "error": f"exit status {code}"}
     return {"name": name, **json.loads((scratch / f"spark-bench-{name}.json").read_text())}
 
 
-def cross_check(scratch: Path) -> str:
+def cross_check(scratch: Path, task: str) -> str:
     """Largest relative differences between the Polars and Spark metric tables."""
     import polars as pl
 
-    checked = ("roc_auc", "average_precision", "log_loss", "accuracy", "f1")
+    checked = TASKS[task][2]
     found = []
     for local, spark in (("polars", "spark"), ("polars_exact", "spark_exact")):
         paths = [scratch / f"spark-bench-{n}.parquet" for n in (local, spark)]
@@ -213,7 +242,7 @@ def _floor_of(name: str) -> str | None:
     return None
 
 
-def table(rows: int, results: list[dict[str, Any]], check: str) -> str:
+def table(rows: int, results: list[dict[str, Any]], check: str, task: str) -> str:
     """The Markdown table of the results."""
     walls = {r["name"]: r["wall_s"] for r in results if "wall_s" in r}
     floor = walls.get("polars_floor")
@@ -235,12 +264,15 @@ def table(rows: int, results: list[dict[str, Any]], check: str) -> str:
             f"| {start} |"
         )
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return "\n".join([*lines, "", f"{rows:,} rows, 3,000 segment-days; {check}; measured {stamp}."])
+    what = f"{rows:,} rows" + {"binary": "", "multiclass": f" ({task}, {CLASSES} classes)"}.get(
+        task, f" ({task})"
+    )
+    return "\n".join([*lines, "", f"{what}, 3,000 segment-days; {check}; measured {stamp}."])
 
 
-def physical_plan(data: str, scratch: Path) -> str:
+def physical_plan(data: str, scratch: Path, task: str) -> str:
     """The physical plan of ``spark``'s evaluation, as ``streameval.spark.explain`` prints it."""
-    cmd = [sys.executable, __file__, "--child", "plan", data, str(scratch)]
+    cmd = [sys.executable, __file__, "--child", "plan", data, str(scratch), task]
     printed = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     plan = printed[printed.index("== Physical Plan ==") :].strip()
     return "```text\n" + plan + "\n```"
@@ -248,8 +280,9 @@ def physical_plan(data: str, scratch: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default="/tmp/se_bench/spark50m")
-    parser.add_argument("--rows", type=int, default=50_000_000)
+    parser.add_argument("--task", choices=tuple(TASKS), default="binary")
+    parser.add_argument("--data", help="default /tmp/se_bench/<DEFAULTS[task]>")
+    parser.add_argument("--rows", type=int, help="default DEFAULTS[task]")
     parser.add_argument("--only", default=",".join(CONTENDERS))
     parser.add_argument(
         "--generator",
@@ -257,14 +290,21 @@ def main(argv: list[str] | None = None) -> int:
         default="generate",
         help="the data's generator when --data is missing (spread.py's has Int32 segments)",
     )
-    parser.add_argument("--readme", type=Path)
-    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--readme", type=Path, help="write the table and plan here (markers spark[-TASK])"
+    )
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        name, data, scratch = args.child
-        child(name, data, Path(scratch))
+        name, data, scratch, task = args.child
+        child(name, data, Path(scratch), task)
         return 0
-    if not Path(args.data).exists():
+    folder, rows = DEFAULTS[args.task]
+    args.data, args.rows = args.data or f"/tmp/se_bench/{folder}", args.rows or rows
+    other = args.task != "binary"
+    if other:
+        generate_task(args.task, Path(args.data), args.rows, days=30)
+    elif not Path(args.data).exists():
         cmd = [sys.executable, str(HERE / f"{args.generator}.py"), "--rows", str(args.rows)]
         cmd += ["--segments", "100", "--days", "30", "--out", args.data, "--seed", "0"]
         subprocess.check_call(cmd)
@@ -273,16 +313,19 @@ def main(argv: list[str] | None = None) -> int:
     for stale in scratch.glob("spark-bench-*"):
         stale.unlink()
     names = args.only.split(",")
+    if other and any(n.endswith(("_int", "_coarse")) for n in names):
+        names = [n for n in names if not n.endswith(("_int", "_coarse"))]  # (binary's)
     if args.generator == "spread" and any(n.endswith("_int") for n in names):
         parser.error("spread.py's segments are Int32 already: leave out the *_int contenders")
     if any(n.endswith("_int") for n in names):
         integer_keys(args.data)
-    results = [measure(n, args.data, scratch) for n in names]
-    text = table(args.rows, results, cross_check(scratch))
+    results = [measure(n, args.data, scratch, args.task) for n in names]
+    text = table(args.rows, results, cross_check(scratch, args.task), args.task)
     print(text)
     if args.readme:
-        update_readme(args.readme, text, "spark")
-        update_readme(args.readme, physical_plan(args.data, scratch), "spark-plan")
+        marker = "spark" if args.task == "binary" else f"spark-{args.task}"
+        update_readme(args.readme, text, marker)
+        update_readme(args.readme, physical_plan(args.data, scratch, args.task), f"{marker}-plan")
     return 0
 
 

@@ -77,7 +77,7 @@ def generate(task: str, out: Path, rows: int, days: int, seed: int = 0) -> None:
         pl.DataFrame(data).write_parquet(folder / "part-0.parquet")
 
 
-def _arguments(task: str) -> dict[str, Any]:
+def arguments(task: str) -> dict[str, Any]:
     if task == "multiclass":
         return {"task": task, "label": "label", "scores": [f"p{k}" for k in range(CLASSES)]}
     return {"task": task, "label": "y", "prediction": "f"}
@@ -99,7 +99,7 @@ def work(task: str, name: str, data: str) -> Any:
         import streameval as se
 
         precision = "exact" if name == "exact" else None
-        table = se.evaluate(data, by=KEYS, precision=precision, **_arguments(task))
+        table = se.evaluate(data, by=KEYS, precision=precision, **arguments(task))
         return table.select(*KEYS, *CHECKED[task])
     from sklearn import metrics as skm
 

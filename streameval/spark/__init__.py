@@ -10,15 +10,16 @@ the metric table. How:
    matter (string labels must hold two classes, one of them ``positive``; a multiclass
    task's classes come from the data), their distinct values are read first by a small
    Spark query, so every executor works with the same spec.
-2. A binary or paired task's state is built by Spark itself (:mod:`.rows`): bucket keys as SQL
-   expressions, ``groupBy(keys…, bucket).agg(sums)`` after a hash partitioning on the group
-   keys, so the rows never reach a Python worker and each group's state rows share a
-   partition.
-3. Other tasks, and bootstrap replicates, run :func:`streameval.accumulate` on the executors
-   with ``mapInArrow``, on blocks of about ``block_rows`` rows (:mod:`.worker`); each
-   partition's states leave as Arrow IPC blobs split by a hash of the group keys, which
-   Spark repartitions so each group's rows meet in one partition, where they are
-   re-aggregated (sums, and maxima where a state column merges by maximum).
+2. A binary, paired or multiclass task's state is built by Spark itself (:mod:`.rows`):
+   bucket keys as SQL expressions, ``groupBy(keys…, buckets).agg(sums)`` with a hash
+   partitioning on the group keys, so the rows never reach a Python worker and each group's
+   state rows share a partition.
+3. Other tasks (regression, multilabel), and bootstrap replicates, run
+   :func:`streameval.accumulate` on the executors with ``mapInArrow``, on blocks of about
+   ``block_rows`` rows (:mod:`.worker`); each partition's states leave as Arrow IPC blobs
+   split by a hash of the group keys, which Spark repartitions so each group's rows meet in
+   one partition, where they are re-aggregated (sums, and maxima where a state column
+   merges by maximum).
 4. ``accumulate`` collects the state rows; ``evaluate`` finalizes each group's where they
    are and collects only metric rows.
 
@@ -199,9 +200,10 @@ def accumulate(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> State
         The predictions (classic or Spark Connect).
     block_rows : int
         Rows an executor buffers per Polars call where Python workers accumulate (tasks
-        other than binary and paired, and bootstrap replicates; Spark hands out batches of
-        ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows, 10,000 by default). A binary
-        or paired task's state is Spark's own aggregation, which this leaves alone.
+        other than binary, paired and multiclass, and bootstrap replicates; Spark hands out
+        batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows, 10,000 by default).
+        A binary, paired or multiclass task's state is Spark's own aggregation, which this
+        leaves alone.
     **options
         The keywords of :func:`streameval.accumulate` (``label``, ``score``, ``by``,
         ``task``, ``weight``, ``precision``, ``bootstrap``, ``drop_nulls``, ...), ``engine``
@@ -423,9 +425,9 @@ def evaluate_options(df: Any, options: Evaluation, block_rows: int = 1_000_000) 
 def explain(df: Any, *, block_rows: int = 1_000_000, **options: Any) -> None:
     """Print the physical plan Spark runs for :func:`evaluate` (its ``explain()``), running nothing.
 
-    For a binary or paired task the rows stay in the JVM: the plan reads the columns, computes each
-    row's bucket and aggregates the sums (``HashAggregate``); the one Python node
-    (``MapInArrow``) finalizes the aggregated state rows.
+    For a binary, paired or multiclass task the rows stay in the JVM: the plan reads the
+    columns, computes each row's bucket and aggregates the sums (``HashAggregate``); the one
+    Python node (``MapInArrow``) finalizes the aggregated state rows.
 
     Parameters
     ----------

@@ -42,8 +42,10 @@ from .state import check_count
 _INTERNAL = {"k", "t", "p", "c", "s", "t_n", "p_n", "tp", "fp", "fn", "tn", "a", "b", "i", "j"}
 RESERVED = {*multiclass.ALL_COLUMNS, *COLUMNS, *PER_CLASS, *SCORE_COLUMNS, "class", *_INTERNAL}
 #: What a multiclass state offers: a metric table of declared metrics, per-class tables and
-#: its confusion matrix, and caret's summary.
-CAPABILITIES = frozenset({"classification", "replicates", "metrics", "classes", "summary"})
+#: its confusion matrix, and caret's summary; on Spark, a state Spark's SQL builds.
+CAPABILITIES = frozenset(
+    {"classification", "replicates", "metrics", "classes", "summary", "spark_sql"}
+)
 #: Its own options, by their names in :func:`streameval.evaluate` (and keys of a job's
 #: ``[task]`` table), beyond those of every task (label, weight, by, precision, drop_nulls).
 OPTIONS = frozenset(
@@ -247,34 +249,7 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
         scores=tuple(score_columns),
         top_k=top_k,
     )
-    shown = ", ".join(repr(c) for c in classes[:10]) + (" …" if len(classes) > 10 else "")
-    checks = [
-        Check(
-            pl.col(label).is_null(),
-            f"expected no nulls in the label column {label!r}, found {{count}}; hint: filter "
-            "them out, or pass drop_nulls=True to drop them with a count",
-        ),
-        Check(
-            actual.is_null(),
-            f"expected labels among the classes ({shown}), found {{count}} row(s) with other "
-            f"values in {label!r} such as {{examples}}; hint: pass classes=[...] listing every "
-            "class",
-            show=pl.col(label).cast(pl.String),
-        ),
-    ]
-    if inputs.prediction is not None:
-        pred = inputs.prediction
-        checks.append(
-            Check(
-                predicted.is_null(),
-                f"expected predictions among the classes ({shown}), found {{count}} null or "
-                f"other value(s) in {pred!r} such as {{examples}}; hint: pass classes=[...] "
-                "listing every class",
-                show=pl.col(pred).cast(pl.String),
-            )
-        )
-    for column in score_columns:
-        checks += finite_checks(column, "score")
+    checks = row_checks(label, actual, predicted, inputs.prediction, score_columns, classes)
     checks += weight_checks
 
     def build(unit: pl.LazyFrame, constants: Mapping[str, Any]) -> Any:
@@ -295,6 +270,49 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
     return TaskPlan(
         spec, build, invalid, diagnose, runs, finish=finish, finish_replicated=replicated
     )
+
+
+def row_checks(
+    label: str,
+    actual: pl.Expr,
+    predicted: pl.Expr,
+    prediction: str | None,
+    score_columns: list[str],
+    classes: list[Any],
+) -> list[Check]:
+    """The kinds of bad row of a multiclass task, in the order they are named (weight's aside).
+
+    A null label, a label that is not a class (``actual`` null), a prediction that is not a
+    class (with ``prediction``), then each score column's nulls and NaN or infinite values.
+    """
+    shown = ", ".join(repr(c) for c in classes[:10]) + (" …" if len(classes) > 10 else "")
+    checks = [
+        Check(
+            pl.col(label).is_null(),
+            f"expected no nulls in the label column {label!r}, found {{count}}; hint: filter "
+            "them out, or pass drop_nulls=True to drop them with a count",
+        ),
+        Check(
+            actual.is_null(),
+            f"expected labels among the classes ({shown}), found {{count}} row(s) with other "
+            f"values in {label!r} such as {{examples}}; hint: pass classes=[...] listing every "
+            "class",
+            show=pl.col(label).cast(pl.String),
+        ),
+    ]
+    if prediction is not None:
+        checks.append(
+            Check(
+                predicted.is_null(),
+                f"expected predictions among the classes ({shown}), found {{count}} null or "
+                f"other value(s) in {prediction!r} such as {{examples}}; hint: pass "
+                "classes=[...] listing every class",
+                show=pl.col(prediction).cast(pl.String),
+            )
+        )
+    for column in score_columns:
+        checks += finite_checks(column, "score")
+    return checks
 
 
 def finish(

@@ -32,8 +32,9 @@ from .metrics import metric_table as regression_metrics
 
 RESERVED = {*regression.ALL_COLUMNS, *COLUMNS}
 #: What a regression state offers: a metric table of declared metrics, which takes the
-#: pinball loss's quantile; and its label and prediction may be one column.
-CAPABILITIES = frozenset({"replicates", "metrics", "alpha", "one_column"})
+#: pinball loss's quantile; its label and prediction may be one column; on Spark, a state
+#: Spark's SQL builds.
+CAPABILITIES = frozenset({"replicates", "metrics", "alpha", "one_column", "spark_sql"})
 #: Its own options, by their names in :func:`streameval.evaluate` (and keys of a job's
 #: ``[task]`` table), beyond those of every task (label, weight, by, precision, drop_nulls).
 OPTIONS = frozenset({"prediction", "power", "alpha", "metrics"})
