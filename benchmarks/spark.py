@@ -291,7 +291,9 @@ def main(argv: list[str] | None = None) -> int:
         help="the data's generator when --data is missing (spread.py's has Int32 segments)",
     )
     parser.add_argument(
-        "--readme", type=Path, help="write the table and plan here (markers spark[-TASK])"
+        "--readme",
+        type=Path,
+        help="write the table here (markers spark, or spark-TASK) and a binary task's plan",
     )
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -323,9 +325,11 @@ def main(argv: list[str] | None = None) -> int:
     text = table(args.rows, results, cross_check(scratch, args.task), args.task)
     print(text)
     if args.readme:
-        marker = "spark" if args.task == "binary" else f"spark-{args.task}"
-        update_readme(args.readme, text, marker)
-        update_readme(args.readme, physical_plan(args.data, scratch, args.task), f"{marker}-plan")
+        if args.task == "binary":
+            update_readme(args.readme, text, "spark")
+            update_readme(args.readme, physical_plan(args.data, scratch, args.task), "spark-plan")
+        else:
+            update_readme(args.readme, text, f"spark-{args.task}")
     return 0
 
 
