@@ -279,13 +279,17 @@ def test_bad_rows_are_named_as_locally(spark_classic, tmp_path, case: str) -> No
     spoiled.write_parquet(tmp_path / "part.parquet")
     df = spark_classic.read.parquet(str(tmp_path))
     for task in (dict(score="p"), dict(task="paired", scores=["q", "p"])):
-        options = dict(label="y", by="seg", weight="w", **task)
-        with pytest.raises(InputError) as expected:
-            se.accumulate(spoiled, **options)
-        for function in (ses.accumulate, ses.evaluate):
-            with pytest.raises(InputError) as caught:
-                function(df, **options)
-            assert str(caught.value) == str(expected.value)
+        _same_error(df, spoiled, dict(label="y", by="seg", weight="w", **task))
+
+
+def _same_error(df, frame: pl.DataFrame, options: dict) -> None:
+    """``ses.accumulate`` and ``ses.evaluate`` raise the local error word for word."""
+    with pytest.raises(InputError) as expected:
+        se.accumulate(frame, **options)
+    for function in (ses.accumulate, ses.evaluate):
+        with pytest.raises(InputError) as caught:
+            function(df, **options)
+        assert str(caught.value) == str(expected.value)
 
 
 MULTICLASS_BAD = [
@@ -321,12 +325,7 @@ def test_multiclass_bad_rows_are_named_as_locally(spark_classic, tmp_path, case:
     for more in (dict(prediction="pred"), dict()):
         if case == "a prediction not a class" and not more:
             continue
-        with pytest.raises(InputError) as expected:
-            se.accumulate(spoiled, **options, **more)
-        for function in (ses.accumulate, ses.evaluate):
-            with pytest.raises(InputError) as caught:
-                function(df, **options, **more)
-            assert str(caught.value) == str(expected.value)
+        _same_error(df, spoiled, options | more)
 
 
 REGRESSION_BAD = [
@@ -351,12 +350,7 @@ def test_regression_bad_rows_are_named_as_locally(spark_classic, tmp_path, case:
     spoiled.write_parquet(tmp_path / "part.parquet")
     df = spark_classic.read.parquet(str(tmp_path))
     options = dict(task="regression", label="y", prediction="f", by="seg", weight="w")
-    with pytest.raises(InputError) as expected:
-        se.accumulate(spoiled, **options)
-    for function in (ses.accumulate, ses.evaluate):
-        with pytest.raises(InputError) as caught:
-            function(df, **options)
-        assert str(caught.value) == str(expected.value)
+    _same_error(df, spoiled, options)
 
 
 @pytest.mark.parametrize(
