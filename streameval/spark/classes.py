@@ -61,14 +61,9 @@ def _indexed(rows: Any, F: Any, spec: Spec, column: str, name: str) -> Any:
     return found.drop("__se_class")
 
 
-def _largest(F: Any, columns: list[Any]) -> Any:
-    """The largest of one or more columns (Spark's ``greatest`` takes two or more)."""
-    return F.greatest(*columns) if len(columns) > 1 else columns[0]
-
-
 def _argmax(F: Any, ps: list[Any]) -> Any:
-    """The index of the first score column holding the row's largest score."""
-    top = _largest(F, ps)
+    """The index of the first score column holding the row's largest score (two or more)."""
+    top = F.greatest(*ps)
     chosen = F.when(ps[0] == top, F.lit(0))
     for k, p in enumerate(ps[1:], start=1):
         chosen = chosen.when(p == top, F.lit(k))
