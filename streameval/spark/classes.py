@@ -24,11 +24,10 @@ from ..bucketing import EPS
 from ..errors import StreamevalError
 from ..spec import Spec
 from ..states import kind_module
-from ..tasks.common import problem_error, weight_expr
 from ..tasks.multiclass.plan import row_checks
 from ..tasks.multiclass.state import CLASS_SUMS
 from .keys import bucket_of, finite, with_ordered_key
-from .layout import FINE_BITS, KEY, Layout, counted, score_tests, weight_terms
+from .layout import FINE_BITS, KEY, Layout, problem, score_tests, weight_terms
 
 #: The helper columns of the row path: class indices, the weight, the sorted score entries,
 #: the two highest scores and an entry's position.
@@ -231,8 +230,4 @@ def bad_rows(
         frame = _indexed(frame, F, spec, spec.prediction, _PREDICTED)
         tests.append((F.col(_PREDICTED).isNull(), F.col(spec.prediction).cast("string")))
     tests += score_tests(F, list(spec.scores))
-    w, bad_weight = weight_terms(F, spec)
-    if w is not None:
-        checks += weight_expr(spec.weight)[2]
-        tests.append((bad_weight, w))
-    return problem_error(checks, counted(frame, F, tests))
+    return problem(frame, F, spec, checks, tests)

@@ -10,7 +10,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import StreamevalError
 from ..spec import Spec
+from ..tasks.common import Check, problem_error, weight_expr
 from .keys import finite
 
 #: From this precision on, a score histogram is about as large as its rows: the rows are
@@ -82,3 +84,19 @@ def weight_terms(F: Any, spec: Spec) -> tuple[Any, Any]:
         return None, F.lit(False)
     w = F.col(spec.weight).cast("double")
     return w, w.isNull() | (w < F.lit(0.0)) | ~finite(F, w)
+
+
+def problem(
+    rows: Any, F: Any, spec: Spec, checks: list[Check], tests: list[tuple[Any, Any]]
+) -> StreamevalError:
+    """The local error of the first check whose Spark test finds rows, the weight's last.
+
+    ``checks`` are a kind's local checks (weight's aside), ``tests`` their Spark tests in the
+    same order; a weighted spec adds the weight's check and test (as
+    :func:`streameval.tasks.common.weight_expr`).
+    """
+    w, bad_weight = weight_terms(F, spec)
+    if w is not None:
+        checks = [*checks, *weight_expr(spec.weight)[2]]
+        tests = [*tests, (bad_weight, w)]
+    return problem_error(checks, counted(rows, F, tests))

@@ -21,10 +21,10 @@ from ..bucketing import EPS
 from ..errors import StreamevalError
 from ..spec import Spec
 from ..states import kind_module
-from ..tasks.common import finite_checks, problem_error, weight_expr
+from ..tasks.common import finite_checks
 from ..tasks.regression.state import DOMAINS, LOSSES
 from .keys import bucket_of, finite, with_float_of_key, with_ordered_key
-from .layout import BAD, FINE_BITS, KEY, Layout, counted, score_tests, weight_terms
+from .layout import BAD, FINE_BITS, KEY, Layout, problem, score_tests, weight_terms
 
 #: The helper columns of the row path: y, ŷ, e, the weight, a bucket's lowest value.
 _Y, _F, _E, _W, _LO = "__se_y", "__se_f", "__se_e", "__se_w", "__se_lo"
@@ -199,8 +199,4 @@ def bad_rows(
     label, prediction = spec.label, str(spec.prediction)
     checks = [*finite_checks(label, "label"), *finite_checks(prediction, "prediction")]
     tests = score_tests(F, [label, prediction])
-    w, bad_weight = weight_terms(F, spec)
-    if w is not None:
-        checks += weight_expr(spec.weight)[2]
-        tests.append((bad_weight, w))
-    return problem_error(checks, counted(rows, F, tests))
+    return problem(rows, F, spec, checks, tests)

@@ -19,7 +19,6 @@ from ..bucketing import EPS
 from ..errors import StreamevalError
 from ..spec import Spec
 from ..states import kind_module
-from ..tasks.common import problem_error, weight_expr
 from ..tasks.paired.plan import row_checks
 from ..validate import bad_rows_error
 from .keys import bucket_of, finite, with_ordered_key
@@ -29,8 +28,8 @@ from .layout import (
     KEY,
     Layout,
     count,
-    counted,
     examples,
+    problem,
     score_tests,
     weight_terms,
 )
@@ -159,7 +158,4 @@ def _paired_problem(rows: Any, F: Any, spec: Spec, terms: Terms) -> StreamevalEr
     label = F.col(spec.label)
     tests: list[tuple[Any, Any]] = [(label.isNull(), None), (terms.not_allowed, label)]
     tests += score_tests(F, terms.scores)
-    if terms.w is not None:
-        checks += weight_expr(spec.weight)[2]
-        tests.append((terms.bad_weight, terms.w))
-    return problem_error(checks, counted(rows, F, tests))
+    return problem(rows, F, spec, checks, tests)
