@@ -12,6 +12,7 @@ import polars as pl
 from .bucketing import key_bucket
 from .errors import InputError, SpecMismatchError
 from .io import read_state_file, write_state
+from .kernels.runs import Runs
 from .options import check_beta
 from .resample import bootstrap_intervals, jackknife_intervals
 from .spec import Spec, merged_spec
@@ -20,7 +21,7 @@ from .states.data import StateData
 from .stats.classification import binary_reports, class_reports, label_reports
 from .stats.compare import paired_test, unpaired_test
 from .stats.disparity import disparity, fairness
-from .stats.drift import check_comparable, drift, sample
+from .stats.drift import Sorted, check_comparable, drift, sample
 from .stats.proportions import check_level
 from .stats.summary import binary_summary, multiclass_summary
 from .stats.tables import check_ci, per_class
@@ -1331,7 +1332,7 @@ def drift_table(
     on = check_comparable(state.spec, (state if baseline is None else baseline).spec, bins)
     histogram = HISTOGRAMS[state.spec.kind]
     spec, table = sample(state.spec, state.table)
-    base = None if baseline is None else histogram(*sample(baseline.spec, baseline.table))
+    base = None if baseline is None else _histogram(baseline)
     model = ["model"] if offers(state.spec.kind, "models") else []
     return drift(
         histogram(spec, table),
@@ -1342,6 +1343,18 @@ def drift_table(
         exact=state.spec.exact,
         every=every,
     )
+
+
+def _histogram(state: State) -> pl.DataFrame | Sorted:
+    """A state's score histogram, from its runs when it has them (a pool of day states).
+
+    Runs hold each bucket's labelled rows: the rows still without a label (optional labels)
+    and weights are in the table alone.
+    """
+    coded, spec = state.coded(), state.spec
+    if isinstance(coded, Runs) and not (spec.unlabeled or spec.weighted or spec.replicates):
+        return Sorted.of_runs(coded, list(spec.keys))
+    return HISTOGRAMS[spec.kind](*sample(spec, state.table))
 
 
 def merge(states: Iterable[State]) -> State:

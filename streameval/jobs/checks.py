@@ -49,6 +49,7 @@ from .judge import (
     verdicts,
     with_baseline,
 )
+from .pools import HistoryPools
 from .rollup import FLAT, Entry, StateCache, day_label, digest_of
 from .store import Store
 
@@ -94,6 +95,8 @@ class Checks:
         self._merges: dict[tuple[int, ...], State | None] = {}
         self._tables: dict[tuple[int, ...], pl.DataFrame] = {}
         self._pools: dict[tuple[int, ...], State | None] = {}
+        #: The sliding pools of ``history`` baselines (None: merged, or none in this run).
+        self._history: HistoryPools | None = None
 
     def name(self, entry: Entry) -> str:
         """A day's name in the manifest: the partition value (one ``*`` without a key)."""
@@ -131,6 +134,8 @@ class Checks:
         self._tables.clear()  # (a retry after a repair: the entries may have changed)
         self._merges.clear()
         self._states = self.states if self.states is not None else StateCache(self.store, entries)
+        history = self.key and any(c.baseline == "history" for c in self.checks.values())
+        self._history = HistoryPools(self._state, len(entries)) if history else None
         saved = time.monotonic()
         for n, i in enumerate(points):
             name = self.name(entries[i])
@@ -156,6 +161,7 @@ class Checks:
         self._tables.clear()
         self._merges.clear()
         self._pools.clear()
+        self._history = None
         return judged
 
     def _forget(self, entries: Sequence[Entry], i: int) -> None:
@@ -321,6 +327,9 @@ class Checks:
             rows = self._rejected(check, entries, j, known)
             if rows is not None and rows.height:
                 rejected[j] = rows
+        pooled = self._slid(check, members, rejected, slices)
+        if pooled is not None:
+            return pooled, slices
         if not rejected:  # (every check's history of these days: merged once)
             return self._pooled(members), slices
 
@@ -349,6 +358,32 @@ class Checks:
         ]
         again = merge(redone).table
         return State(pooled.spec, pl.concat([kept, again.select(kept.columns)])), slices
+
+    def _slid(
+        self,
+        check: CheckConfig,
+        members: list[int],
+        rejected: dict[int, pl.DataFrame],
+        slices: list[str],
+    ) -> State | None:
+        """The history's state from the sliding pools (None: its states are merged).
+
+        Without slices a day with a rejection is left out whole; a pool with no rejections
+        is shared by the checks of the same days.
+        """
+        if self._history is None:
+            return None
+        if not slices:
+            members, rejected = [j for j in members if j not in rejected], {}
+            if not members:
+                return None
+        if not rejected and tuple(members) in self._pools:
+            return self._pools[tuple(members)]
+        shape = (check.window.days, check.days, check.same_weekday)
+        state = self._history.state(shape, members, rejected)
+        if state is not None and not rejected:
+            self._pools[tuple(members)] = state
+        return state
 
     def _pooled(self, members: list[int]) -> State:
         """The merged state of the entries ``members`` (history pools: kept for one day)."""

@@ -182,6 +182,15 @@ def table_groups(
     return groups.decode(back.view(np.uint64)), codes, back.size, frame
 
 
+def pairs_fit(positives: int, negatives: int) -> bool:
+    """Whether unweighted runs' Int64 pair sums hold P·N (a merged state's may pass it).
+
+    >>> pairs_fit(10, 10), pairs_fit(2**31, 2**31)
+    (True, False)
+    """
+    return 2 * positives * negatives < 1 << 62
+
+
 def state_runs(table: pl.DataFrame, spec: Spec) -> Runs | None:
     """A binary state table read back as runs (sorted by group, then bucket), for its metrics.
 
@@ -195,10 +204,8 @@ def state_runs(table: pl.DataFrame, spec: Spec) -> Runs | None:
     stored = [c for c in merge_ops(spec) if c not in UNLABELED]  # (the metrics' rows alone)
     if not table.height or any(c not in table.columns for c in stored):
         return None  # (a table written before a column was stored: the Polars finalize)
-    if not spec.weighted:  # the runs' pair sums are Int64: P·N of a merged state may pass it
-        positives, negatives = (int(table[c].sum()) for c in ("pos", "neg"))
-        if 2 * positives * negatives >= 1 << 62:
-            return None
+    if not spec.weighted and not pairs_fit(*(int(table[c].sum()) for c in ("pos", "neg"))):
+        return None
     coded = table_codes(table.lazy(), list(spec.keys), [pl.col("bucket", *stored)])
     if coded is None:
         return None

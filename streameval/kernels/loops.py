@@ -373,30 +373,9 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
             counts[4 + 2 * mark, g] = below_pos
             counts[5 + 2 * mark, g] = below_neg
             mark += 1
-        ap = 0.0
-        above_pos = below_pos
-        above_neg = below_neg
-        over = 0.0
-        under = 0.0
-        P = np.float64(below_pos)
-        N = np.float64(below_neg)
-        placed = delong and below_pos > 0 and below_neg > 0
-        auc = np.float64(pairs) / (2.0 * P * N) if placed else 0.0
-        s10 = 0.0
-        s01 = 0.0
-        for k in range(nkept):  # from the lowest bucket up, as the runs' order
-            cp = kept[k, 0]
-            if cp > 0:
-                ap += cp * (np.float64(above_pos) / np.float64(above_pos + above_neg))
-                up, down = _ap_terms(cp, kept[k, 1], above_pos, above_neg)
-                over += up
-                under += down
-            if placed:
-                d10, d01 = _placement_terms(cp, kept[k, 1], above_pos, above_neg, P, N, auc)
-                s10 += d10
-                s01 += d01
-            above_pos -= cp
-            above_neg -= kept[k, 1]
+        ap, over, under, s10, s01 = _upper_sums(
+            kept[:nkept, 0], kept[:nkept, 1], below_pos, below_neg, pairs, delong
+        )
         counts[0, g] = below_pos
         counts[1, g] = below_neg
         counts[2, g] = pairs
@@ -414,6 +393,111 @@ def group_metrics(words, bounds, starts, occupied, tops, p, cuts, cut_tops, eps,
         sums[6, g] = s01
         sums[7, g] = hinge
     return codes, counts, sums, largest
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _upper_sums(cps, cns, P, N, pairs, delong):  # type: ignore[no-untyped-def]
+    """A group's sums read from the counts at or above each bucket, lowest bucket first.
+
+    ``cps`` and ``cns`` are the group's buckets' positives and negatives (score ascending),
+    ``P`` and ``N`` its totals and ``pairs`` its AUC pair sum. Returns Σ pos times the
+    precision at or above the bucket (the AP numerator), the AP bound's two sums
+    (:func:`_ap_terms`), and with ``delong`` DeLong's two sums (:func:`_placement_terms`; 0
+    without ``delong`` or without both classes).
+    """
+    ap = 0.0
+    over = 0.0
+    under = 0.0
+    s10 = 0.0
+    s01 = 0.0
+    above_pos = P
+    above_neg = N
+    fP = np.float64(P)
+    fN = np.float64(N)
+    placed = delong and P > 0 and N > 0
+    auc = np.float64(pairs) / (2.0 * fP * fN) if placed else 0.0
+    for k in range(cps.size):
+        cp = cps[k]
+        cn = cns[k]
+        if cp > 0:
+            ap += cp * (np.float64(above_pos) / np.float64(above_pos + above_neg))
+            up, down = _ap_terms(cp, cn, above_pos, above_neg)
+            over += up
+            under += down
+        if placed:
+            d10, d01 = _placement_terms(cp, cn, above_pos, above_neg, fP, fN, auc)
+            s10 += d10
+            s01 += d01
+        above_pos -= cp
+        above_neg -= cn
+    return ap, over, under, s10, s01
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _range_sum(x, start, stop):  # type: ignore[no-untyped-def]
+    """Σ x[start:stop] in order (0 for an empty ``x``: not given)."""
+    total = 0.0
+    if x.size:
+        for r in range(start, stop):
+            total += x[r]
+    return total
+
+
+@jit
+def run_groups(pos, neg, firsts, ends, marks, log_loss, brier, hinge, delong):  # type: ignore[no-untyped-def]
+    """Each group's metric aggregates from its sorted unweighted runs, as :func:`group_metrics`.
+
+    ``pos`` and ``neg`` are each run's counts, in (group, score ascending) order; group ``g``
+    holds runs ``firsts[g]`` to ``ends[g]``. ``marks[m, g]`` is the group's first run at or
+    above threshold ``m`` (ascending in ``m``); ``log_loss``, ``brier`` and ``hinge`` are
+    each run's loss sums (each empty when not given). Returns :func:`group_metrics`'
+    ``counts`` (positives and negatives below each mark) and ``sums`` (the log-loss, Brier
+    and hinge sums are the runs' own, summed in order; 0 without them) and the largest
+    count.
+    """
+    groups = firsts.size
+    nmarks = marks.shape[0]
+    counts = np.zeros((4 + 2 * nmarks, groups), np.int64)
+    sums = np.zeros((8, groups), np.float64)
+    largest = 0
+    for g in range(groups):
+        below_pos = 0
+        below_neg = 0
+        pairs = 0
+        ties = 0
+        mark = 0
+        for r in range(firsts[g], ends[g]):
+            while mark < nmarks and marks[mark, g] <= r:
+                counts[4 + 2 * mark, g] = below_pos
+                counts[5 + 2 * mark, g] = below_neg
+                mark += 1
+            cp = pos[r]
+            cn = neg[r]
+            largest = max(largest, cp, cn)
+            ties += cp * cn
+            pairs += twice_pairs(cn, cp, below_neg)
+            below_pos += cp
+            below_neg += cn
+        while mark < nmarks:
+            counts[4 + 2 * mark, g] = below_pos
+            counts[5 + 2 * mark, g] = below_neg
+            mark += 1
+        counts[0, g] = below_pos
+        counts[1, g] = below_neg
+        counts[2, g] = pairs
+        counts[3, g] = ties
+        ap, over, under, s10, s01 = _upper_sums(
+            pos[firsts[g] : ends[g]], neg[firsts[g] : ends[g]], below_pos, below_neg, pairs, delong
+        )
+        sums[0, g] = ap
+        sums[3, g] = over
+        sums[4, g] = under
+        sums[5, g] = s10
+        sums[6, g] = s01
+        sums[1, g] = _range_sum(log_loss, firsts[g], ends[g])
+        sums[2, g] = _range_sum(brier, firsts[g], ends[g])
+        sums[7, g] = _range_sum(hinge, firsts[g], ends[g])
+    return counts, sums, largest
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -463,31 +547,6 @@ def run_hinges(pos, neg, score, firsts):  # type: ignore[no-untyped-def]
         else:
             out[r] = term
     return out
-
-
-@jit
-def run_placements(pos, neg, firsts, ends, P, N, auc):  # type: ignore[no-untyped-def]
-    """DeLong's two sums of each group of sorted runs (exact mode), as :func:`group_metrics`'.
-
-    ``pos`` and ``neg`` are each run's counts, in (group, score ascending) order; group ``g``
-    holds runs ``firsts[g]`` to ``ends[g]`` and has totals ``P[g]``, ``N[g]`` and AUC
-    ``auc[g]``. Runs are read from the top score down, the counts at or above each summed as
-    integers; a group without both classes gets 0.
-    """
-    s10 = np.zeros(firsts.size, np.float64)
-    s01 = np.zeros(firsts.size, np.float64)
-    for g in range(firsts.size):
-        if P[g] <= 0.0 or N[g] <= 0.0:
-            continue
-        cpos = np.int64(0)
-        cneg = np.int64(0)
-        for r in range(ends[g] - 1, firsts[g] - 1, -1):
-            cpos += pos[r]
-            cneg += neg[r]
-            d10, d01 = _placement_terms(pos[r], neg[r], cpos, cneg, P[g], N[g], auc[g])
-            s10[g] += d10
-            s01[g] += d01
-    return s10, s01
 
 
 @jit

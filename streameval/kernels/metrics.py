@@ -1,10 +1,11 @@
 """Per-group aggregates of an unweighted exact state, straight from its sorted runs.
 
-The runs are sorted by group, then score ascending, so the finalize step's cumulative sums
-from the top score down are suffix sums within each group. With integer counts these are
-exact in Int64 (a global suffix sum minus the one past the group's end), and so are the pair
-sums of the AUC: the results are those of :func:`streameval.tasks.binary.metrics.metric_table`'s
-Polars aggregation, bit for bit where that one is exact, and to rounding of sums elsewhere
+The runs are sorted by group, then score ascending. One compiled pass per group
+(:func:`.loops.run_groups`, the loop the rows' kernel reads its buckets with) sums the counts,
+the AUC's pair sum and the counts below each threshold exactly in Int64, then reads the
+average precision, its bound and DeLong's sums from the counts at or above each run: the
+results are those of :func:`streameval.tasks.binary.metrics.metric_table`'s Polars
+aggregation, bit for bit where that one is exact, and to rounding of sums elsewhere
 (average precision, log loss, Brier score).
 
 Weighted exact runs are summed group by group by a compiled loop (:func:`weighted_runs`):
@@ -22,12 +23,11 @@ import numpy.typing as npt
 import polars as pl
 
 from ..bucketing import EPS, float_to_key_scalar, key_floats
-from ..pairsums import ap_bound_terms, twice_pairs
 from ..spec import ALL, Spec
 from . import small_pages
 from .buckets import Losses, bucket_runs
 from .dense import SAFE
-from .loops import run_hinges, run_placements
+from .loops import run_groups, run_hinges
 from .runs import F64, I64, Runs
 from .weightedloops import run_metrics
 
@@ -51,25 +51,16 @@ def pair_scale(largest: float) -> float:
     return math.ldexp(1.0, min(-math.frexp(largest)[1], 1023))
 
 
-def _suffix(x: I64) -> I64:
-    """Sums from each index to the end, with a 0 appended."""
-    out = np.zeros(x.size + 1, np.int64)
-    np.cumsum(x[::-1], out=out[-2::-1])
-    return out
-
-
 @dataclass
 class _Groups:
-    """Where each group's runs start and end, its code, and suffix sums of the counts."""
+    """Where each group's runs start and end, and its code."""
 
     firsts: I64
     ends: I64
     codes: npt.NDArray[np.uint64]
-    rpos: I64
-    rneg_sums: I64 | None  # None when every run is one row: rneg is then implied
 
     @classmethod
-    def of(cls, runs: Runs, pos: I64) -> _Groups:
+    def of(cls, runs: Runs) -> _Groups:
         """Group bounds by a search per possible code when there are few, else by a scan."""
         size, bits = runs.value.size, runs.groups.bits
         if bits <= 16:
@@ -83,18 +74,7 @@ class _Groups:
             firsts = np.flatnonzero(group[1:] != group[:-1]) + 1
             firsts = np.concatenate((np.zeros(1, np.int64), firsts))
             ends, codes = np.append(firsts[1:], size), group[firsts]
-        rneg = None if runs.single else _suffix(runs.neg.astype(np.int64, copy=False))
-        return cls(firsts, ends.astype(np.int64), codes, _suffix(pos), rneg)
-
-    def rneg(self, at: I64) -> I64:
-        """Suffix sums of the negatives at indices ``at``."""
-        if self.rneg_sums is not None:
-            return self.rneg_sums[at]
-        return (self.rpos.size - 1 - at) - self.rpos[at]
-
-    def totals(self, at: I64) -> tuple[I64, I64]:
-        """Positives and negatives of each group from index ``at[g]`` to its end."""
-        return self.rpos[at] - self.rpos[self.ends], self.rneg(at) - self.rneg(self.ends)
+        return cls(firsts, ends.astype(np.int64), codes)
 
 
 def aggregates(
@@ -127,46 +107,44 @@ def aggregates(
 
     """
     pos = runs.pos.astype(np.int64, copy=False)
-    g = _Groups.of(runs, pos)
-    firsts, rpos = g.firsts, g.rpos
-    positives, negatives = g.totals(firsts)
-    scale = pair_scale(float(max(int(pos.max()), int(runs.neg.max()))))
-    at = np.flatnonzero(pos)  # runs with positives
-    # the pair sum, each run's negatives against the positives above it (twice_pairs), exact
-    # in Int64: those above a run are rpos[r + 1] − rpos[end], the second term summed apart
-    if runs.single:  # a run is one row: neg = 1 − pos, and no ties
-        ties = np.zeros(firsts.size, np.int64)
-        neg = 1 - pos
-    else:
-        neg = runs.neg.astype(np.int64, copy=False)
-        ties = np.add.reduceat(pos * neg, firsts)
-    pairs = np.add.reduceat(twice_pairs(pos, neg, rpos[1:]), firsts)
-    pairs -= 2 * rpos[g.ends] * negatives
-    del neg
-    floats: dict[str, npt.NDArray[np.generic]] = dict(_ap_sums(pos, at, g, scale))
+    neg = (1 - pos) if runs.single else runs.neg.astype(np.int64, copy=False)
+    g = _Groups.of(runs)
+    marks = np.zeros((len(thresholds), g.firsts.size), np.int64)
+    for i, t in enumerate(thresholds):
+        marks[i] = _threshold_index(runs, g, float_to_key_scalar(t))
+    none = np.zeros(0, np.float64)
+    log_loss, brier, hinge = (
+        none if x is None else x.astype(np.float64, copy=False) for x in (losses or (None,) * 3)
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        counts, sums, largest = run_groups(
+            pos, neg, g.firsts, g.ends, marks, log_loss, brier, hinge, variance
+        )
+    positives, negatives = counts[0], counts[1]
+    scale = pair_scale(float(largest))
+    floats: dict[str, npt.NDArray[np.generic]] = {
+        "_ap_num": sums[0] * scale,
+        "_ap_over": sums[3] * scale,
+        "_ap_under": sums[4] * scale,
+    }
     if losses is None:
         with np.errstate(over="ignore", invalid="ignore"):  # huge scores: null metrics later
-            floats.update(_losses(runs, pos, firsts))
+            floats.update(_losses(runs, pos, g.firsts))
     else:
-        floats["_log_loss"] = np.add.reduceat(losses[0], firsts)
-        floats["_brier"] = np.add.reduceat(losses[1], firsts)
-        hinge = losses[2]  # (none in a state of schema version 2: a null hinge loss)
-        floats["_hinge"] = (
-            np.full(firsts.size, np.nan) if hinge is None else np.add.reduceat(hinge, firsts)
-        )
-    counts = []
-    for t in thresholds:
-        counts.append(g.totals(_threshold_index(runs, g, float_to_key_scalar(t))))
+        floats["_log_loss"], floats["_brier"] = sums[1], sums[2]
+        # (none in a state of schema version 2: a null hinge loss)
+        floats["_hinge"] = np.full(g.firsts.size, np.nan) if losses[2] is None else sums[7]
     if variance:
-        floats.update(_placement_sums(runs, pos, g, pairs, (positives, negatives)))
+        floats.update(delong_variance(positives, negatives, sums[5], sums[6]))
+    below = [(counts[4 + 2 * i], counts[5 + 2 * i]) for i in range(len(thresholds))]
     return grouped_frame(
         runs.groups.decode(g.codes),
         all_key,
         (positives, negatives, scale),
-        (pairs, ties),
+        (counts[2], counts[3]),
         floats,
-        _outside(runs, pos, firsts),
-        counts,
+        _outside(runs, pos, g.firsts),
+        [(positives - p, negatives - n) for p, n in below],
     )
 
 
@@ -307,45 +285,6 @@ def delong_variance(
         var = s10 / ((P - 1.0) * P) + s01 / ((N - 1.0) * N)
     out: F64 = np.where((P > 1.0) & (N > 1.0), var, np.nan)
     return {"_var": out}
-
-
-def _placement_sums(
-    runs: Runs, pos: I64, g: _Groups, pairs: I64, totals: tuple[I64, I64]
-) -> dict[str, F64]:
-    """``_var`` of each group from its runs (:func:`.loops.run_placements`).
-
-    A run's positives are placed above the group's negatives below it and half of its own
-    (V₁₀), its negatives below the positives above it and half of its own (V₀₁), as
-    :func:`streameval.stats.delong.placements`; A is the group's AUC from its pair sum.
-    """
-    neg = (1 - pos) if runs.single else runs.neg.astype(np.int64, copy=False)
-    P, N = (t.astype(np.float64) for t in totals)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        auc = pairs / (2.0 * P * N)
-    s10, s01 = run_placements(pos, neg, g.firsts, g.ends, P, N, auc)
-    return delong_variance(P, N, s10, s01)
-
-
-def _ap_sums(pos: I64, at: I64, g: _Groups, scale: float) -> dict[str, F64]:
-    """Σ over runs with positives (``at``) of pos·precision there (scaled as the Polars path).
-
-    Also the AP bound's sums ``_ap_over`` and ``_ap_under``
-    (:func:`streameval.pairsums.ap_bound_terms`).
-    """
-    group = np.searchsorted(g.firsts, at, side="right") - 1
-    end = g.ends[group]
-    cpos = (g.rpos[at] - g.rpos[end]).astype(np.float64)
-    cneg = (g.rneg(at) - g.rneg(end)).astype(np.float64)
-    p = pos[at].astype(np.float64)
-    terms = (p * scale) * (cpos / (cpos + cneg))
-    neg = (g.rneg(at) - g.rneg(at + 1)).astype(np.float64)
-    over, under = ap_bound_terms(p, neg, cpos, cneg)
-    out = {}
-    for name, x in (("_ap_num", terms), ("_ap_over", over), ("_ap_under", under)):
-        out[name] = np.bincount(group, weights=x, minlength=g.firsts.size).astype(np.float64)
-    out["_ap_over"] *= scale
-    out["_ap_under"] *= scale
-    return out
 
 
 def _losses(runs: Runs, pos: I64, firsts: I64) -> dict[str, npt.NDArray[np.generic]]:

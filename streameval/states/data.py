@@ -57,6 +57,14 @@ class StateData:
     def __len__(self) -> int:
         return self.table.height
 
+    def coded(self) -> object | None:
+        """The table's rows already coded as the compiled finalize reads them, or None.
+
+        A state summed from coded rows (a job's pool of day states) returns its runs, so its
+        metric table needs no second coding of the table; any other state returns None.
+        """
+        return None
+
 
 #: Value columns that are sums of weights (Float64 in a weighted state).
 WEIGHT_SUMS = ("pos", "neg", "w")

@@ -42,7 +42,7 @@ shape: (1, 3)
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +50,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..kernels.drift import group_drift
+from ..kernels.runs import Runs
 from ..resample_draw import REPLICATE
 from ..spec import Spec
 
@@ -65,9 +66,51 @@ _ONE = "_one"
 _MASS, _ROWS = pl.col("_mass"), pl.col("_rows")
 
 
+@dataclass
+class Sorted:
+    """A score histogram already in (group, bucket) order: a baseline :func:`drift` reads as is.
+
+    ``keys`` holds a row per group (the id columns and ``baseline_n``, its rows); group
+    ``g``'s buckets of weight are ``bucket[starts[g]:starts[g + 1]]`` (ascending), their
+    weight ``mass``.
+    """
+
+    keys: pl.DataFrame
+    starts: npt.NDArray[np.int64]
+    bucket: npt.NDArray[np.int64]
+    mass: npt.NDArray[np.float64]
+
+    @classmethod
+    def of_runs(cls, runs: Runs, keys: list[str]) -> Sorted:
+        """The histogram of unweighted runs (a bucket's weight and rows: its pos + neg).
+
+        >>> import numpy as np
+        >>> from streameval.kernels.groups import GroupCodes
+        >>> from streameval.kernels.scorekeys import pack
+        >>> groups = GroupCodes.build([lambda s: s], [np.array([1, 1, 2])], 3)
+        >>> field, value, low, high = pack(groups.codes, np.array([4, 9, 4]), groups.bits)
+        >>> runs = Runs(value, np.array([1, 0, 2]), np.array([0, 3, 0]), None, field, low,
+        ...             high, groups)
+        >>> h = Sorted.of_runs(runs, ["g"])
+        >>> h.starts.tolist(), h.bucket.tolist(), h.mass.tolist(), h.keys["baseline_n"].to_list()
+        ([0, 2, 3], [4, 9, 4], [1.0, 3.0, 2.0], [4, 2])
+        """
+        rows = runs.pos.astype(np.int64) + runs.neg.astype(np.int64)
+        group, bucket = runs.group(), runs.key()
+        if not rows.all():  # (the buckets of weight alone)
+            weighed = np.flatnonzero(rows)
+            rows, group, bucket = rows[weighed], group[weighed], bucket[weighed]
+        firsts = np.flatnonzero(np.append(True, group[1:] != group[:-1]))
+        starts = np.append(firsts, group.size).astype(np.int64)
+        totals = np.add.reduceat(rows, firsts) if firsts.size else rows[:0]
+        decoded = runs.groups.decode(group[firsts]) if keys else []
+        frame = pl.DataFrame([*decoded, pl.Series("baseline_n", totals, pl.Int64)])
+        return cls(frame, starts, bucket, rows.astype(np.float64))
+
+
 def drift(
     current: pl.DataFrame,
-    baseline: pl.DataFrame | None,
+    baseline: pl.DataFrame | Sorted | None,
     ids: list[str],
     on: list[str],
     *,
@@ -82,7 +125,8 @@ def drift(
     current, baseline : DataFrame
         Score histograms: the id columns, ``bucket`` (ordered score keys, of the same
         precision and cuts in both), ``_mass`` (the rows' weight) and ``_rows``. No
-        baseline (None): every group's measures are null.
+        baseline (None): every group's measures are null. The baseline may come sorted
+        already (:class:`Sorted`, keyed by ``on``).
     ids : list of str
         ``current``'s id columns (its groups).
     on : list of str
@@ -106,8 +150,12 @@ def drift(
     """
     if baseline is None:  # (the shape of the table, without a baseline to measure)
         baseline = current.clear().select(*on, "bucket", "_mass", "_rows")
-    # every group (and baseline group) numbered, so that the walk reads integer codes
-    current, baseline = (f.with_columns(pl.lit(0).alias(_ONE)) for f in (current, baseline))
+    if not isinstance(baseline, Sorted):  # every baseline group numbered, buckets sorted
+        sorted_ = _sorted(baseline.with_columns(pl.lit(0).alias(_ONE)), [*on, _ONE])
+    else:
+        sorted_ = replace(baseline, keys=baseline.keys.with_columns(pl.lit(0).alias(_ONE)))
+    # every group numbered, so that the walk reads integer codes
+    current = current.with_columns(pl.lit(0).alias(_ONE))
     keys, on = [*ids, _ONE], [*on, _ONE]
     groups = (
         current.group_by(keys)
@@ -115,18 +163,23 @@ def drift(
         .sort(keys, nulls_last=False)
         .with_row_index("_g")
     )
-    bases = baseline.group_by(on).agg(_ROWS.sum().alias("baseline_n")).with_row_index("_b")
-    groups = groups.join(bases, on=on, how="left", nulls_equal=True, maintain_order="left")
+    bases = sorted_.keys.with_row_index("_b")
+    groups = groups.join(
+        bases.select(*on, "baseline_n", "_b"),
+        on=on,
+        how="left",
+        nulls_equal=True,
+        maintain_order="left",
+    )
     cur = _coded(current, groups.select(*keys, "_g"), keys, "_g")
-    base = _coded(baseline, bases.select(*on, "_b"), on, "_b")
     psi, js, ks, bound, formed = group_drift(
         _starts(cur["_g"], groups.height),
         cur["bucket"].to_numpy(),
         cur["_mass"].to_numpy(),
         groups["_b"].fill_null(-1).cast(pl.Int64).to_numpy(),
-        _starts(base["_b"], bases.height),
-        base["bucket"].to_numpy(),
-        base["_mass"].to_numpy(),
+        sorted_.starts,
+        sorted_.bucket,
+        sorted_.mass,
         bins,
         exact,
         PSI_FLOOR,
@@ -143,6 +196,18 @@ def drift(
         gone = bases.join(groups, on=on, how="anti", nulls_equal=True).select(*ids, "baseline_n")
         out = pl.concat([out, gone], how="diagonal_relaxed").sort(ids, nulls_last=False)
     return out.select(*ids, *COLUMNS)
+
+
+def _sorted(hist: pl.DataFrame, on: list[str]) -> Sorted:
+    """A histogram's groups numbered and its buckets of weight sorted by group and bucket."""
+    bases = hist.group_by(on).agg(_ROWS.sum().alias("baseline_n")).with_row_index("_b")
+    base = _coded(hist, bases.select(*on, "_b"), on, "_b")
+    return Sorted(
+        bases.drop("_b"),
+        _starts(base["_b"], bases.height),
+        base["bucket"].to_numpy(),
+        base["_mass"].to_numpy(),
+    )
 
 
 def _coded(hist: pl.DataFrame, codes: pl.DataFrame, keys: list[str], code: str) -> pl.DataFrame:

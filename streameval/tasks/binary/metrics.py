@@ -408,7 +408,8 @@ def metric_table_variance(
     thresholds = as_thresholds(threshold)
     check_thresholds(state, thresholds)
     if kernels.enabled():  # the state's rows as runs, read by the compiled loops
-        runs = state_runs(state.table, state.spec)
+        coded = state.coded()
+        runs = coded if isinstance(coded, Runs) else state_runs(state.table, state.spec)
         grouped = None if runs is None else runs_grouped(runs, state.spec, thresholds, variance)
         if grouped is not None:
             keys = list(state.spec.keys)

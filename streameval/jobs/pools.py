@@ -1,0 +1,138 @@
+"""The days a ``history`` baseline pools, summed by sliding pools instead of merges.
+
+Judging day after day, a history baseline's days move by one day each time: the pool of the
+next judged day is this one's with one day added and one taken away. :class:`HistoryPools`
+codes the job's day states once (:class:`~streameval.kernels.pooled.DayIndex`) and keeps a
+:class:`~streameval.kernels.pooled.Pool` per shape of history (its ``days`` and
+``same_weekday``), moved from judged day to judged day; the slices a check failed or warned
+on are taken out of a copy, day by day. What a check reads is a :class:`PooledState`: a
+state whose metric table the compiled finalize computes from the pool's runs, and whose
+table is built only if something asks for it. Binary states without weights are pooled so
+(their counts are integers, exact under removal); others are merged as before (None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import polars as pl
+
+from ..kernels.collect import pairs_fit
+from ..kernels.pooled import DayIndex, Pool, Pooled
+from ..spec import Spec, merged_spec
+from ..state import State
+from ..states import kind_module
+from ..tasks.binary import state as binary_state
+
+
+class PooledState(State):
+    """A state whose rows a pool holds: runs for its metric table, a table when asked for.
+
+    The table (the keys, ``bucket`` and every column, in the days' types) is what merging
+    the pooled days gives, built on first use.
+    """
+
+    _pooled: Pooled
+    _schema: pl.Schema
+    _built: pl.DataFrame | None
+
+    def __init__(self, spec: Spec, pooled: Pooled, schema: pl.Schema) -> None:
+        object.__setattr__(self, "spec", spec)
+        object.__setattr__(self, "_pooled", pooled)
+        object.__setattr__(self, "_schema", schema)
+        object.__setattr__(self, "_built", None)
+
+    @property
+    def table(self) -> pl.DataFrame:
+        """The pooled rows as a state table (built once, on first use)."""
+        if self._built is None:
+            table = self._pooled.table().select(self._schema.names()).cast(self._schema)
+            object.__setattr__(self, "_built", table)
+        assert self._built is not None
+        return self._built
+
+    def coded(self) -> object | None:
+        """The pooled rows as the compiled finalize's runs (the metric columns), or None."""
+        runs = self._pooled.runs(_stored(self.spec))
+        if not runs.value.size or not pairs_fit(int(runs.pos.sum()), int(runs.neg.sum())):
+            return None  # (an empty table, or counts too large: the table's finalize)
+        return runs
+
+
+def _stored(spec: Spec) -> list[str]:
+    """The state's value columns the metrics read (not the unlabeled rows' counts)."""
+    return [c for c in binary_state.merge_ops(spec) if c not in binary_state.UNLABELED]
+
+
+def _unfound(spec: Spec) -> Spec:
+    """The spec less the label values found in the data (merged as their union)."""
+    return replace(spec, classes=())
+
+
+def poolable(spec: Spec) -> bool:
+    """Whether states of ``spec`` are pooled by sliding: binary ones without weights.
+
+    (Nor bootstrap replicates: their tables hold more than the keys and buckets.)
+    """
+    return kind_module(spec) is binary_state and not spec.weighted and not spec.replicates
+
+
+class HistoryPools:
+    """Sliding pools of the entries' states, one per shape of history, for one run."""
+
+    def __init__(self, state: Callable[[int], State], entries: int) -> None:
+        self._state, self._entries = state, entries
+        self._index: DayIndex | None = None
+        self._first = 0  # the entry of the index's first day
+        self._pools: dict[Any, Pool] = {}
+        self._failed = False
+        self._schema = pl.Schema()
+
+    def state(
+        self, shape: Any, members: Sequence[int], without: Mapping[int, pl.DataFrame]
+    ) -> State | None:
+        """The pooled state of entries ``members`` less each entry's slices ``without[j]``.
+
+        ``shape`` names the pool that moves along with this history (one per check shape).
+        None where these states are not pooled (the caller merges them).
+        """
+        index = self._indexed(members[0])
+        if index is None:
+            return None
+        pool = self._pools.get(shape)
+        if pool is None:
+            pool = self._pools[shape] = Pool(index)
+        pool.move([j - self._first for j in members])
+        codes = {
+            j - self._first: index.group_codes(keys) for j, keys in without.items() if keys.height
+        }
+        # the members' spec, as merge makes it: the label values found on any day, checked
+        spec = merged_spec([self._state(j).spec for j in members])
+        if spec.found:
+            binary_state.check_found(spec)
+        return PooledState(spec, pool.pooled(codes), self._schema)
+
+    def _indexed(self, first: int) -> DayIndex | None:
+        """The index of entries ``first`` … the last (built once: later days read later entries)."""
+        if self._failed:
+            return None
+        if self._index is None or first < self._first:
+            spec = self._state(first).spec
+            if not poolable(spec):
+                self._failed = True
+                return None
+            states = [self._state(j) for j in range(first, self._entries)]
+            self._schema = states[0].table.schema
+            if any(_unfound(s.spec) != _unfound(spec) for s in states) or any(
+                s.table.schema != self._schema for s in states
+            ):  # (merging them names what differs)
+                self._failed = True
+                return None
+            stored = list(binary_state.merge_ops(spec))
+            self._index = DayIndex.build([s.table for s in states], spec, stored)
+            self._first, self._pools = first, {}
+            if self._index is None:
+                self._failed = True
+        return self._index

@@ -1,0 +1,155 @@
+"""Sliding pools of day states: any sequence of day sets equals merging those days.
+
+The pools a job's ``history`` baselines read (:mod:`streameval.kernels.pooled`,
+:mod:`streameval.jobs.pools`) add and take away days and slices; whatever the order of those
+moves, the pooled table must equal :func:`streameval.merge` of the days it holds (counts
+exactly, float sums to 1e-12), and its metric table (from the pool's runs) the merged
+state's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import streameval as se
+from streameval.jobs.pools import HistoryPools, PooledState
+from streameval.kernels import compiled
+
+SEGMENTS = ["a", "b", "c", None]
+
+
+def day_states(
+    seed: int, days: int, precision: object, key: str, optional: bool = False
+) -> list[se.State]:
+    """Day states of tied, imbalanced scores; a segment is missing on some days.
+
+    ``optional``: some labels are null (kept as unlabeled rows).
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for d in range(days):
+        n = int(rng.integers(1, 40))
+        seg = rng.choice(SEGMENTS[: 1 + d % 4], n)
+        frame = pl.DataFrame(
+            {
+                "segment": pl.Series(seg.tolist(), dtype=pl.String),
+                "label": (rng.random(n) < rng.uniform(0.05, 0.9)).astype(np.int8),
+                "score": np.round(rng.random(n) ** 3, int(rng.integers(1, 5))),
+            }
+        )
+        if optional:
+            frame = frame.with_columns(
+                pl.when(pl.Series(rng.random(n) < 0.3))
+                .then(None)
+                .otherwise(pl.col("label"))
+                .alias("label")
+            )
+        if key == "int":
+            frame = frame.with_columns(
+                pl.col("segment").replace_strict({"a": 1, "b": 2, "c": 3}, return_dtype=pl.Int32)
+            )
+        labels = "optional" if optional else "required"
+        state = se.accumulate(
+            frame, label="label", score="score", by="segment", precision=precision, labels=labels
+        )
+        out.append(state)
+    return out
+
+
+def same_table(got: pl.DataFrame, want: pl.DataFrame) -> None:
+    """Equal state tables: the same rows, counts exactly, float sums to 1e-12."""
+    order = ["segment", "bucket"]
+    got, want = got.sort(order, nulls_last=False), want.sort(order, nulls_last=False)
+    assert got.columns == want.columns and got.schema == want.schema
+    assert got.select(order).equals(want.select(order))
+    for c in got.columns[2:]:
+        a, b = got[c].to_numpy(), want[c].to_numpy()
+        if got.schema[c].is_integer():
+            assert np.array_equal(a, b), c
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=c)
+
+
+@pytest.mark.skipif(compiled.loops() is None, reason="the compiled loops are off")
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    precision=st.sampled_from(["exact", 4, 11]),
+    key=st.sampled_from(["string", "int"]),
+    optional=st.booleans(),
+    moves=st.lists(
+        st.tuples(
+            st.lists(st.integers(0, 7), min_size=1, max_size=6, unique=True),
+            st.dictionaries(st.integers(0, 7), st.sampled_from(["a", "b", "c", None])),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_a_pool_moved_anywhere_equals_the_merge_of_its_days(seed, precision, key, optional, moves):
+    """Table, metric table and score drift against it: as the merge of the days it holds."""
+    states = day_states(seed, 8, precision, key, optional)
+    pools = HistoryPools(lambda j: states[j], len(states))
+    for members, out in moves:
+        members = sorted(members)
+        keyed = states[0].table.schema["segment"]
+        left = {
+            j: pl.DataFrame(
+                {"segment": [s if key == "string" or s is None else "abc".index(s) + 1]},
+                schema={"segment": keyed},
+            )
+            for j, s in out.items()
+            if j in members
+        }
+        pooled = pools.state("shape", members, left)
+        assert isinstance(pooled, PooledState)
+        kept = [
+            s.table.join(left[j], on="segment", how="anti", nulls_equal=True)
+            if j in left
+            else s.table
+            for j, s in ((j, states[j]) for j in members)
+        ]
+        merged = se.merge([se.State(states[0].spec, t) for t in kept])
+        same_table(pooled.table, merged.table)
+        got = pooled.metrics(ci="wilson").sort("segment", nulls_last=False)
+        want = merged.metrics(ci="wilson").sort("segment", nulls_last=False)
+        assert got.columns == want.columns
+        for c in got.columns[1:]:
+            a, b = got[c].to_numpy(), want[c].to_numpy()
+            np.testing.assert_allclose(
+                a.astype(np.float64), b.astype(np.float64), rtol=1e-12, atol=1e-12, err_msg=c
+            )
+        current = states[-1]
+        got, want = current.drift(pooled, bins=4), current.drift(merged, bins=4)
+        assert got.columns == want.columns and got["segment"].equals(want["segment"])
+        for c in got.columns[1:]:
+            np.testing.assert_allclose(
+                got[c].to_numpy().astype(np.float64),
+                want[c].to_numpy().astype(np.float64),
+                rtol=1e-12,
+                atol=1e-12,
+                err_msg=c,
+            )
+
+
+def test_a_pooled_state_reads_the_pools_runs_not_its_table():
+    """The metric table comes from the pool's runs: the table is never built for it."""
+    states = day_states(3, 5, 11, "string")
+    pooled = HistoryPools(lambda j: states[j], len(states)).state("s", [1, 2, 3], {})
+    assert isinstance(pooled, PooledState)
+    table = pooled.metrics(metrics=["roc_auc"], ci="wilson")
+    assert pooled._built is None  # (the table was not needed)
+    want = se.merge(states[1:4]).metrics(metrics=["roc_auc"], ci="wilson")
+    assert table.equals(want)
+
+
+def test_weighted_states_are_merged_not_pooled():
+    frame = pl.DataFrame(
+        {"segment": ["a", "b"], "label": [0, 1], "score": [0.2, 0.7], "w": [1.0, 2.0]}
+    )
+    state = se.accumulate(frame, label="label", score="score", by="segment", weight="w")
+    assert HistoryPools(lambda j: state, 2).state("s", [0, 1], {}) is None
