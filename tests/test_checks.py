@@ -248,15 +248,17 @@ def test_an_injected_drop_fails_alone_and_leaves_the_accepted_history(tmp_path):
         assert row["baseline"] == pytest.approx(expected["roc_auc"].item(), abs=1e-12)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("by", [["segment"], []])
 @pytest.mark.parametrize("lenient_first", [True, False])
-def test_history_baselines_pool_each_checks_accepted_days(tmp_path, by, lenient_first):
+def test_history_baselines_pool_each_checks_accepted_days(tmp_path, by, lenient_first, weighted):
     """Every history baseline equals the metric of that check's accepted days, read back.
 
     Two checks pool the same days: a strict one that warns on many slice-days (its history
-    leaves them out) and a lenient one that never does (its history keeps all). The lenient
-    one first, the strict one takes the day's pool less its rejected slices; else it merges
-    its accepted days itself.
+    leaves them out) and a lenient one that never does (its history keeps all). Unweighted,
+    both read one sliding pool (the strict one less its rejected slices); weighted, the days
+    are merged: the lenient one first, the strict one takes the day's merged pool less its
+    rejected slices, else it merges its accepted days itself.
     """
     order = (("strict", 0.0, "warn"), ("lenient", 1.0, "error"))
     rows = write_days(tmp_path, 9, rows=60, seed=5, drops={(4, "b"): 0.0, (6, "d"): -1.0})
@@ -265,11 +267,13 @@ def test_history_baselines_pool_each_checks_accepted_days(tmp_path, by, lenient_
         f'baseline = "history"\ndays = 4\nseverity = "{severity}"\n'
         for name, drop, severity in (order[::-1] if lenient_first else order)
     )
-    path = job(tmp_path, checks)
+    task = 'label = "label"\nscore = "score"' + ('\nweight = "weight"' if weighted else "")
+    path = job(tmp_path, checks, task=task)
     path.write_text(path.read_text().replace('by = ["segment"]', f"by = {json.dumps(by)}"))
     run_job(path, quiet=True)
     got = pl.read_parquet(tmp_path / "checks" / "**" / "*.parquet")
     rejected = got.filter(pl.col("status").is_in(["fail", "warn"]))
+    weight = {"weight": "weight"} if weighted else {}
     assert rejected.filter(pl.col("check") == "strict").height >= 3  # (the test has teeth)
     assert rejected.filter(pl.col("check") == "lenient").is_empty()
     days = [START + timedelta(days=d) for d in range(9)]
@@ -279,7 +283,7 @@ def test_history_baselines_pool_each_checks_accepted_days(tmp_path, by, lenient_
         bad = rejected.filter(pl.col("check") == row["check"], *slice_)["day"].to_list()
         kept = [d for d in days[max(0, i - 4) : i] if d not in bad]
         pooled = rows.filter(pl.col("day").is_in(kept), *slice_)
-        expected = se.evaluate(pooled, label="label", score="score")["roc_auc"].item()
+        expected = se.evaluate(pooled, label="label", score="score", **weight)["roc_auc"].item()
         assert row["baseline_n"] == pooled.height
         assert row["baseline"] == pytest.approx(expected, abs=1e-12)
 

@@ -153,3 +153,24 @@ def test_weighted_states_are_merged_not_pooled():
     )
     state = se.accumulate(frame, label="label", score="score", by="segment", weight="w")
     assert HistoryPools(lambda j: state, 2).state("s", [0, 1], {}) is None
+
+
+def test_a_jobs_history_checks_read_the_sliding_pools(tmp_path, monkeypatch):
+    """Unweighted, each judged day's history comes from the pools (no merge of its days)."""
+    from test_checks import job, write_days
+
+    from streameval.jobs import pools, run_job
+
+    made: list[object] = []
+    state = pools.HistoryPools.state
+
+    def spied(self, *args, **kwargs):
+        out = state(self, *args, **kwargs)
+        made.append(out)
+        return out
+
+    monkeypatch.setattr(pools.HistoryPools, "state", spied)
+    write_days(tmp_path, 6, rows=40)
+    checks = '[[checks]]\nmetric = "roc_auc"\nmax_drop = 0.5\nbaseline = "history"\ndays = 3\n'
+    run_job(job(tmp_path, checks), quiet=True)
+    assert len(made) == 5 and all(isinstance(s, PooledState) for s in made)

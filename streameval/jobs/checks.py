@@ -15,9 +15,11 @@ digest is unchanged is not judged again.
 Baselines: ``previous`` is the window of the same length just before (a ``7d`` window's
 seven days before it); ``history`` pools the ``days`` days before the window (of its end
 weekday with ``same_weekday``), leaving out each slice's days on which this check failed or
-warned (the days are merged once for every check that reads them; a check takes that pool
-less the slices it rejected, merged again from their accepted days); ``reference`` is a
-state file's slices; ``champion`` another model's value on the same rows (a paired task).
+warned (binary states without weights: a sliding pool of the days, :mod:`.pools`, moved by
+a day per judged day, the rejected slices taken out for the check; other states: the days
+are merged once for every check that reads them, and a check takes that pool less the
+slices it rejected, merged again from their accepted days); ``reference`` is a state
+file's slices; ``champion`` another model's value on the same rows (a paired task).
 """
 
 from __future__ import annotations

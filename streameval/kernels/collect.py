@@ -25,8 +25,8 @@ from .buckets import bucketed_state
 from .compiled import CompiledCells, compiled_cells, loops
 from .groups import GroupCodes
 from .hashcodes import hashed_codes, hashed_exprs
-from .runs import Runs, runs_state, sorted_runs
-from .scorekeys import pack
+from .runs import U64, Runs, runs_state, sorted_runs
+from .scorekeys import ScoreField, pack
 from .staged import Staged
 
 Collect = Callable[[pl.LazyFrame, list[pl.Expr]], pl.DataFrame]
@@ -182,6 +182,22 @@ def table_groups(
     return groups.decode(back.view(np.uint64)), codes, back.size, frame
 
 
+def packed_rows(
+    table: pl.DataFrame, keys: list[str], columns: list[str]
+) -> tuple[GroupCodes, pl.DataFrame, tuple[ScoreField, U64, int, int]] | None:
+    """A state table's rows coded by group, each packed with its bucket into one word.
+
+    Returns the codes, the ``bucket`` and ``columns`` collected, and :func:`.scorekeys.pack`'s
+    field, words and key range; None where the keys have no code or the words do not pack.
+    """
+    coded = table_codes(table.lazy(), keys, [pl.col("bucket", *columns)])
+    if coded is None:
+        return None
+    groups, frame = coded
+    packed = pack(groups.codes, frame["bucket"].to_numpy(), groups.bits)
+    return None if packed is None else (groups, frame, packed)
+
+
 def pairs_fit(positives: int, negatives: int) -> bool:
     """Whether unweighted runs' Int64 pair sums hold P·N (a merged state's may pass it).
 
@@ -206,14 +222,10 @@ def state_runs(table: pl.DataFrame, spec: Spec) -> Runs | None:
         return None  # (a table written before a column was stored: the Polars finalize)
     if not spec.weighted and not pairs_fit(*(int(table[c].sum()) for c in ("pos", "neg"))):
         return None
-    coded = table_codes(table.lazy(), list(spec.keys), [pl.col("bucket", *stored)])
+    coded = packed_rows(table, list(spec.keys), stored)
     if coded is None:
         return None
-    groups, frame = coded
-    packed = pack(groups.codes, frame["bucket"].to_numpy(), groups.bits)
-    if packed is None:
-        return None
-    field, value, low, high = packed
+    groups, frame, (field, value, low, high) = coded
     columns = {c: frame[c].to_numpy() for c in stored}
     if value.size > 1 and not bool((value[1:] >= value[:-1]).all()):
         # (a state written from runs is sorted already; else Polars' multithreaded stable

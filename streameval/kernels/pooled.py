@@ -40,10 +40,10 @@ import polars as pl
 
 from ..spec import Spec
 from . import compiled
-from .collect import table_codes
+from .collect import packed_rows
 from .groups import GroupCodes
 from .runs import F64, I64, U64, Runs
-from .scorekeys import ScoreField, pack
+from .scorekeys import ScoreField
 
 
 @numba.njit(cache=True, nogil=True)
@@ -186,14 +186,10 @@ class DayIndex:
         if compiled.loops() is None or not tables:
             return None
         both = pl.concat([t.select(*spec.keys, "bucket", *columns) for t in tables])
-        coded = table_codes(both.lazy(), list(spec.keys), [pl.col("bucket", *columns)])
-        if coded is None or not both.height:
+        coded = packed_rows(both, list(spec.keys), list(columns)) if both.height else None
+        if coded is None:
             return None
-        groups, frame = coded
-        packed = pack(groups.codes, frame["bucket"].to_numpy(), groups.bits)
-        if packed is None:
-            return None
-        score, value, key_min, key_max = packed
+        groups, frame, (score, value, key_min, key_max) = coded
         words, at = _distinct(value)
         bounds = np.cumsum([0, *(t.height for t in tables)])
         ints = [c for c in columns if frame.schema[c].is_integer()]
