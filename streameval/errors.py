@@ -144,12 +144,15 @@ class DomainWarning(UserWarning):
     """
 
     def __init__(self, problems: dict[str, list[int]]) -> None:
+        super().__init__(problems)  # (its one argument: rebuilt from it in another process)
         self.problems = problems
+
+    def __str__(self) -> str:
         text = "; ".join(
             f"{what}: {rows} row(s) outside it, in {groups} group(s)"
-            for what, (rows, groups) in problems.items()
+            for what, (rows, groups) in self.problems.items()
         )
-        super().__init__(f"null for the groups concerned: {text}")
+        return f"null for the groups concerned: {text}"
 
 
 def caller_level() -> int:
