@@ -55,15 +55,10 @@ class PooledState(State):
 
     def coded(self) -> object | None:
         """The pooled rows as the compiled finalize's runs (the metric columns), or None."""
-        runs = self._pooled.runs(_stored(self.spec))
+        runs = self._pooled.runs(binary_state.labelled_columns(self.spec))
         if not runs.value.size or not pairs_fit(int(runs.pos.sum()), int(runs.neg.sum())):
             return None  # (an empty table, or counts too large: the table's finalize)
         return runs
-
-
-def _stored(spec: Spec) -> list[str]:
-    """The state's value columns the metrics read (not the unlabeled rows' counts)."""
-    return [c for c in binary_state.merge_ops(spec) if c not in binary_state.UNLABELED]
 
 
 def _unfound(spec: Spec) -> Spec:

@@ -19,7 +19,7 @@ import polars as pl
 from ..bucketing import EXACT_BITS
 from ..codes import KeyCode, hashed_key, key_code
 from ..spec import Spec
-from ..tasks.binary.state import UNLABELED, merge_ops, with_unlabeled
+from ..tasks.binary.state import labelled_columns, with_unlabeled
 from . import chunks, compiled, path, small_pages
 from .buckets import bucketed_state
 from .compiled import CompiledCells, compiled_cells, loops
@@ -217,7 +217,7 @@ def state_runs(table: pl.DataFrame, spec: Spec) -> Runs | None:
     too wide to pack, or unweighted counts whose pairs could pass an Int64 (states merged
     over billions of rows: the Polars finalize scales them as floats).
     """
-    stored = [c for c in merge_ops(spec) if c not in UNLABELED]  # (the metrics' rows alone)
+    stored = labelled_columns(spec)  # (the metrics' rows alone)
     if not table.height or any(c not in table.columns for c in stored):
         return None  # (a table written before a column was stored: the Polars finalize)
     if not spec.weighted and not pairs_fit(*(int(table[c].sum()) for c in ("pos", "neg"))):

@@ -29,7 +29,6 @@ reads them without coding a state table again.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +38,7 @@ import numpy.typing as npt
 import polars as pl
 
 from ..spec import Spec
-from . import compiled
+from . import compiled, each
 from .collect import packed_rows
 from .groups import GroupCodes
 from .runs import F64, I64, U64, Runs
@@ -118,18 +117,12 @@ def _kept(count: I64, sums: I64, high: F64, low: F64) -> tuple[I64, I64, F64]:
     Two threads, each over half of the positions (the copy is bound by memory).
     """
     halves = [(0, count.size // 2), (count.size // 2, count.size)]
-    with ThreadPoolExecutor(2) as pool:
-        held = list(pool.map(lambda h: _held(count, *h), halves))
-        at = np.empty(sum(held), np.int64)
-        ints = np.empty((sums.shape[0], at.size), np.int64)
-        floats = np.empty((high.shape[0], at.size), np.float64)
-        firsts = [0, held[0]]
-        list(
-            pool.map(
-                lambda j: _keep(count, sums, high, low, *halves[j], firsts[j], at, ints, floats),
-                range(2),
-            )
-        )
+    held = each(lambda h: _held(count, *h), halves)
+    at = np.empty(sum(held), np.int64)
+    ints = np.empty((sums.shape[0], at.size), np.int64)
+    floats = np.empty((high.shape[0], at.size), np.float64)
+    firsts = [0, held[0]]
+    each(lambda j: _keep(count, sums, high, low, *halves[j], firsts[j], at, ints, floats), [0, 1])
     return at, ints, floats
 
 

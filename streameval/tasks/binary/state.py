@@ -74,6 +74,16 @@ def merge_ops(spec: Spec) -> dict[str, str]:
     return dict.fromkeys(cols, SUM)
 
 
+def labelled_columns(spec: Spec) -> list[str]:
+    """The stored columns of the rows with a label: what the metrics read (not ``unlabeled``).
+
+    >>> from streameval.spec import Spec
+    >>> labelled_columns(Spec(kind="binary", keys=(), precision=11, unlabeled=True))
+    ['pos', 'neg', 'log_loss', 'brier', 'psum', 'hinge']
+    """
+    return [c for c in merge_ops(spec) if c not in UNLABELED]
+
+
 def check_found(spec: Spec) -> None:
     """Raise unless the label values found over all merged parts make two classes."""
     check_label_values(list(spec.classes), spec.positive, spec.label)
