@@ -288,6 +288,56 @@ def test_history_baselines_pool_each_checks_accepted_days(tmp_path, by, lenient_
         assert row["baseline"] == pytest.approx(expected, abs=1e-12)
 
 
+def test_a_nightly_runs_merged_history_judges_as_a_first_runs_pools(tmp_path, monkeypatch):
+    """One judged day merges its history; a run judging many days slides pools: same rows.
+
+    Strict checks warn on slices (their histories leave them out), on a bucketed state
+    whose float sums (log loss) the pools keep per group.
+    """
+    from streameval.jobs import pools
+
+    pooled: list[object] = []
+    state = pools.HistoryPools.state
+    monkeypatch.setattr(
+        pools.HistoryPools, "state", lambda *a, **k: pooled.append(1) or state(*a, **k)
+    )
+    checks = "".join(
+        f'[[checks]]\nname = "{metric}"\nmetric = "{metric}"\n{bound}\n'
+        f'baseline = "history"\ndays = 4\nseverity = "warn"\n'
+        for metric, bound in (
+            ("roc_auc", "max_drop = 0.0"),
+            ("log_loss", "max_relative_drop = 0.0"),
+            ("ks_statistic", "max = 0.05"),
+        )
+    )
+    drops = {(4, "b"): 0.0, (6, "d"): -1.0}
+    runs = {}
+    for name, days in (("nightly", 7), ("first", 8)):
+        root = tmp_path / name
+        write_days(root, days, rows=60, seed=5, drops=drops)
+        path = job(root, checks)
+        assert run_job(path, quiet=True).judged == days
+        if name == "nightly":
+            pooled.clear()
+            folder = root / "preds" / f"day={(START + timedelta(days=7)).isoformat()}"
+            folder.mkdir()
+            day_rows(7, 60, 5, drops).write_parquet(folder / "part-0.parquet")
+            assert run_job(path, quiet=True).judged == 1
+            assert not pooled  # (one judged day: its history merged)
+        else:
+            assert pooled
+        runs[name] = checks_table(root)
+    last = START + timedelta(days=7)
+    got, want = (runs[n].filter(pl.col("day") == last) for n in ("nightly", "first"))
+    assert got.height == want.height > 0 and (got["status"] == "warn").any()
+    floats = [c for c, dtype in got.schema.items() if dtype.is_float()]
+    assert got.drop(floats).equals(want.drop(floats))
+    for c in floats:
+        np.testing.assert_allclose(
+            got[c].to_numpy().astype(float), want[c].to_numpy().astype(float), rtol=1e-12
+        )
+
+
 # -- runs, statuses, outputs ----------------------------------------------------------------
 
 

@@ -2,9 +2,9 @@
 
 The pools a job's ``history`` baselines read (:mod:`streameval.kernels.pooled`,
 :mod:`streameval.jobs.pools`) add and take away days and slices; whatever the order of those
-moves, the pooled table must equal :func:`streameval.merge` of the days it holds (counts
-exactly, float sums to 1e-12), and its metric table (from the pool's runs) the merged
-state's.
+moves, the pooled counts must equal those of :func:`streameval.merge` of the days it holds
+(exactly, per bucket), its float sums the merged ones per group (to 1e-12), and its metric
+table (from the pool's runs) and score drift the merged state's.
 """
 
 from __future__ import annotations
@@ -60,13 +60,12 @@ def day_states(
     return out
 
 
-def same_table(got: pl.DataFrame, want: pl.DataFrame) -> None:
-    """Equal state tables: the same rows, counts exactly, float sums to 1e-12."""
-    order = ["segment", "bucket"]
+def same_table(got: pl.DataFrame, want: pl.DataFrame, order: list[str]) -> None:
+    """Equal tables: the same rows (by ``order``), counts exactly, float sums to 1e-12."""
     got, want = got.sort(order, nulls_last=False), want.sort(order, nulls_last=False)
     assert got.columns == want.columns and got.schema == want.schema
     assert got.select(order).equals(want.select(order))
-    for c in got.columns[2:]:
+    for c in got.columns[len(order) :]:
         a, b = got[c].to_numpy(), want[c].to_numpy()
         if got.schema[c].is_integer():
             assert np.array_equal(a, b), c
@@ -114,7 +113,15 @@ def test_a_pool_moved_anywhere_equals_the_merge_of_its_days(seed, precision, key
             for j, s in ((j, states[j]) for j in members)
         ]
         merged = se.merge([se.State(states[0].spec, t) for t in kept])
-        same_table(pooled.table, merged.table)
+        table = merged.table
+        ints = [c for c in table.columns[2:] if table.schema[c].is_integer()]
+        floats = [c for c in table.columns[2:] if c not in ints]
+        counts = table.select("segment", "bucket", *ints)
+        same_table(pooled._pooled.counts().cast(counts.schema), counts, ["segment", "bucket"])
+        totals = table.group_by("segment").agg(pl.col(floats).sum())
+        if floats:
+            same_table(pooled._pooled.group_totals(), totals, ["segment"])
+        same_table(pooled.table, table, ["segment", "bucket"])  # (merged when asked for)
         got = pooled.metrics(ci="wilson").sort("segment", nulls_last=False)
         want = merged.metrics(ci="wilson").sort("segment", nulls_last=False)
         assert got.columns == want.columns

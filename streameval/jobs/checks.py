@@ -57,6 +57,9 @@ from .store import Store
 
 CHECKS_FORMAT = 1
 SAVE_EVERY = 0.5  # seconds between manifest writes while days are judged
+#: From how many judged days on ``history`` baselines come from sliding pools: coding every
+#: day once costs about two merges of a 28-day history (a nightly run merges its one day's).
+POOLED_DAYS = 3
 #: Statuses that leave a slice's day out of a ``history`` baseline.
 REJECTED = ("fail", "warn")
 #: The checks table's columns after the keys (see docs/checks.md).
@@ -136,19 +139,17 @@ class Checks:
         self._tables.clear()  # (a retry after a repair: the entries may have changed)
         self._merges.clear()
         self._states = self.states if self.states is not None else StateCache(self.store, entries)
+        stale = [
+            (n, i)
+            for n, i in enumerate(points)
+            if force or not self._fresh(cached.get(self.name(entries[i])), digests[n])
+        ]
         history = self.key and any(c.baseline == "history" for c in self.checks.values())
-        self._history = HistoryPools(self._state, len(entries)) if history else None
+        pooled = history and len(stale) >= POOLED_DAYS
+        self._history = HistoryPools(self._state, len(entries)) if pooled else None
         saved = time.monotonic()
-        for n, i in enumerate(points):
+        for n, i in stale:
             name = self.name(entries[i])
-            entry = cached.get(name) or {}
-            fresh = (
-                not force
-                and entry.get("digest") == digests[n]
-                and os.path.exists(self.store.path(entry.get("file", "")))
-            )
-            if fresh:
-                continue
             rows = self.judge_day(entries, i, verdicts_by_day)
             label = day_label(self.key, entries[i])
             cached[name] = self.store.write_rows(rows, "checks", label, digests[n])
@@ -165,6 +166,14 @@ class Checks:
         self._pools.clear()
         self._history = None
         return judged
+
+    def _fresh(self, entry: dict[str, Any] | None, digest: str) -> bool:
+        """Whether a day's manifest ``entry`` names stored rows of its ``digest``."""
+        return (
+            entry is not None
+            and entry.get("digest") == digest
+            and os.path.exists(self.store.path(entry.get("file", "")))
+        )
 
     def _forget(self, entries: Sequence[Entry], i: int) -> None:
         """Drop the cached states and tables no later day's checks read."""

@@ -5,10 +5,12 @@ next judged day is this one's with one day added and one taken away. :class:`His
 codes the job's day states once (:class:`~streameval.kernels.pooled.DayIndex`) and keeps a
 :class:`~streameval.kernels.pooled.Pool` per shape of history (its ``days`` and
 ``same_weekday``), moved from judged day to judged day; the slices a check failed or warned
-on are taken out of a copy, day by day. What a check reads is a :class:`PooledState`: a
-state whose metric table the compiled finalize computes from the pool's runs, and whose
-table is built only if something asks for it. Binary states without weights are pooled so
-(their counts are integers, exact under removal); others are merged as before (None).
+on are taken out for the moment of a snapshot. What a check reads is a :class:`PooledState`:
+a state whose metric table the compiled finalize computes from the pool's runs, and whose
+table (which the pool does not hold: it keeps float sums per group, not per bucket) is
+merged from the accepted days only if something asks for it. Binary states without weights
+are pooled so (their counts are integers, exact under removal); others are merged as before
+(None).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import polars as pl
 from ..kernels.collect import pairs_fit
 from ..kernels.pooled import DayIndex, Pool, Pooled
 from ..spec import Spec, merged_spec
-from ..state import State
+from ..state import State, merge
 from ..states import kind_module
 from ..tasks.binary import state as binary_state
 
@@ -30,32 +32,31 @@ from ..tasks.binary import state as binary_state
 class PooledState(State):
     """A state whose rows a pool holds: runs for its metric table, a table when asked for.
 
-    The table (the keys, ``bucket`` and every column, in the days' types) is what merging
-    the pooled days gives, built on first use.
+    The table (the keys, ``bucket`` and every column) is ``merged()``, the merge of the
+    accepted days, built on first use.
     """
 
     _pooled: Pooled
-    _schema: pl.Schema
+    _merged: Callable[[], State]
     _built: pl.DataFrame | None
 
-    def __init__(self, spec: Spec, pooled: Pooled, schema: pl.Schema) -> None:
+    def __init__(self, spec: Spec, pooled: Pooled, merged: Callable[[], State]) -> None:
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "_pooled", pooled)
-        object.__setattr__(self, "_schema", schema)
+        object.__setattr__(self, "_merged", merged)
         object.__setattr__(self, "_built", None)
 
     @property
     def table(self) -> pl.DataFrame:
-        """The pooled rows as a state table (built once, on first use)."""
+        """The pooled days' state table, merged once, on first use."""
         if self._built is None:
-            table = self._pooled.table().select(self._schema.names()).cast(self._schema)
-            object.__setattr__(self, "_built", table)
+            object.__setattr__(self, "_built", self._merged().table)
         assert self._built is not None
         return self._built
 
     def coded(self) -> object | None:
-        """The pooled rows as the compiled finalize's runs (the metric columns), or None."""
-        runs = self._pooled.runs(binary_state.labelled_columns(self.spec))
+        """The pooled rows as the compiled finalize's runs, or None."""
+        runs = self._pooled.runs()
         if not runs.value.size or not pairs_fit(int(runs.pos.sum()), int(runs.neg.sum())):
             return None  # (an empty table, or counts too large: the table's finalize)
         return runs
@@ -83,7 +84,6 @@ class HistoryPools:
         self._first = 0  # the entry of the index's first day
         self._pools: dict[Any, Pool] = {}
         self._failed = False
-        self._schema = pl.Schema()
 
     def state(
         self, shape: Any, members: Sequence[int], without: Mapping[int, pl.DataFrame]
@@ -107,7 +107,20 @@ class HistoryPools:
         spec = merged_spec([self._state(j).spec for j in members])
         if spec.found:
             binary_state.check_found(spec)
-        return PooledState(spec, pool.pooled(codes), self._schema)
+
+        def merged() -> State:
+            """The members' states, less the slices ``without`` names, merged."""
+            keys = list(spec.keys)
+            return merge(
+                [
+                    State(s.spec, s.table.join(without[j], on=keys, how="anti", nulls_equal=True))
+                    if j in without and without[j].height
+                    else s
+                    for j, s in ((j, self._state(j)) for j in members)
+                ]
+            )
+
+        return PooledState(spec, pool.pooled(codes), merged)
 
     def _indexed(self, first: int) -> DayIndex | None:
         """The index of entries ``first`` … the last (built once: later days read later entries)."""
@@ -119,9 +132,9 @@ class HistoryPools:
                 self._failed = True
                 return None
             states = [self._state(j) for j in range(first, self._entries)]
-            self._schema = states[0].table.schema
+            schema = states[0].table.schema
             if any(_unfound(s.spec) != _unfound(spec) for s in states) or any(
-                s.table.schema != self._schema for s in states
+                s.table.schema != schema for s in states
             ):  # (merging them names what differs)
                 self._failed = True
                 return None

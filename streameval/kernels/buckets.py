@@ -181,25 +181,29 @@ def bucketed_state(
     return state_frame(runs, buckets.group, buckets.bucket, buckets.sums, spec, schema, constants)
 
 
-def bucket_runs(runs: Runs, spec: Spec) -> tuple[Runs, Losses] | None:
+def bucket_runs(runs: Runs, spec: Spec) -> tuple[Runs, Losses | None] | None:
     """The buckets as runs (for the direct metrics), with their log-loss, Brier and hinge sums.
 
     Parameters
     ----------
     runs : Runs
-        The unit's exact runs.
+        The unit's exact runs, or runs that are already its buckets.
     spec : Spec
         The bucketed binary state's spec.
 
     Returns
     -------
-    tuple of (Runs, tuple of ndarray) or None
-        None when some squared error overflows, or the buckets' keys do not pack.
+    tuple of (Runs, tuple of ndarray or None) or None
+        None when some squared error overflows, or the buckets' keys do not pack. The
+        losses are None for runs whose losses are summed per group (``Runs.group_sums``).
 
     """
     if runs.sums is not None:  # already the buckets (:mod:`.dense`)
         _check_bucketed(runs, spec)
         return runs, _bucket_losses(runs.sums)
+    if runs.group_sums is not None:  # already the buckets, their losses summed per group
+        _check_bucketed(runs, spec)
+        return runs, None
     buckets = bucket_sums(runs, spec)
     if buckets is None:
         return None

@@ -113,3 +113,49 @@ def group_drift(  # type: ignore[no-untyped-def]
         bound[g] = 0.0 if exact else widest - gap_max
         formed[g] = count
     return psi, js, ks, bound, formed
+
+
+@jit
+def weighed_runs(value, pos, neg, bits):  # type: ignore[no-untyped-def]
+    """Sorted unweighted runs as a histogram: the runs of rows only, each group's bounds.
+
+    ``value`` holds each run's ``group << bits | field`` (sorted), ``pos`` and ``neg`` its
+    counts. Returns the score field and the weight (pos + neg, as a float) of each run of
+    weight, each group's first such run (and their count, last), and each group's code and
+    rows: the parts of :class:`streameval.stats.drift.Sorted`, in one pass to count and one
+    to copy.
+    """
+    n = value.size
+    shift = np.uint64(bits)
+    mask = (np.uint64(1) << shift) - np.uint64(1)
+    kept = 0
+    groups = 0
+    last = np.uint64(0)
+    for r in range(n):
+        if pos[r] + neg[r] != 0:
+            group = value[r] >> shift
+            if kept == 0 or group != last:
+                groups += 1
+                last = group
+            kept += 1
+    fields = np.empty(kept, np.uint64)
+    mass = np.empty(kept, np.float64)
+    starts = np.empty(groups + 1, np.int64)
+    codes = np.empty(groups, np.uint64)
+    totals = np.zeros(groups, np.int64)
+    k = 0
+    g = -1
+    for r in range(n):
+        rows = pos[r] + neg[r]
+        if rows != 0:
+            group = value[r] >> shift
+            if g < 0 or group != codes[g]:
+                g += 1
+                codes[g] = group
+                starts[g] = k
+            fields[k] = value[r] & mask
+            mass[k] = rows
+            totals[g] += rows
+            k += 1
+    starts[groups] = kept
+    return fields, mass, starts, codes, totals

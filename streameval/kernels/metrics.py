@@ -96,7 +96,7 @@ def aggregates(
         Name of the constant key column added when the unit has no key columns.
     losses : tuple of ndarray, optional
         Each run's log-loss, Brier and hinge sums (bucket runs); by default, from each run's
-        score.
+        score, or each group's (``runs.group_sums``) where the runs carry them.
     variance : bool
         Add each group's DeLong variance of the AUC, ``_var`` (:func:`delong_variance`).
 
@@ -127,7 +127,11 @@ def aggregates(
         "_ap_over": sums[3] * scale,
         "_ap_under": sums[4] * scale,
     }
-    if losses is None:
+    if runs.group_sums is not None:  # (a pool's buckets: their losses summed per group)
+        given = runs.group_sums.of(g.codes)
+        floats["_log_loss"], floats["_brier"] = given["log_loss"], given["brier"]
+        floats["_hinge"] = given.get("hinge", np.full(g.firsts.size, np.nan))
+    elif losses is None:
         with np.errstate(over="ignore", invalid="ignore"):  # huge scores: null metrics later
             floats.update(_losses(runs, pos, g.firsts))
     else:

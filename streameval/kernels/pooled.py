@@ -6,11 +6,13 @@ Here every day state's rows are coded once, on one sorted index of (group, bucke
 (:class:`DayIndex`), and a :class:`Pool` holds the index's sums over a set of days. Moving
 the pool to the next judged day's days adds the day that came in and takes away the day that
 left, row by row: the work of two days, not of 28. Integer sums (the unweighted counts) are
-exact whatever the order of additions and removals; float sums are kept as a compensated
-pair (Neumaier: each addition's rounding error is itself summed), so taking a day away gives
-back the sum of the days that remain to about one rounding of the result. The pooled sums
-come out as :class:`~.runs.Runs` (sorted by group, then bucket): the compiled finalize
-reads them without coding a state table again.
+kept per (group, bucket) word and are exact whatever the order of additions and removals.
+Float sums (log loss, Brier, the score sum and hinge) are kept per group only, where the
+metrics read them, as a compensated pair (Neumaier: each addition's rounding error is itself
+summed), so taking a day away gives back the sum of the days that remain to about one
+rounding of the result. The pooled sums come out as :class:`~.runs.Runs` (sorted by group,
+then bucket, the float sums as :class:`~.runs.GroupSums`): the compiled finalize reads them
+without coding a state table again.
 
 >>> import polars as pl
 >>> from streameval.spec import Spec
@@ -22,7 +24,7 @@ reads them without coding a state table again.
 ... ]
 >>> index = DayIndex.build(days, spec, ["pos", "neg"])
 >>> pool = Pool(index)
->>> [pool.move(d).pooled().runs(["pos", "neg"]).pos.tolist() for d in ([0, 1], [1])]
+>>> [pool.move(d).pooled().runs().pos.tolist() for d in ([0, 1], [1])]
 [[4, 0], [3]]
 """
 
@@ -41,89 +43,79 @@ from ..spec import Spec
 from . import compiled, each
 from .collect import packed_rows
 from .groups import GroupCodes
-from .runs import F64, I64, U64, Runs
+from .runs import F64, I64, U64, GroupSums, Runs
 from .scorekeys import ScoreField
+
+I32 = npt.NDArray[np.int32]
 
 
 @numba.njit(cache=True, nogil=True)
 def _slide(
     at: I64,
+    slot: I32,
     rows: I64,
     sign: int,
     ints: I64,
     floats: F64,
-    count: I64,
+    count: I32,
+    held: I64,
     sums: I64,
     high: F64,
     low: F64,
 ) -> None:  # pragma: no cover - compiled
     """Add (``sign`` 1) or take away (−1) the rows ``rows`` of a day at their index ``at``.
 
-    ``ints`` and ``floats`` are the day's columns (columns × rows); ``sums`` and
-    ``high``/``low`` the index's (columns × positions), ``count`` its rows per position.
+    ``ints`` and ``floats`` are the day's columns (columns × rows), ``slot`` its rows'
+    groups; ``sums`` the index's (columns × positions), ``count`` its rows per position,
+    ``held`` how many positions of each half of the index hold rows, ``high``/``low`` the
+    groups' float sums (columns × groups).
     """
+    half = count.size // 2
     for r in rows:
         i = at[r]
+        before = count[i]
         count[i] += sign
+        if before == 0 or count[i] == 0:  # (a position that came to hold rows, or left)
+            held[int(i >= half)] += sign
         for c in range(ints.shape[0]):
             sums[c, i] += sign * ints[c, r]
+        g = slot[r]
         for c in range(floats.shape[0]):
             x = sign * floats[c, r]
-            h = high[c, i]
+            h = high[c, g]
             t = h + x
             if abs(h) >= abs(x):
-                low[c, i] += (h - t) + x
+                low[c, g] += (h - t) + x
             else:
-                low[c, i] += (x - t) + h
-            high[c, i] = t
-
-
-@numba.njit(cache=True, nogil=True)
-def _held(count: I64, start: int, stop: int) -> int:  # pragma: no cover - compiled
-    """How many positions ``start`` … ``stop`` − 1 hold rows."""
-    held = 0
-    for i in range(start, stop):
-        held += count[i] != 0
-    return held
+                low[c, g] += (x - t) + h
+            high[c, g] = t
 
 
 @numba.njit(cache=True, nogil=True)
 def _keep(
-    count: I64,
-    sums: I64,
-    high: F64,
-    low: F64,
-    start: int,
-    stop: int,
-    k: int,
-    at: I64,
-    ints: I64,
-    floats: F64,
+    count: I32, words: U64, sums: I64, start: int, stop: int, k: int, kept: U64, ints: I64
 ) -> None:  # pragma: no cover - compiled
-    """Copy positions ``start`` … ``stop`` − 1 holding rows to ``k`` on: their sums."""
+    """Copy positions ``start`` … ``stop`` − 1 holding rows to ``k`` on: their words, sums."""
     for i in range(start, stop):
         if count[i] != 0:
-            at[k] = i
+            kept[k] = words[i]
             for c in range(sums.shape[0]):
                 ints[c, k] = sums[c, i]
-            for c in range(high.shape[0]):
-                floats[c, k] = high[c, i] + low[c, i]
             k += 1
 
 
-def _kept(count: I64, sums: I64, high: F64, low: F64) -> tuple[I64, I64, F64]:
-    """The positions holding rows, their integer sums and their float sums (high + low).
+def _kept(count: I32, held: I64, words: U64, sums: I64) -> tuple[U64, I64]:
+    """The words of the positions holding rows and their integer sums.
 
-    Two threads, each over half of the positions (the copy is bound by memory).
+    Two threads, each over a half of the positions (``held``: how many of each hold rows);
+    the copy is bound by memory.
     """
     halves = [(0, count.size // 2), (count.size // 2, count.size)]
-    held = each(lambda h: _held(count, *h), halves)
-    at = np.empty(sum(held), np.int64)
-    ints = np.empty((sums.shape[0], at.size), np.int64)
-    floats = np.empty((high.shape[0], at.size), np.float64)
-    firsts = [0, held[0]]
-    each(lambda j: _keep(count, sums, high, low, *halves[j], firsts[j], at, ints, floats), [0, 1])
-    return at, ints, floats
+    kept = np.empty(int(held.sum()), np.uint64)
+    ints = np.empty((sums.shape[0], kept.size), np.int64)
+    firsts = [0, int(held[0])]
+    each(lambda j: _keep(count, words, sums, *halves[j], firsts[j], kept, ints), [0, 1])
+    return kept, ints
 
 
 @dataclass
@@ -142,10 +134,14 @@ class DayIndex:
         The smallest and largest bucket key.
     words : ndarray of uint64
         The distinct (group, bucket) words of all days, sorted.
+    codes : ndarray of uint64
+        The distinct group codes of all days, sorted.
     at : list of ndarray of int64
         Each day's rows' positions in ``words``.
     group : list of ndarray of uint64
         Each day's rows' group codes.
+    slot : list of ndarray of int32
+        Each day's rows' groups, as positions in ``codes``.
     ints, floats : list of ndarray
         Each day's integer and float columns (columns × rows).
     int_names, float_names : list of str
@@ -159,8 +155,10 @@ class DayIndex:
     key_min: int
     key_max: int
     words: U64
+    codes: U64
     at: list[I64]
     group: list[U64]
+    slot: list[I32]
     ints: list[I64]
     floats: list[F64]
     int_names: list[str]
@@ -178,18 +176,17 @@ class DayIndex:
         """
         if compiled.loops() is None or not tables:
             return None
-        both = pl.concat([t.select(*spec.keys, "bucket", *columns) for t in tables])
-        coded = packed_rows(both, list(spec.keys), list(columns)) if both.height else None
+        both = pl.concat([t.select(*spec.keys, "bucket") for t in tables])
+        coded = packed_rows(both, list(spec.keys), []) if both.height else None
         if coded is None:
             return None
-        groups, frame, (score, value, key_min, key_max) = coded
+        groups, _, (score, value, key_min, key_max) = coded
+        del both
         words, at = _distinct(value)
+        codes, slot = _group_slots(words, at, score.bits)
         bounds = np.cumsum([0, *(t.height for t in tables)])
-        ints = [c for c in columns if frame.schema[c].is_integer()]
+        ints = [c for c in columns if tables[0].schema[c].is_integer()]
         floats = [c for c in columns if c not in ints]
-        int_cols = _columns(frame, ints, np.int64)
-        float_cols = _columns(frame, floats, np.float64)
-
         days = range(len(tables))
         return cls(
             spec,
@@ -198,10 +195,12 @@ class DayIndex:
             key_min,
             key_max,
             words,
+            codes,
             [at[bounds[i] : bounds[i + 1]] for i in days],
             [groups.codes[bounds[i] : bounds[i + 1]] for i in days],
-            [int_cols[:, bounds[i] : bounds[i + 1]] for i in days],
-            [float_cols[:, bounds[i] : bounds[i + 1]] for i in days],
+            [slot[bounds[i] : bounds[i + 1]] for i in days],
+            [_columns(t, ints, np.int64) for t in tables],
+            [_columns(t, floats, np.float64) for t in tables],
             ints,
             floats,
         )
@@ -226,20 +225,36 @@ class DayIndex:
     def _known(self) -> pl.DataFrame:
         """Every group's keys and code (decoded once)."""
         if self.known is None:
-            group = self.words >> np.uint64(self.score.bits)  # (sorted: the words are)
-            codes = group[np.flatnonzero(np.append(True, group[1:] != group[:-1]))]
-            self.known = pl.DataFrame(self.groups.decode(codes)).with_columns(
-                pl.Series("_code", codes)
+            self.known = pl.DataFrame(self.groups.decode(self.codes)).with_columns(
+                pl.Series("_code", self.codes)
             )
         return self.known
 
 
 def _columns(frame: pl.DataFrame, names: list[str], dtype: type) -> npt.NDArray[Any]:
-    """The columns ``names`` of ``frame`` as one array (columns × rows) of ``dtype``."""
-    out: npt.NDArray[Any] = np.empty((len(names), frame.height), dtype)
-    for j, c in enumerate(names):
-        out[j] = frame[c].to_numpy()
+    """The columns ``names`` of ``frame`` as one array (columns × rows) of ``dtype``.
+
+    ``dtype`` is ``np.int64`` or ``np.float64``. (Polars writes the rows × columns array
+    column by column, in Fortran order: its transpose is the array, C-contiguous.)
+    """
+    if not names:
+        return np.empty((0, frame.height), dtype)
+    cast = pl.Int64 if dtype is np.int64 else pl.Float64
+    out: npt.NDArray[Any] = frame.select(pl.col(names).cast(cast)).to_numpy(order="fortran").T
+    if out.dtype != dtype:  # (a null count: never in a state table)
+        raise ValueError(f"expected {names} without nulls, got an array of {out.dtype}")
     return out
+
+
+def _group_slots(words: U64, at: I64, bits: int) -> tuple[U64, I32]:
+    """The sorted distinct group codes of ``words``, and each row's (at ``at``) among them."""
+    group = words >> np.uint64(bits)  # (sorted: the words are)
+    new = np.empty(group.size, np.bool_)
+    new[:1] = True
+    np.not_equal(group[1:], group[:-1], out=new[1:])
+    ordinal = np.cumsum(new, dtype=np.int32)
+    ordinal -= 1
+    return group[new], ordinal[at]
 
 
 def _distinct(value: U64) -> tuple[U64, I64]:
@@ -266,9 +281,10 @@ class Pool:
         self.index = index
         self.days: set[int] = set()
         size = index.words.size
-        self.count = np.zeros(size, np.int64)
+        self.count = np.zeros(size, np.int32)  # (the days' rows at a position)
+        self.held = np.zeros(2, np.int64)  # (positions holding rows in each half)
         self.sums = np.zeros((len(index.int_names), size), np.int64)
-        self.high = np.zeros((len(index.float_names), size), np.float64)
+        self.high = np.zeros((len(index.float_names), index.codes.size), np.float64)
         self.low = np.zeros_like(self.high)
 
     def move(self, days: Sequence[int]) -> Pool:
@@ -276,7 +292,7 @@ class Pool:
         wanted = set(days)
         gone, new = self.days - wanted, wanted - self.days
         if len(gone) + len(new) > len(wanted):  # (starting again is less work)
-            for a in (self.count, self.sums, self.high, self.low):
+            for a in (self.count, self.held, self.sums, self.high, self.low):
                 a.fill(0)
             gone, new = set(), wanted
         for day in sorted(gone):
@@ -290,8 +306,8 @@ class Pool:
         index = self.index
         every = np.arange(index.at[day].size, dtype=np.int64) if rows is None else rows
         _slide(
-            index.at[day], every, sign, index.ints[day], index.floats[day],
-            self.count, self.sums, self.high, self.low,
+            index.at[day], index.slot[day], every, sign, index.ints[day], index.floats[day],
+            self.count, self.held, self.sums, self.high, self.low,
         )  # fmt: skip
 
     def pooled(self, without: Mapping[int, U64] | None = None) -> Pooled:
@@ -306,28 +322,32 @@ class Pool:
                 left.append((day, np.flatnonzero(self.index.of_groups(day, codes))))
         for day, rows in left:
             self._slide(day, -1, rows)
-        kept, counts, sums = _kept(self.count, self.sums, self.high, self.low)
+        kept, counts = _kept(self.count, self.held, self.index.words, self.sums)
+        sums = self.high + self.low
         for day, rows in left:
             self._slide(day, 1, rows)
         index = self.index
         ints = dict(zip(index.int_names, counts, strict=True))
         floats = dict(zip(index.float_names, sums, strict=True))
-        return Pooled(index, index.words[kept], ints, floats)
+        return Pooled(index, kept, ints, floats)
 
 
 @dataclass
 class Pooled:
-    """A pool's sums at one moment: the words of the (group, bucket) rows it holds and sums."""
+    """A pool's sums at one moment: its words' integer sums and its groups' float sums.
+
+    ``words`` are the (group, bucket) words it holds, ``ints`` their sums; ``floats`` are
+    per group of the index (in ``index.codes`` order; 0 for a group it does not hold).
+    """
 
     index: DayIndex
     words: U64
     ints: dict[str, I64]
     floats: dict[str, F64]
 
-    def runs(self, names: Sequence[str]) -> Runs:
-        """The rows as runs of the columns ``names`` (``pos``, ``neg`` and bucketed sums)."""
+    def runs(self) -> Runs:
+        """The rows as runs: ``pos`` and ``neg`` per bucket, the float sums per group."""
         spec = self.index.spec
-        sums = {c: self.floats[c] for c in names if c in self.floats}
         return Runs(
             self.words,
             self.ints["pos"],
@@ -337,20 +357,22 @@ class Pooled:
             self.index.key_min,
             self.index.key_max,
             self.index.groups,
-            sums=sums or None,
             bucketed=None if spec.exact else (spec.precision, spec.splits),
+            group_sums=GroupSums(self.index.codes, self.floats) if self.floats else None,
         )
 
-    def table(self) -> pl.DataFrame:
-        """The rows as a state table: the keys, ``bucket`` and every column, as a merge has."""
+    def counts(self) -> pl.DataFrame:
+        """The rows as a table: the keys, ``bucket`` and the integer columns."""
         score = self.index.score
         group = self.words >> np.uint64(score.bits)
         bucket = score.decode(self.words & np.uint64((1 << score.bits) - 1))
         keys = self.index.groups.decode(group) if self.index.spec.keys else []
-        return pl.DataFrame(
-            [
-                *keys,
-                pl.Series("bucket", bucket),
-                *(pl.Series(c, v) for c, v in {**self.ints, **self.floats}.items()),
-            ]
-        )
+        ints = [pl.Series(c, v) for c, v in self.ints.items()]
+        return pl.DataFrame([*keys, pl.Series("bucket", bucket), *ints])
+
+    def group_totals(self) -> pl.DataFrame:
+        """The groups' float sums: the keys and the float columns, a row per group it holds."""
+        codes = np.unique(self.words >> np.uint64(self.index.score.bits))
+        keys = self.index.groups.decode(codes) if self.index.spec.keys else []
+        sums = GroupSums(self.index.codes, self.floats).of(codes)
+        return pl.DataFrame([*keys, *(pl.Series(c, v) for c, v in sums.items())])

@@ -34,6 +34,24 @@ F64 = npt.NDArray[np.float64]
 
 
 @dataclass
+class GroupSums:
+    """Float sums kept per group: the sorted group codes and each sum's value per code.
+
+    >>> sums = GroupSums(np.array([2, 5, 9], np.uint64), {"brier": np.array([0.5, 1.0, 2.0])})
+    >>> sums.of(np.array([5, 9], np.uint64))["brier"].tolist()
+    [1.0, 2.0]
+    """
+
+    codes: U64
+    sums: dict[str, F64]
+
+    def of(self, codes: U64) -> dict[str, F64]:
+        """The sums of the groups ``codes`` (each among :attr:`codes`)."""
+        at = np.searchsorted(self.codes, codes)
+        return {name: values[at] for name, values in self.sums.items()}
+
+
+@dataclass
 class Runs:
     """Distinct (group, score) rows of a unit, sorted by group code, then score ascending.
 
@@ -58,6 +76,10 @@ class Runs:
         and ``hinge`` (a state of schema version 2 read back: no ``hinge``).
     bucketed : tuple of (int, tuple of float) or None
         Bucketed runs only: the precision and splits the runs are buckets of.
+    group_sums : GroupSums or None
+        Bucketed runs whose loss sums are kept per group, not per bucket (a pool's,
+        :mod:`.pooled`): each group's ``log_loss``, ``brier`` and ``hinge`` (``sums`` is
+        then None).
 
     """
 
@@ -72,6 +94,7 @@ class Runs:
     single: bool = False
     sums: dict[str, F64] | None = None
     bucketed: tuple[int, tuple[float, ...]] | None = None
+    group_sums: GroupSums | None = None
 
     def key(self) -> I64:
         """Ordered score key (the exact bucket) of each run."""

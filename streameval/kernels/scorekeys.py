@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import numpy.typing as npt
 import polars as pl
@@ -177,15 +178,26 @@ class ScoreField:
             value = field << np.uint64(self.shift) if self.shift else field.copy()
             value += np.uint64(self.low % (1 << 64))
             return value.view(np.int64)
-        value = field + np.uint64(self.low % (1 << 64))
-        top = self.tops[(value >> np.uint64(_LOW)).astype(np.intp)] - 2048
-        return (top << _LOW) | (value & np.uint64(_MASK)).view(np.int64)
+        return _decode_tops(field, np.uint64(self.low % (1 << 64)), self.tops)
 
     def offset(self, key: int) -> int:
         """Field value that scores ``>= key`` reach: compare fields instead of keys."""
         if self.shift:  # the least field whose key is >= key (fields are 2**shift apart)
             return -((self.low - key) >> self.shift)
         return self._compress(key) - self.low
+
+
+@numba.njit(cache=True, nogil=True)
+def _decode_tops(field: U64, low: np.uint64, tops: I64) -> I64:  # pragma: no cover - compiled
+    """The keys of fields whose top bits are ranks among ``tops`` (one pass, no temporaries)."""
+    out = np.empty(field.size, np.int64)
+    shift = np.uint64(_LOW)
+    mask = np.uint64(_MASK)
+    for i in range(field.size):
+        value = field[i] + low
+        top = tops[np.intp(value >> shift)] - 2048
+        out[i] = (top << _LOW) | np.int64(value & mask)
+    return out
 
 
 def _clear_bits(key: I64, key_min: int) -> int:

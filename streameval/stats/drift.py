@@ -49,7 +49,7 @@ import numpy.typing as npt
 import polars as pl
 
 from ..errors import InputError
-from ..kernels.drift import group_drift
+from ..kernels.drift import group_drift, weighed_runs
 from ..kernels.runs import Runs
 from ..resample_draw import REPLICATE
 from ..spec import Spec
@@ -95,17 +95,11 @@ class Sorted:
         >>> h.starts.tolist(), h.bucket.tolist(), h.mass.tolist(), h.keys["baseline_n"].to_list()
         ([0, 2, 3], [4, 9, 4], [1.0, 3.0, 2.0], [4, 2])
         """
-        rows = runs.pos.astype(np.int64) + runs.neg.astype(np.int64)
-        group, bucket = runs.group(), runs.key()
-        if not rows.all():  # (the buckets of weight alone)
-            weighed = np.flatnonzero(rows)
-            rows, group, bucket = rows[weighed], group[weighed], bucket[weighed]
-        firsts = np.flatnonzero(np.append(True, group[1:] != group[:-1]))
-        starts = np.append(firsts, group.size).astype(np.int64)
-        totals = np.add.reduceat(rows, firsts) if firsts.size else rows[:0]
-        decoded = runs.groups.decode(group[firsts]) if keys else []
+        pos, neg = (runs.pos.astype(np.int64, copy=False), runs.neg.astype(np.int64, copy=False))
+        fields, mass, starts, codes, totals = weighed_runs(runs.value, pos, neg, runs.score_bits)
+        decoded = runs.groups.decode(codes) if keys else []
         frame = pl.DataFrame([*decoded, pl.Series("baseline_n", totals, pl.Int64)])
-        return cls(frame, starts, bucket, rows.astype(np.float64))
+        return cls(frame, starts, runs.score.decode(fields), mass)
 
 
 def drift(
