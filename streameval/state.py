@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -1322,22 +1322,28 @@ class State(StateData):
 
 
 def drift_table(
-    state: State, baseline: State | None, bins: int, *, every: bool = False
+    state: State,
+    baseline: State | None,
+    bins: int,
+    *,
+    every: bool = False,
+    histogram: Callable[[State], Sorted] | None = None,
 ) -> pl.DataFrame:
     """:meth:`State.drift`, and with ``every`` a row for each baseline group ``state`` lacks.
 
     Those rows (when both states have the same keys) have a null ``n``: a group whose rows
-    stopped coming. Without a baseline, every group's measures are null.
+    stopped coming. Without a baseline, every group's measures are null. ``histogram`` gives
+    a state's sorted score histogram (by default :func:`score_histogram`; a caller judging
+    day after day keeps the ones it will read again).
     """
     on = check_comparable(state.spec, (state if baseline is None else baseline).spec, bins)
-    histogram = HISTOGRAMS[state.spec.kind]
-    spec, table = sample(state.spec, state.table)
-    base = None if baseline is None else _histogram(baseline)
+    sort = histogram or score_histogram
+    keys = list(sample(state.spec, state.table.clear())[0].keys)
     model = ["model"] if offers(state.spec.kind, "models") else []
     return drift(
-        histogram(spec, table),
-        base,
-        [*spec.keys, *model],
+        sort(state),
+        None if baseline is None else sort(baseline),
+        [*keys, *model],
         [*on, *model],
         bins=bins,
         exact=state.spec.exact,
@@ -1345,16 +1351,19 @@ def drift_table(
     )
 
 
-def _histogram(state: State) -> pl.DataFrame | Sorted:
-    """A state's score histogram, from its runs when it has them (a pool of day states).
+def score_histogram(state: State) -> Sorted:
+    """A state's score histogram sorted by group and bucket (the keys of its own sample).
 
-    Runs hold each bucket's labelled rows: the rows still without a label (optional labels)
-    and weights are in the table alone.
+    From the state's runs when it has them (a pool of day states); runs hold each bucket's
+    labelled rows, so the rows still without a label (optional labels) and weights come
+    from the table.
     """
     coded, spec = state.coded(), state.spec
     if isinstance(coded, Runs) and not (spec.unlabeled or spec.weighted or spec.replicates):
         return Sorted.of_runs(coded, list(spec.keys))
-    return HISTOGRAMS[spec.kind](*sample(spec, state.table))
+    spec, table = sample(spec, state.table)
+    model = ["model"] if offers(spec.kind, "models") else []
+    return Sorted.of_frame(HISTOGRAMS[spec.kind](spec, table), [*spec.keys, *model])
 
 
 def merge(states: Iterable[State]) -> State:

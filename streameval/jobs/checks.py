@@ -35,7 +35,8 @@ import polars as pl
 
 from ..errors import InputError
 from ..report import write_report
-from ..state import State, merge, read_state
+from ..state import State, merge, read_state, score_histogram
+from ..stats.drift import Sorted
 from ..stats.multiple import adjust
 from .checkconfig import CheckConfig
 from .config import JobConfig
@@ -60,6 +61,8 @@ SAVE_EVERY = 0.5  # seconds between manifest writes while days are judged
 #: From how many judged days on ``history`` baselines come from sliding pools: coding every
 #: day once costs about two merges of a 28-day history (a nightly run merges its one day's).
 POOLED_DAYS = 3
+#: The sorted score histograms kept for drift checks: a day's window and its baselines.
+HISTOGRAMS_HELD = 4
 #: Statuses that leave a slice's day out of a ``history`` baseline.
 REJECTED = ("fail", "warn")
 #: The checks table's columns after the keys (see docs/checks.md).
@@ -102,6 +105,9 @@ class Checks:
         self._pools: dict[tuple[int, ...], State | None] = {}
         #: The sliding pools of ``history`` baselines (None: merged, or none in this run).
         self._history: HistoryPools | None = None
+        #: The sorted score histograms of the states drift read last (a day's window is the
+        #: next day's ``previous`` baseline), by the state's id (the state kept with it).
+        self._histograms: dict[int, tuple[State, Sorted]] = {}
 
     def name(self, entry: Entry) -> str:
         """A day's name in the manifest: the partition value (one ``*`` without a key)."""
@@ -164,6 +170,7 @@ class Checks:
         self._tables.clear()
         self._merges.clear()
         self._pools.clear()
+        self._histograms.clear()
         self._history = None
         return judged
 
@@ -229,7 +236,8 @@ class Checks:
         if check.drift:
             baseline, _ = self._baseline_state(check, entries, i, known, slices)
             try:
-                rows = bounded(drift_rows(state, baseline, check, every), check)
+                rows = drift_rows(state, baseline, check, every, self._histogram)
+                rows = bounded(rows, check)
             except InputError as exc:  # (a reference state whose buckets differ, say)
                 raise InputError(f"check {check.name!r}: {exc}") from None
         elif check.baseline == "champion":
@@ -263,6 +271,16 @@ class Checks:
         """The first and last day of the check's window ending at entry ``i``."""
         end: date = entries[i].day  # type: ignore[assignment]
         return end - timedelta(days=check.window.days - 1), end
+
+    def _histogram(self, state: State) -> Sorted:
+        """``state``'s sorted score histogram, kept for the few states drift reads again."""
+        held = self._histograms.pop(id(state), None)
+        if held is None or held[0] is not state:
+            held = (state, score_histogram(state))
+        self._histograms[id(state)] = held  # (the last read, last)
+        while len(self._histograms) > HISTOGRAMS_HELD:
+            del self._histograms[next(iter(self._histograms))]
+        return held[1]
 
     def _merged(self, members: list[int]) -> State | None:
         """The merged state of the entries ``members`` (None: no entries)."""

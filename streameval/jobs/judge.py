@@ -20,6 +20,7 @@ baseline to be measured against (its bounds are still judged).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from ..errors import InputError
 from ..measure import declaration, kept_rows, measured, narrowed_metrics
 from ..state import State, drift_table
 from ..stats.compare import paired_moments
+from ..stats.drift import Sorted
 from .checkconfig import CheckConfig
 
 MEASURED = ("value", "se", "n", "positives")
@@ -109,7 +111,11 @@ def champion_rows(
 
 
 def drift_rows(
-    state: State, baseline: State | None, check: CheckConfig, every: bool
+    state: State,
+    baseline: State | None,
+    check: CheckConfig,
+    every: bool,
+    histogram: Callable[[State], Sorted] | None = None,
 ) -> pl.DataFrame:
     """Per slice (and model): the window's score drift from its baseline as ``value``.
 
@@ -117,9 +123,10 @@ def drift_rows(
     baseline value, standard errors and positives are null). With ``every``, a baseline slice
     without rows in the window gets a row of its own (no ``n``): a segment whose rows stopped
     coming is seen. Without a baseline, every slice's value is null. The baseline joins on
-    its own keys (a reference's: among the slices').
+    its own keys (a reference's: among the slices'). ``histogram``: as
+    :func:`streameval.state.drift_table`'s.
     """
-    table = drift_table(state, baseline, check.bins, every=every)
+    table = drift_table(state, baseline, check.bins, every=every, histogram=histogram)
     models = [] if "model" in state.spec.keys or "model" not in table.columns else ["model"]
     table = kept_rows(table, model=check.model if models else None, where=check.where)
     missing = ("se", "positives", "baseline", "baseline_se", "baseline_positives")

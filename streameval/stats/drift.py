@@ -64,21 +64,53 @@ COLUMNS = ("n", "baseline_n", *MEASURES, "ks_bound", "bins")
 _ONE = "_one"
 #: A histogram's weight and rows per bucket (names a group key cannot take: they start with _).
 _MASS, _ROWS = pl.col("_mass"), pl.col("_rows")
+#: A sorted histogram's rows per group.
+_N = "_n"
 
 
 @dataclass
 class Sorted:
-    """A score histogram already in (group, bucket) order: a baseline :func:`drift` reads as is.
+    """A score histogram in (group, bucket) order: what :func:`drift` walks.
 
-    ``keys`` holds a row per group (the id columns and ``baseline_n``, its rows); group
-    ``g``'s buckets of weight are ``bucket[starts[g]:starts[g + 1]]`` (ascending), their
-    weight ``mass``.
+    ``keys`` holds a row per group (the id columns and ``_n``, its rows); group ``g``'s buckets
+    of weight are ``bucket[starts[g]:starts[g + 1]]`` (ascending), their weight ``mass``.
     """
 
     keys: pl.DataFrame
     starts: npt.NDArray[np.int64]
     bucket: npt.NDArray[np.int64]
     mass: npt.NDArray[np.float64]
+
+    @classmethod
+    def of_frame(cls, hist: pl.DataFrame, ids: list[str]) -> Sorted:
+        """The histogram of a frame (``ids``, ``bucket``, ``_mass`` and ``_rows``).
+
+        >>> hist = pl.DataFrame({"g": ["b", "a", "b"], "bucket": [9, 4, 4],
+        ...                      "_mass": [3.0, 1.0, 0.0], "_rows": [3, 1, 2]})
+        >>> h = Sorted.of_frame(hist, ["g"])
+        >>> order = h.keys["g"].to_list()
+        >>> [h.bucket[h.starts[i]:h.starts[i + 1]].tolist() for i in range(2)] == [
+        ...     {"a": [4], "b": [9]}[g] for g in order]
+        True
+        >>> dict(zip(order, h.keys["_n"].to_list()))
+        {'a': 1, 'b': 5}
+        """
+        hist = hist.with_columns(pl.lit(0).alias(_ONE))  # (what a group_by without ids takes)
+        keys = [*ids, _ONE]
+        groups = hist.group_by(keys).agg(_ROWS.sum().alias(_N)).with_row_index("_b")
+        coded = (
+            hist.filter(_MASS > 0)
+            .join(groups.select(*keys, "_b"), on=keys, how="inner", nulls_equal=True)
+            .select("_b", "bucket", "_mass")
+            .sort("_b", "bucket")
+        )
+        counts = np.bincount(coded["_b"].to_numpy(), minlength=groups.height)
+        return cls(
+            groups.select(*ids, _N),
+            np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+            coded["bucket"].to_numpy(),
+            coded["_mass"].to_numpy(),
+        )
 
     @classmethod
     def of_runs(cls, runs: Runs, keys: list[str]) -> Sorted:
@@ -92,18 +124,18 @@ class Sorted:
         >>> runs = Runs(value, np.array([1, 0, 2]), np.array([0, 3, 0]), None, field, low,
         ...             high, groups)
         >>> h = Sorted.of_runs(runs, ["g"])
-        >>> h.starts.tolist(), h.bucket.tolist(), h.mass.tolist(), h.keys["baseline_n"].to_list()
+        >>> h.starts.tolist(), h.bucket.tolist(), h.mass.tolist(), h.keys["_n"].to_list()
         ([0, 2, 3], [4, 9, 4], [1.0, 3.0, 2.0], [4, 2])
         """
         pos, neg = (runs.pos.astype(np.int64, copy=False), runs.neg.astype(np.int64, copy=False))
         fields, mass, starts, codes, totals = weighed_runs(runs.value, pos, neg, runs.score_bits)
         decoded = runs.groups.decode(codes) if keys else []
-        frame = pl.DataFrame([*decoded, pl.Series("baseline_n", totals, pl.Int64)])
+        frame = pl.DataFrame([*decoded, pl.Series(_N, totals, pl.Int64)])
         return cls(frame, starts, runs.score.decode(fields), mass)
 
 
 def drift(
-    current: pl.DataFrame,
+    current: pl.DataFrame | Sorted,
     baseline: pl.DataFrame | Sorted | None,
     ids: list[str],
     on: list[str],
@@ -116,11 +148,11 @@ def drift(
 
     Parameters
     ----------
-    current, baseline : DataFrame
+    current, baseline : DataFrame or Sorted
         Score histograms: the id columns, ``bucket`` (ordered score keys, of the same
-        precision and cuts in both), ``_mass`` (the rows' weight) and ``_rows``. No
-        baseline (None): every group's measures are null. The baseline may come sorted
-        already (:class:`Sorted`, keyed by ``on``).
+        precision and cuts in both), ``_mass`` (the rows' weight) and ``_rows``, or the same
+        already sorted (:class:`Sorted`: a histogram used again need not be sorted again).
+        No baseline (None): every group's measures are null.
     ids : list of str
         ``current``'s id columns (its groups).
     on : list of str
@@ -142,38 +174,33 @@ def drift(
         formed). The measures are null for a group without weight or without a baseline.
 
     """
+    cur = current if isinstance(current, Sorted) else Sorted.of_frame(current, ids)
     if baseline is None:  # (the shape of the table, without a baseline to measure)
-        baseline = current.clear().select(*on, "bucket", "_mass", "_rows")
-    if not isinstance(baseline, Sorted):  # every baseline group numbered, buckets sorted
-        sorted_ = _sorted(baseline.with_columns(pl.lit(0).alias(_ONE)), [*on, _ONE])
+        keys = cur.keys.select(on).clear().with_columns(pl.lit(0, pl.Int64).alias(_N))
+        base = Sorted(keys, np.zeros(1, np.int64), cur.bucket[:0], cur.mass[:0])
     else:
-        sorted_ = replace(baseline, keys=baseline.keys.with_columns(pl.lit(0).alias(_ONE)))
-    # every group numbered, so that the walk reads integer codes
-    current = current.with_columns(pl.lit(0).alias(_ONE))
-    keys, on = [*ids, _ONE], [*on, _ONE]
+        base = baseline if isinstance(baseline, Sorted) else Sorted.of_frame(baseline, on)
+    one = pl.lit(0).alias(_ONE)  # (every group joins its baseline on some key)
+    bases = base.keys.rename({_N: "baseline_n"}).with_row_index("_b").with_columns(one)
     groups = (
-        current.group_by(keys)
-        .agg(_ROWS.sum().alias("n"))
-        .sort(keys, nulls_last=False)
-        .with_row_index("_g")
+        cur.keys.rename({_N: "n"})
+        .with_columns(one)
+        .join(
+            bases.select(*on, _ONE, "baseline_n", "_b"),
+            on=[*on, _ONE],
+            how="left",
+            nulls_equal=True,
+            maintain_order="left",
+        )
     )
-    bases = sorted_.keys.with_row_index("_b")
-    groups = groups.join(
-        bases.select(*on, "baseline_n", "_b"),
-        on=on,
-        how="left",
-        nulls_equal=True,
-        maintain_order="left",
-    )
-    cur = _coded(current, groups.select(*keys, "_g"), keys, "_g")
     psi, js, ks, bound, formed = group_drift(
-        _starts(cur["_g"], groups.height),
-        cur["bucket"].to_numpy(),
-        cur["_mass"].to_numpy(),
+        cur.starts,
+        cur.bucket,
+        cur.mass,
         groups["_b"].fill_null(-1).cast(pl.Int64).to_numpy(),
-        sorted_.starts,
-        sorted_.bucket,
-        sorted_.mass,
+        base.starts,
+        base.bucket,
+        base.mass,
         bins,
         exact,
         PSI_FLOOR,
@@ -186,38 +213,10 @@ def drift(
         .with_columns(pl.col("bins").cast(pl.UInt32))
     )
     out = pl.concat([groups.select(*ids, "n", "baseline_n"), measures], how="horizontal")
-    if every and on == keys:  # the baseline's groups that have no rows here
-        gone = bases.join(groups, on=on, how="anti", nulls_equal=True).select(*ids, "baseline_n")
-        out = pl.concat([out, gone], how="diagonal_relaxed").sort(ids, nulls_last=False)
-    return out.select(*ids, *COLUMNS)
-
-
-def _sorted(hist: pl.DataFrame, on: list[str]) -> Sorted:
-    """A histogram's groups numbered and its buckets of weight sorted by group and bucket."""
-    bases = hist.group_by(on).agg(_ROWS.sum().alias("baseline_n")).with_row_index("_b")
-    base = _coded(hist, bases.select(*on, "_b"), on, "_b")
-    return Sorted(
-        bases.drop("_b"),
-        _starts(base["_b"], bases.height),
-        base["bucket"].to_numpy(),
-        base["_mass"].to_numpy(),
-    )
-
-
-def _coded(hist: pl.DataFrame, codes: pl.DataFrame, keys: list[str], code: str) -> pl.DataFrame:
-    """The histogram's buckets of weight with their group's code, sorted by code and bucket."""
-    return (
-        hist.filter(_MASS > 0)
-        .join(codes, on=keys, how="inner", nulls_equal=True)
-        .select(code, "bucket", "_mass")
-        .sort(code, "bucket")
-    )
-
-
-def _starts(codes: pl.Series, groups: int) -> npt.NDArray[np.int64]:
-    """Each group's first row in rows sorted by group code (and one past the last)."""
-    counts = np.bincount(codes.to_numpy(), minlength=groups)
-    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    if every and on == ids:  # the baseline's groups that have no rows here
+        gone = bases.join(groups, on=[*on, _ONE], how="anti", nulls_equal=True)
+        out = pl.concat([out, gone.select(*ids, "baseline_n")], how="diagonal_relaxed")
+    return out.sort(ids, nulls_last=False).select(*ids, *COLUMNS) if ids else out.select(COLUMNS)
 
 
 def check_comparable(current: Spec, baseline: Spec, bins: object) -> list[str]:
