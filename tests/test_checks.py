@@ -387,7 +387,8 @@ def test_statuses_too_small_no_baseline_and_slices(tmp_path):
 def test_a_second_run_judges_nothing_and_a_new_day_only_itself(tmp_path):
     write_days(tmp_path, 3)
     path = job(tmp_path, '[[checks]]\nmetric = "roc_auc"\nmin = 0.5\n')
-    assert run_job(path, quiet=True).judged == 3
+    report = run_job(path, quiet=True)
+    assert report.judged == 3 and 0 < report.checks_seconds < report.seconds
     before = {p: p.stat().st_mtime_ns for p in (tmp_path / "checks").rglob("*.parquet")}
     assert run_job(path, quiet=True).judged == 0
     assert before == {p: p.stat().st_mtime_ns for p in (tmp_path / "checks").rglob("*.parquet")}

@@ -100,6 +100,9 @@ class RunReport:
         Duration of the run.
     judged : int
         Days whose checks were judged (again).
+    checks_seconds : float
+        Of ``seconds``, the time judging them (reading the stored states the run had not
+        read already included): what the checks added to the run.
     failures : list of dict
         The check rows that failed or warned on the days the run answers for: the last
         day, and the days of the partitions it computed (see ``docs/checks.md``).
@@ -130,6 +133,7 @@ class RunReport:
     removed: int = 0
     seconds: float = 0.0
     judged: int = 0
+    checks_seconds: float = 0.0
     failures: list[dict[str, Any]] = field(default_factory=list)
     checks_failed: int = 0
 
@@ -310,7 +314,9 @@ def _run(
         rollups.states = checks.states = StateCache(store, stored)  # (each state read once)
         try:
             report.rollup_days += rollups.run(stored, save)
+            judging = time.monotonic()
             report.judged += len(checks.run(stored, save))
+            report.checks_seconds += time.monotonic() - judging
             store.switch(manifest)  # a full refresh takes the store's place here
             names = list(dict.fromkeys(rollups.name(e) for e in stored)) if job.outputs else []
             judged = list(dict.fromkeys(checks.name(e) for e in stored)) if job.checks else []
@@ -349,7 +355,9 @@ def _judge_only(
         store.save(manifest)
 
     try:
+        judging = time.monotonic()
         report.judged = len(checks.run(stored, save, force=True))
+        report.checks_seconds = time.monotonic() - judging
         judged = list(dict.fromkeys(checks.name(e) for e in stored))
         published = publish(job, store, manifest, [], save, judged, metrics=False)
         _answer(job, checks, stored, set(), report)
@@ -539,7 +547,8 @@ def _checked(r: RunReport) -> str:
     if not r.judged and not r.failures:
         return ""
     warned = len(r.failures) - r.checks_failed
-    return f"checks: {r.judged} day(s) judged, {r.checks_failed} failed, {warned} warned; "
+    took = f" in {r.checks_seconds:.2f} s" if r.judged else ""
+    return f"checks: {r.judged} day(s) judged{took}, {r.checks_failed} failed, {warned} warned; "
 
 
 def _print_plan(job: JobConfig, parts: list[Partition], r: RunReport, out: TextIO) -> None:
