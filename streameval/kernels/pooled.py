@@ -8,7 +8,8 @@ the pool to the next judged day's days adds the day that came in and takes away 
 left, row by row: the work of two days, not of 28. Integer sums (the unweighted counts) are
 kept per (group, bucket) word and are exact whatever the order of additions and removals.
 Float sums (log loss, Brier, the score sum and hinge) are kept per group only, where the
-metrics read them, as a compensated pair (Neumaier: each addition's rounding error is itself
+metrics read them: the index holds each day's sums per group, and the pool adds and takes
+them away as a compensated pair (Neumaier: each addition's rounding error is itself
 summed), so taking a day away gives back the sum of the days that remain to about one
 rounding of the result. The pooled sums come out as :class:`~.runs.Runs` (sorted by group,
 then bucket, the float sums as :class:`~.runs.GroupSums`): the compiled finalize reads them
@@ -51,24 +52,13 @@ I32 = npt.NDArray[np.int32]
 
 @numba.njit(cache=True, nogil=True)
 def _slide(
-    at: I64,
-    slot: I32,
-    rows: I64,
-    sign: int,
-    ints: I64,
-    floats: F64,
-    count: I32,
-    held: I64,
-    sums: I64,
-    high: F64,
-    low: F64,
+    at: I64, rows: I64, sign: int, ints: I64, count: I32, held: I64, sums: I64
 ) -> None:  # pragma: no cover - compiled
     """Add (``sign`` 1) or take away (−1) the rows ``rows`` of a day at their index ``at``.
 
-    ``ints`` and ``floats`` are the day's columns (columns × rows), ``slot`` its rows'
-    groups; ``sums`` the index's (columns × positions), ``count`` its rows per position,
-    ``held`` how many positions of each half of the index hold rows, ``high``/``low`` the
-    groups' float sums (columns × groups).
+    ``ints`` are the day's columns (columns × rows); ``sums`` the index's (columns ×
+    positions), ``count`` its rows per position and ``held`` how many positions of each
+    half of the index hold rows.
     """
     half = count.size // 2
     for r in rows:
@@ -79,9 +69,20 @@ def _slide(
             held[int(i >= half)] += sign
         for c in range(ints.shape[0]):
             sums[c, i] += sign * ints[c, r]
-        g = slot[r]
-        for c in range(floats.shape[0]):
-            x = sign * floats[c, r]
+
+
+@numba.njit(cache=True, nogil=True)
+def _add_groups(
+    sums: F64, slots: I64, sign: int, high: F64, low: F64
+) -> None:  # pragma: no cover - compiled
+    """Add (``sign`` 1) or take away (−1) a day's float sums of the groups ``slots``.
+
+    ``sums`` are the day's (columns × groups), ``high`` and ``low`` the pool's compensated
+    pair (Neumaier).
+    """
+    for c in range(sums.shape[0]):
+        for g in slots:
+            x = sign * sums[c, g]
             h = high[c, g]
             t = h + x
             if abs(h) >= abs(x):
@@ -140,10 +141,10 @@ class DayIndex:
         Each day's rows' positions in ``words``.
     group : list of ndarray of uint64
         Each day's rows' group codes.
-    slot : list of ndarray of int32
-        Each day's rows' groups, as positions in ``codes``.
-    ints, floats : list of ndarray
-        Each day's integer and float columns (columns × rows).
+    ints : list of ndarray of int64
+        Each day's integer columns (columns × rows).
+    floats : list of ndarray of float64
+        Each day's float columns summed per group (columns × groups, in ``codes`` order).
     int_names, float_names : list of str
         The columns' names.
 
@@ -158,7 +159,6 @@ class DayIndex:
     codes: U64
     at: list[I64]
     group: list[U64]
-    slot: list[I32]
     ints: list[I64]
     floats: list[F64]
     int_names: list[str]
@@ -188,6 +188,15 @@ class DayIndex:
         ints = [c for c in columns if tables[0].schema[c].is_integer()]
         floats = [c for c in columns if c not in ints]
         days = range(len(tables))
+
+        def group_sums(i: int) -> F64:
+            """Day ``i``'s float columns summed per group."""
+            values = _columns(tables[i], floats, np.float64)
+            out = np.empty((len(floats), codes.size))
+            for c in range(len(floats)):
+                out[c] = np.bincount(slot[bounds[i] : bounds[i + 1]], values[c], codes.size)
+            return out
+
         return cls(
             spec,
             groups,
@@ -198,9 +207,8 @@ class DayIndex:
             codes,
             [at[bounds[i] : bounds[i + 1]] for i in days],
             [groups.codes[bounds[i] : bounds[i + 1]] for i in days],
-            [slot[bounds[i] : bounds[i + 1]] for i in days],
             [_columns(t, ints, np.int64) for t in tables],
-            [_columns(t, floats, np.float64) for t in tables],
+            [group_sums(i) for i in days],
             ints,
             floats,
         )
@@ -302,13 +310,15 @@ class Pool:
         self.days = wanted
         return self
 
-    def _slide(self, day: int, sign: int, rows: I64 | None = None) -> None:
+    def _slide(
+        self, day: int, sign: int, rows: I64 | None = None, slots: I64 | None = None
+    ) -> None:
+        """Add or take away a day's rows (``rows`` of them, of the groups ``slots``: all)."""
         index = self.index
         every = np.arange(index.at[day].size, dtype=np.int64) if rows is None else rows
-        _slide(
-            index.at[day], index.slot[day], every, sign, index.ints[day], index.floats[day],
-            self.count, self.held, self.sums, self.high, self.low,
-        )  # fmt: skip
+        _slide(index.at[day], every, sign, index.ints[day], self.count, self.held, self.sums)
+        groups = np.arange(index.codes.size, dtype=np.int64) if slots is None else slots
+        _add_groups(index.floats[day], groups, sign, self.high, self.low)
 
     def pooled(self, without: Mapping[int, U64] | None = None) -> Pooled:
         """The pooled sums, less each day's rows of the group codes ``without[day]``.
@@ -316,16 +326,17 @@ class Pool:
         Those rows are taken away for the snapshot and added back after it (no copy of the
         pool): its counts are as before, its float sums to their compensation's rounding.
         """
-        left: list[tuple[int, I64]] = []
+        left: list[tuple[int, I64, I64]] = []
         for day, codes in (without or {}).items():
             if day in self.days and codes.size:
-                left.append((day, np.flatnonzero(self.index.of_groups(day, codes))))
-        for day, rows in left:
-            self._slide(day, -1, rows)
+                rows = np.flatnonzero(self.index.of_groups(day, codes))
+                left.append((day, rows, np.searchsorted(self.index.codes, codes)))
+        for day, rows, slots in left:
+            self._slide(day, -1, rows, slots)
         kept, counts = _kept(self.count, self.held, self.index.words, self.sums)
         sums = self.high + self.low
-        for day, rows in left:
-            self._slide(day, 1, rows)
+        for day, rows, slots in left:
+            self._slide(day, 1, rows, slots)
         index = self.index
         ints = dict(zip(index.int_names, counts, strict=True))
         floats = dict(zip(index.float_names, sums, strict=True))
