@@ -21,7 +21,7 @@ from .states.data import StateData
 from .stats.classification import binary_reports, class_reports, label_reports
 from .stats.compare import paired_test, unpaired_test
 from .stats.disparity import disparity, fairness
-from .stats.drift import Sorted, check_comparable, drift, sample
+from .stats.drift import Sorted, check_comparable, drift, sample, sample_keys
 from .stats.proportions import check_level
 from .stats.summary import binary_summary, multiclass_summary
 from .stats.tables import check_ci, per_class
@@ -1338,7 +1338,7 @@ def drift_table(
     """
     on = check_comparable(state.spec, (state if baseline is None else baseline).spec, bins)
     sort = histogram or score_histogram
-    keys = list(sample(state.spec, state.table.clear())[0].keys)
+    keys = sample_keys(state.spec)
     model = ["model"] if offers(state.spec.kind, "models") else []
     return drift(
         sort(state),

@@ -256,7 +256,7 @@ def check_comparable(current: Spec, baseline: Spec, bins: object) -> list[str]:
             f"expected group keys other than the drift table's columns {list(COLUMNS)}, got "
             f"{clash}; hint: rename the key in a LazyFrame before accumulating"
         )
-    keys = [k for k in baseline.keys if k != REPLICATE]
+    keys = sample_keys(baseline)
     extra = [k for k in keys if k not in current.keys]
     if extra:
         raise InputError(
@@ -267,10 +267,15 @@ def check_comparable(current: Spec, baseline: Spec, bins: object) -> list[str]:
     return keys
 
 
+def sample_keys(spec: Spec) -> list[str]:
+    """A state's group keys less its bootstrap replicates' (those of :func:`sample`)."""
+    return [k for k in spec.keys if k != REPLICATE]
+
+
 def sample(spec: Spec, table: pl.DataFrame) -> tuple[Spec, pl.DataFrame]:
     """A state's own sample: without its bootstrap replicates (replicate 0, key dropped)."""
     if not spec.replicates:
         return spec, table
-    keys = tuple(k for k in spec.keys if k != REPLICATE)
+    keys = tuple(sample_keys(spec))
     table = table.filter(pl.col(REPLICATE) == 0).drop(REPLICATE)
     return replace(spec, keys=keys, replicates=0), table
