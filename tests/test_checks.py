@@ -288,18 +288,21 @@ def test_history_baselines_pool_each_checks_accepted_days(tmp_path, by, lenient_
         assert row["baseline"] == pytest.approx(expected, abs=1e-12)
 
 
-def test_a_nightly_runs_merged_history_judges_as_a_first_runs_pools(tmp_path, monkeypatch):
-    """One judged day merges its history; a run judging many days slides pools: same rows.
+def test_a_nightly_runs_summed_history_judges_as_a_first_runs_pools(tmp_path, monkeypatch):
+    """One judged day sums its history's tables; a run judging many days slides pools along
+    an index of every day: the same rows.
 
     Strict checks warn on slices (their histories leave them out), on a bucketed state
-    whose float sums (log loss) the pools keep per group.
+    whose float sums (log loss) both keep per group.
     """
     from streameval.jobs import pools
 
     pooled: list[object] = []
-    state = pools.HistoryPools.state
+    summed: list[object] = []
+    build, of_tables = pools.DayIndex.build, pools.Pooled.of_tables
+    monkeypatch.setattr(pools.DayIndex, "build", lambda *a, **k: pooled.append(1) or build(*a, **k))
     monkeypatch.setattr(
-        pools.HistoryPools, "state", lambda *a, **k: pooled.append(1) or state(*a, **k)
+        pools.Pooled, "of_tables", lambda *a, **k: summed.append(1) or of_tables(*a, **k)
     )
     checks = "".join(
         f'[[checks]]\nname = "{metric}"\nmetric = "{metric}"\n{bound}\n'
@@ -323,7 +326,7 @@ def test_a_nightly_runs_merged_history_judges_as_a_first_runs_pools(tmp_path, mo
             folder.mkdir()
             day_rows(7, 60, 5, drops).write_parquet(folder / "part-0.parquet")
             assert run_job(path, quiet=True).judged == 1
-            assert not pooled  # (one judged day: its history merged)
+            assert summed and not pooled  # (one judged day: its history's tables summed)
         else:
             assert pooled
         runs[name] = checks_table(root)

@@ -80,6 +80,7 @@ def same_table(got: pl.DataFrame, want: pl.DataFrame, order: list[str]) -> None:
     precision=st.sampled_from(["exact", 4, 11]),
     key=st.sampled_from(["string", "int"]),
     optional=st.booleans(),
+    sliding=st.booleans(),
     moves=st.lists(
         st.tuples(
             st.lists(st.integers(0, 7), min_size=1, max_size=6, unique=True),
@@ -89,10 +90,16 @@ def same_table(got: pl.DataFrame, want: pl.DataFrame, order: list[str]) -> None:
         max_size=6,
     ),
 )
-def test_a_pool_moved_anywhere_equals_the_merge_of_its_days(seed, precision, key, optional, moves):
-    """Table, metric table and score drift against it: as the merge of the days it holds."""
+def test_a_pool_moved_anywhere_equals_the_merge_of_its_days(
+    seed, precision, key, optional, sliding, moves
+):
+    """Table, metric table and score drift against it: as the merge of the days it holds.
+
+    ``sliding``: the pool moved along the index; else each history's tables summed as they
+    are (a run judging one or two days).
+    """
     states = day_states(seed, 8, precision, key, optional)
-    pools = HistoryPools(lambda j: states[j], len(states))
+    pools = HistoryPools(lambda j: states[j], len(states), sliding)
     for members, out in moves:
         members = sorted(members)
         keyed = states[0].table.schema["segment"]
@@ -154,12 +161,13 @@ def test_a_pooled_state_reads_the_pools_runs_not_its_table():
     assert table.equals(want)
 
 
-def test_weighted_states_are_merged_not_pooled():
+@pytest.mark.parametrize("sliding", [True, False])
+def test_weighted_states_are_merged_not_pooled(sliding):
     frame = pl.DataFrame(
         {"segment": ["a", "b"], "label": [0, 1], "score": [0.2, 0.7], "w": [1.0, 2.0]}
     )
     state = se.accumulate(frame, label="label", score="score", by="segment", weight="w")
-    assert HistoryPools(lambda j: state, 2).state("s", [0, 1], {}) is None
+    assert HistoryPools(lambda j: state, 2, sliding).state("s", [0, 1], {}) is None
 
 
 def test_a_jobs_history_checks_read_the_sliding_pools(tmp_path, monkeypatch):

@@ -59,7 +59,8 @@ from .store import Store
 CHECKS_FORMAT = 1
 SAVE_EVERY = 0.5  # seconds between manifest writes while days are judged
 #: From how many judged days on ``history`` baselines come from sliding pools: coding every
-#: day once costs about two merges of a 28-day history (a nightly run merges its one day's).
+#: stored day once costs about two sums of a 28-day history (a nightly run sums its one
+#: day's history as it is).
 POOLED_DAYS = 3
 #: The sorted score histograms kept for drift checks: a day's window and its baselines.
 HISTOGRAMS_HELD = 4
@@ -151,8 +152,8 @@ class Checks:
             if force or not self._fresh(cached.get(self.name(entries[i])), digests[n])
         ]
         history = self.key and any(c.baseline == "history" for c in self.checks.values())
-        pooled = history and len(stale) >= POOLED_DAYS
-        self._history = HistoryPools(self._state, len(entries)) if pooled else None
+        sliding = len(stale) >= POOLED_DAYS
+        self._history = HistoryPools(self._state, len(entries), sliding) if history else None
         saved = time.monotonic()
         for n, i in stale:
             name = self.name(entries[i])

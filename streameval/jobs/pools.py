@@ -76,10 +76,16 @@ def poolable(spec: Spec) -> bool:
 
 
 class HistoryPools:
-    """Sliding pools of the entries' states, one per shape of history, for one run."""
+    """The states of a run's ``history`` baselines: sliding pools, or sums without an index.
 
-    def __init__(self, state: Callable[[int], State], entries: int) -> None:
-        self._state, self._entries = state, entries
+    With ``sliding`` (a run judging several days), one pool per shape of history moves along
+    the index of the entries' states; without (a run judging one or two days, for which
+    coding every stored day would cost more), each history's tables are summed as they are
+    (:meth:`~streameval.kernels.pooled.Pooled.of_tables`).
+    """
+
+    def __init__(self, state: Callable[[int], State], entries: int, sliding: bool = True) -> None:
+        self._state, self._entries, self._sliding = state, entries, sliding
         self._index: DayIndex | None = None
         self._first = 0  # the entry of the index's first day
         self._pools: dict[Any, Pool] = {}
@@ -93,6 +99,30 @@ class HistoryPools:
         ``shape`` names the pool that moves along with this history (one per check shape).
         None where these states are not pooled (the caller merges them).
         """
+        # the members' spec, as merge makes it: the label values found on any day, checked
+        spec = merged_spec([self._state(j).spec for j in members])
+        keys = list(spec.keys)
+
+        def accepted() -> list[State]:
+            """The members' states, less the slices ``without`` names."""
+            return [
+                State(s.spec, s.table.join(without[j], on=keys, how="anti", nulls_equal=True))
+                if j in without and without[j].height
+                else s
+                for j, s in ((j, self._state(j)) for j in members)
+            ]
+
+        pooled = self._slid(shape, members, without) if self._sliding else self._summed(accepted())
+        if pooled is None:
+            return None
+        if spec.found:
+            binary_state.check_found(spec)
+        return PooledState(spec, pooled, lambda: merge(accepted()))
+
+    def _slid(
+        self, shape: Any, members: Sequence[int], without: Mapping[int, pl.DataFrame]
+    ) -> Pooled | None:
+        """The sums of the shape's pool moved to ``members``, less the slices ``without``."""
         index = self._indexed(members[0])
         if index is None:
             return None
@@ -103,24 +133,14 @@ class HistoryPools:
         codes = {
             j - self._first: index.group_codes(keys) for j, keys in without.items() if keys.height
         }
-        # the members' spec, as merge makes it: the label values found on any day, checked
-        spec = merged_spec([self._state(j).spec for j in members])
-        if spec.found:
-            binary_state.check_found(spec)
+        return pool.pooled(codes)
 
-        def merged() -> State:
-            """The members' states, less the slices ``without`` names, merged."""
-            keys = list(spec.keys)
-            return merge(
-                [
-                    State(s.spec, s.table.join(without[j], on=keys, how="anti", nulls_equal=True))
-                    if j in without and without[j].height
-                    else s
-                    for j, s in ((j, self._state(j)) for j in members)
-                ]
-            )
-
-        return PooledState(spec, pool.pooled(codes), merged)
+    def _summed(self, states: list[State]) -> Pooled | None:
+        """The sums of the states' tables (None: not pooled, or they differ: merged)."""
+        if not _alike(states):
+            return None
+        stored = list(binary_state.merge_ops(states[0].spec))
+        return Pooled.of_tables([s.table for s in states], states[0].spec, stored)
 
     def _indexed(self, first: int) -> DayIndex | None:
         """The index of entries ``first`` … the last (built once: later days read later entries)."""
@@ -128,14 +148,8 @@ class HistoryPools:
             return None
         if self._index is None or first < self._first:
             spec = self._state(first).spec
-            if not poolable(spec):
-                self._failed = True
-                return None
             states = [self._state(j) for j in range(first, self._entries)]
-            schema = states[0].table.schema
-            if any(_unfound(s.spec) != _unfound(spec) for s in states) or any(
-                s.table.schema != schema for s in states
-            ):  # (merging them names what differs)
+            if not _alike(states):
                 self._failed = True
                 return None
             stored = list(binary_state.merge_ops(spec))
@@ -144,3 +158,16 @@ class HistoryPools:
             if self._index is None:
                 self._failed = True
         return self._index
+
+
+def _alike(states: Sequence[State]) -> bool:
+    """Whether the states are pooled: poolable, of one spec (found values aside) and schema.
+
+    (Otherwise merging them names what differs.)
+    """
+    spec, schema = states[0].spec, states[0].table.schema
+    return (
+        poolable(spec)
+        and all(_unfound(s.spec) == _unfound(spec) for s in states)
+        and all(s.table.schema == schema for s in states)
+    )

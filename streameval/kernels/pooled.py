@@ -93,6 +93,29 @@ def _add_groups(
 
 
 @numba.njit(cache=True, nogil=True)
+def _summed(value: U64, order: I64, ints: I64) -> tuple[U64, I64]:  # pragma: no cover - compiled
+    """The distinct words of ``value`` in ``order`` (ascending), and each one's ``ints`` summed.
+
+    ``ints`` are the rows' columns (columns × rows); one pass counts the words, one sums.
+    """
+    distinct = 0
+    for j in range(order.size):
+        if j == 0 or value[order[j]] != value[order[j - 1]]:
+            distinct += 1
+    words = np.empty(distinct, np.uint64)
+    sums = np.zeros((ints.shape[0], distinct), np.int64)
+    k = -1
+    for j in range(order.size):
+        r = order[j]
+        if k < 0 or value[r] != words[k]:
+            k += 1
+            words[k] = value[r]
+        for c in range(ints.shape[0]):
+            sums[c, k] += ints[c, r]
+    return words, sums
+
+
+@numba.njit(cache=True, nogil=True)
 def _keep(
     count: I32, words: U64, sums: I64, start: int, stop: int, k: int, kept: U64, ints: I64
 ) -> None:  # pragma: no cover - compiled
@@ -340,50 +363,104 @@ class Pool:
         index = self.index
         ints = dict(zip(index.int_names, counts, strict=True))
         floats = dict(zip(index.float_names, sums, strict=True))
-        return Pooled(index, kept, ints, floats)
+        coding = Coding(
+            index.spec, index.groups, index.score, index.key_min, index.key_max, index.codes
+        )
+        return Pooled(coding, kept, ints, floats)
+
+
+@dataclass
+class Coding:
+    """How pooled words are coded: the spec, group codes, score field and key range.
+
+    ``codes`` are the sorted group codes the float sums are per.
+    """
+
+    spec: Spec
+    groups: GroupCodes
+    score: ScoreField
+    key_min: int
+    key_max: int
+    codes: U64
 
 
 @dataclass
 class Pooled:
-    """A pool's sums at one moment: its words' integer sums and its groups' float sums.
+    """Pooled sums at one moment: its words' integer sums and its groups' float sums.
 
-    ``words`` are the (group, bucket) words it holds, ``ints`` their sums; ``floats`` are
-    per group of the index (in ``index.codes`` order; 0 for a group it does not hold).
+    ``words`` are the (group, bucket) words it holds, sorted, and ``ints`` their sums;
+    ``floats`` are per group of ``coding.codes`` (0 for a group it does not hold).
     """
 
-    index: DayIndex
+    coding: Coding
     words: U64
     ints: dict[str, I64]
     floats: dict[str, F64]
 
+    @classmethod
+    def of_tables(
+        cls, tables: Sequence[pl.DataFrame], spec: Spec, columns: Sequence[str]
+    ) -> Pooled | None:
+        """The sums of state tables (each: keys, ``bucket``, ``columns``), as merging them.
+
+        Without an index: the rows are coded, sorted by word and the rows of one word summed
+        (one compiled pass), the float columns summed per group. None where the keys have
+        no code, the words do not pack, or the compiled loops are off.
+        """
+        if compiled.loops() is None or not tables:
+            return None
+        keys = list(spec.keys)
+        both = pl.concat([t.select(*keys, "bucket", *columns) for t in tables])
+        coded = packed_rows(both.select(*keys, "bucket"), keys, []) if both.height else None
+        if coded is None:
+            return None
+        groups, _, (score, value, key_min, key_max) = coded
+        ints = [c for c in columns if both.schema[c].is_integer()]
+        floats = [c for c in columns if c not in ints]
+        order = pl.Series(value).arg_sort().to_numpy()
+        words, sums = _summed(value, order, _columns(both, ints, np.int64))
+        codes, per_group = np.zeros(0, np.uint64), {}
+        if floats:  # (each group's float sums: the metrics read no other)
+            grouped = (
+                both.select(floats)
+                .with_columns(pl.Series("_code", groups.codes))
+                .group_by("_code")
+                .agg(pl.col(floats).sum())
+                .sort("_code")
+            )
+            codes = grouped["_code"].to_numpy().astype(np.uint64)
+            per_group = {c: grouped[c].to_numpy() for c in floats}
+        coding = Coding(spec, groups, score, key_min, key_max, codes)
+        return cls(coding, words, dict(zip(ints, sums, strict=True)), per_group)
+
     def runs(self) -> Runs:
         """The rows as runs: ``pos`` and ``neg`` per bucket, the float sums per group."""
-        spec = self.index.spec
+        spec = self.coding.spec
         return Runs(
             self.words,
             self.ints["pos"],
             self.ints["neg"],
             None,
-            self.index.score,
-            self.index.key_min,
-            self.index.key_max,
-            self.index.groups,
+            self.coding.score,
+            self.coding.key_min,
+            self.coding.key_max,
+            self.coding.groups,
             bucketed=None if spec.exact else (spec.precision, spec.splits),
-            group_sums=GroupSums(self.index.codes, self.floats) if self.floats else None,
+            group_sums=GroupSums(self.coding.codes, self.floats) if self.floats else None,
         )
 
     def counts(self) -> pl.DataFrame:
         """The rows as a table: the keys, ``bucket`` and the integer columns."""
-        score = self.index.score
+        score = self.coding.score
         group = self.words >> np.uint64(score.bits)
         bucket = score.decode(self.words & np.uint64((1 << score.bits) - 1))
-        keys = self.index.groups.decode(group) if self.index.spec.keys else []
+        keys = self.coding.groups.decode(group) if self.coding.spec.keys else []
         ints = [pl.Series(c, v) for c, v in self.ints.items()]
         return pl.DataFrame([*keys, pl.Series("bucket", bucket), *ints])
 
     def group_totals(self) -> pl.DataFrame:
         """The groups' float sums: the keys and the float columns, a row per group it holds."""
-        codes = np.unique(self.words >> np.uint64(self.index.score.bits))
-        keys = self.index.groups.decode(codes) if self.index.spec.keys else []
-        sums = GroupSums(self.index.codes, self.floats).of(codes)
+        codes = np.unique(self.words >> np.uint64(self.coding.score.bits))
+        keys = self.coding.groups.decode(codes) if self.coding.spec.keys else []
+        sums = GroupSums(self.coding.codes, self.floats).of(codes)
         return pl.DataFrame([*keys, *(pl.Series(c, v) for c, v in sums.items())])
