@@ -8,9 +8,11 @@ codes the job's day states once (:class:`~streameval.kernels.pooled.DayIndex`) a
 on are taken out for the moment of a snapshot. What a check reads is a :class:`PooledState`:
 a state whose metric table the compiled finalize computes from the pool's runs, and whose
 table (which the pool does not hold: it keeps float sums per group, not per bucket) is
-merged from the accepted days only if something asks for it. Binary states without weights
-are pooled so (their counts are integers, exact under removal); others are merged as before
-(None).
+merged from the accepted days only if something asks for it. A run judging one or two days
+(a nightly run) would pay for the index more than it saves: its histories' day tables are
+summed as they are instead (:meth:`~streameval.kernels.pooled.Pooled.of_tables`), into the
+same kind of state. Binary states without weights are pooled so (their counts are
+integers, exact under removal); others are merged as before (None).
 """
 
 from __future__ import annotations
