@@ -52,7 +52,7 @@ from .judge import (
     verdicts,
     with_baseline,
 )
-from .pools import HistoryPools
+from .pools import HistoryPools, accepted_state
 from .rollup import FLAT, Entry, StateCache, day_label, digest_of
 from .store import Store
 
@@ -365,9 +365,7 @@ class Checks:
 
         def accepted(j: int, table: pl.DataFrame) -> State:
             """Entry ``j``'s rows ``table`` less the slices on which the check failed or warned."""
-            if j in rejected:
-                table = table.join(rejected[j], on=slices, how="anti", nulls_equal=True)
-            return State(self._state(j).spec, table)
+            return accepted_state(State(self._state(j).spec, table), rejected.get(j), slices)
 
         if not slices:  # (a day it failed is left out whole)
             empty = self._state(members[0])

@@ -64,6 +64,13 @@ class PooledState(State):
         return runs
 
 
+def accepted_state(state: State, rejected: pl.DataFrame | None, keys: list[str]) -> State:
+    """``state`` less the rows of the slices ``rejected`` names (its ``keys``; None: none)."""
+    if rejected is None or not rejected.height:
+        return state
+    return State(state.spec, state.table.join(rejected, on=keys, how="anti", nulls_equal=True))
+
+
 def _unfound(spec: Spec) -> Spec:
     """The spec less the label values found in the data (merged as their union)."""
     return replace(spec, classes=())
@@ -107,12 +114,7 @@ class HistoryPools:
 
         def accepted() -> list[State]:
             """The members' states, less the slices ``without`` names."""
-            return [
-                State(s.spec, s.table.join(without[j], on=keys, how="anti", nulls_equal=True))
-                if j in without and without[j].height
-                else s
-                for j, s in ((j, self._state(j)) for j in members)
-            ]
+            return [accepted_state(self._state(j), without.get(j), keys) for j in members]
 
         pooled = self._slid(shape, members, without) if self._sliding else self._summed(accepted())
         if pooled is None:

@@ -143,34 +143,10 @@ def _kept(count: I32, held: I64, words: U64, sums: I64) -> tuple[U64, I64]:
 
 
 @dataclass
-class DayIndex:
-    """Every day state's rows coded on one sorted index of (group, bucket) words.
+class Coding:
+    """How pooled words are coded: the spec, group codes, score field and key range.
 
-    Attributes
-    ----------
-    spec : Spec
-        The days' spec (unweighted: their counts are integers).
-    groups : GroupCodes
-        Turns the words' group codes back into key columns.
-    score : ScoreField
-        How a bucket key is stored in a word's low bits.
-    key_min, key_max : int
-        The smallest and largest bucket key.
-    words : ndarray of uint64
-        The distinct (group, bucket) words of all days, sorted.
-    codes : ndarray of uint64
-        The distinct group codes of all days, sorted.
-    at : list of ndarray of int64
-        Each day's rows' positions in ``words``.
-    group : list of ndarray of uint64
-        Each day's rows' group codes.
-    ints : list of ndarray of int64
-        Each day's integer columns (columns × rows).
-    floats : list of ndarray of float64
-        Each day's float columns summed per group (columns × groups, in ``codes`` order).
-    int_names, float_names : list of str
-        The columns' names.
-
+    ``codes`` are the sorted group codes the float sums are per.
     """
 
     spec: Spec
@@ -178,8 +154,36 @@ class DayIndex:
     score: ScoreField
     key_min: int
     key_max: int
-    words: U64
     codes: U64
+
+
+@dataclass
+class DayIndex:
+    """Every day state's rows coded on one sorted index of (group, bucket) words.
+
+    Attributes
+    ----------
+    coding : Coding
+        The days' spec (unweighted: their counts are integers), how a word holds a group
+        code and a bucket key, and the distinct group codes of all days (sorted).
+    words : ndarray of uint64
+        The distinct (group, bucket) words of all days, sorted.
+    at : list of ndarray of int64
+        Each day's rows' positions in ``words``.
+    group : list of ndarray of uint64
+        Each day's rows' group codes.
+    ints : list of ndarray of int64
+        Each day's integer columns (columns × rows).
+    floats : list of ndarray of float64
+        Each day's float columns summed per group (columns × groups, in ``coding.codes``
+        order).
+    int_names, float_names : list of str
+        The columns' names.
+
+    """
+
+    coding: Coding
+    words: U64
     at: list[I64]
     group: list[U64]
     ints: list[I64]
@@ -221,13 +225,8 @@ class DayIndex:
             return out
 
         return cls(
-            spec,
-            groups,
-            score,
-            key_min,
-            key_max,
+            Coding(spec, groups, score, key_min, key_max, codes),
             words,
-            codes,
             [at[bounds[i] : bounds[i + 1]] for i in days],
             [groups.codes[bounds[i] : bounds[i + 1]] for i in days],
             [_columns(t, ints, np.int64) for t in tables],
@@ -239,25 +238,26 @@ class DayIndex:
     def of_groups(self, day: int, codes: U64) -> npt.NDArray[np.bool_]:
         """Whether each of the day's rows is of a group among ``codes``."""
         group = self.group[day]
-        if self.groups.bits > 24:  # (too many codes for a table of them)
+        if self.coding.groups.bits > 24:  # (too many codes for a table of them)
             return np.isin(group, codes)
-        table = np.zeros(1 << self.groups.bits, np.bool_)
+        table = np.zeros(1 << self.coding.groups.bits, np.bool_)
         table[codes.astype(np.intp)] = True
         out: npt.NDArray[np.bool_] = table[group.astype(np.intp)]
         return out
 
     def group_codes(self, keys: pl.DataFrame) -> U64:
         """The codes of the groups ``keys`` names (rows of the key columns) that the days hold."""
-        found = keys.select(self.spec.keys).join(
-            self._known(), on=list(self.spec.keys), how="inner", nulls_equal=True
+        found = keys.select(self.coding.spec.keys).join(
+            self._known(), on=list(self.coding.spec.keys), how="inner", nulls_equal=True
         )
         return np.unique(found["_code"].to_numpy().astype(np.uint64))
 
     def _known(self) -> pl.DataFrame:
         """Every group's keys and code (decoded once)."""
         if self.known is None:
-            self.known = pl.DataFrame(self.groups.decode(self.codes)).with_columns(
-                pl.Series("_code", self.codes)
+            codes = self.coding.codes
+            self.known = pl.DataFrame(self.coding.groups.decode(codes)).with_columns(
+                pl.Series("_code", codes)
             )
         return self.known
 
@@ -315,7 +315,7 @@ class Pool:
         self.count = np.zeros(size, np.int32)  # (the days' rows at a position)
         self.held = np.zeros(2, np.int64)  # (positions holding rows in each half)
         self.sums = np.zeros((len(index.int_names), size), np.int64)
-        self.high = np.zeros((len(index.float_names), index.codes.size), np.float64)
+        self.high = np.zeros((len(index.float_names), index.coding.codes.size), np.float64)
         self.low = np.zeros_like(self.high)
 
     def move(self, days: Sequence[int]) -> Pool:
@@ -340,7 +340,7 @@ class Pool:
         index = self.index
         every = np.arange(index.at[day].size, dtype=np.int64) if rows is None else rows
         _slide(index.at[day], every, sign, index.ints[day], self.count, self.held, self.sums)
-        groups = np.arange(index.codes.size, dtype=np.int64) if slots is None else slots
+        groups = np.arange(index.coding.codes.size, dtype=np.int64) if slots is None else slots
         _add_groups(index.floats[day], groups, sign, self.high, self.low)
 
     def pooled(self, without: Mapping[int, U64] | None = None) -> Pooled:
@@ -353,7 +353,7 @@ class Pool:
         for day, codes in (without or {}).items():
             if day in self.days and codes.size:
                 rows = np.flatnonzero(self.index.of_groups(day, codes))
-                left.append((day, rows, np.searchsorted(self.index.codes, codes)))
+                left.append((day, rows, np.searchsorted(self.index.coding.codes, codes)))
         for day, rows, slots in left:
             self._slide(day, -1, rows, slots)
         kept, counts = _kept(self.count, self.held, self.index.words, self.sums)
@@ -363,25 +363,7 @@ class Pool:
         index = self.index
         ints = dict(zip(index.int_names, counts, strict=True))
         floats = dict(zip(index.float_names, sums, strict=True))
-        coding = Coding(
-            index.spec, index.groups, index.score, index.key_min, index.key_max, index.codes
-        )
-        return Pooled(coding, kept, ints, floats)
-
-
-@dataclass
-class Coding:
-    """How pooled words are coded: the spec, group codes, score field and key range.
-
-    ``codes`` are the sorted group codes the float sums are per.
-    """
-
-    spec: Spec
-    groups: GroupCodes
-    score: ScoreField
-    key_min: int
-    key_max: int
-    codes: U64
+        return Pooled(index.coding, kept, ints, floats)
 
 
 @dataclass
