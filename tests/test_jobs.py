@@ -140,17 +140,20 @@ def windowed(frame: pl.DataFrame, days: list, windows: dict) -> pl.DataFrame:
 
 
 @pytest.mark.parametrize(
-    ("task", "columns"),
+    ("task", "columns", "weight"),
     [
-        ("binary", {"label": "label", "score": "score", "threshold": [0.3, 0.5]}),
+        ("binary", {"label": "label", "score": "score", "threshold": [0.3, 0.5]}, "weight"),
+        # (without weights, the trailing windows are pooled: jobs.pools)
+        ("binary", {"label": "label", "score": "score", "threshold": [0.3, 0.5]}, None),
         ("multiclass", {"label": "animal", "prediction": "guess", "task": "multiclass",
-                        "scores": {"cat": "p_cat", "dog": "p_dog", "bird": "p_bird"}}),
-        ("regression", {"label": "y", "prediction": "y_hat", "task": "regression"}),
+                        "scores": {"cat": "p_cat", "dog": "p_dog", "bird": "p_bird"}}, "weight"),
+        ("regression", {"label": "y", "prediction": "y_hat", "task": "regression"}, "weight"),
     ],
 )  # fmt: skip
-def test_rollups_equal_evaluate_over_the_same_days(tmp_path, task, columns):
+def test_rollups_equal_evaluate_over_the_same_days(tmp_path, task, columns, weight):
     source = write_log(tmp_path / "preds", task, days=9, rows=150)
-    job = write_job(tmp_path / "job", source, task, extra='weight = "weight"')
+    extra = f'weight = "{weight}"' if weight else ""
+    job = write_job(tmp_path / "job", source, task, extra=extra)
     run_job(job, quiet=True)
     got = pl.read_parquet(tmp_path / "job" / "out" / "metrics", hive_partitioning=True)
     frame = pl.read_parquet(source, hive_partitioning=True)
@@ -168,7 +171,7 @@ def test_rollups_equal_evaluate_over_the_same_days(tmp_path, task, columns):
     rows = windowed(frame, days, windows)
     covered = rows.group_by("window", "end").agg(days=pl.col("day").n_unique().cast(pl.Int32))
     expected = (
-        se.evaluate(rows, by=["segment", "window", "end"], weight="weight", **columns)
+        se.evaluate(rows, by=["segment", "window", "end"], weight=weight, **columns)
         .join(covered, on=["window", "end"])
         .rename({"end": "day"})
     )

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streameval as se
-from streameval.jobs.pools import HistoryPools, PooledState
+from streameval.jobs.pools import DayPools, PooledState
 from streameval.kernels import compiled
 
 SEGMENTS = ["a", "b", "c", None]
@@ -99,7 +99,8 @@ def test_a_pool_moved_anywhere_equals_the_merge_of_its_days(
     are (a run judging one or two days).
     """
     states = day_states(seed, 8, precision, key, optional)
-    pools = HistoryPools(lambda j: states[j], len(states), sliding)
+    pools = DayPools(lambda j: states[j], len(states), sliding)
+    others = DayPools(lambda j: states[j], len(states), not sliding)
     for members, out in moves:
         members = sorted(members)
         keyed = states[0].table.schema["segment"]
@@ -111,14 +112,17 @@ def test_a_pool_moved_anywhere_equals_the_merge_of_its_days(
             for j, s in out.items()
             if j in members
         }
-        pooled = pools.state("shape", members, left)
-        assert isinstance(pooled, PooledState)
         kept = [
             s.table.join(left[j], on="segment", how="anti", nulls_equal=True)
             if j in left
             else s.table
             for j, s in ((j, states[j]) for j in members)
         ]
+        pooled = pools.state("shape", members, left)
+        if not sliding and not any(t.height for t in kept):
+            assert pooled is None  # (no rows to sum: merged)
+            continue
+        assert isinstance(pooled, PooledState)
         merged = se.merge([se.State(states[0].spec, t) for t in kept])
         table = merged.table
         ints = [c for c in table.columns[2:] if table.schema[c].is_integer()]
@@ -129,6 +133,16 @@ def test_a_pool_moved_anywhere_equals_the_merge_of_its_days(
         if floats:
             same_table(pooled._pooled.group_totals(), totals, ["segment"])
         same_table(pooled.table, table, ["segment", "bucket"])  # (merged when asked for)
+        # the other way of pooling (summed, or slid) gives the same sums, bit for bit
+        other = others.state("shape", members, left)
+        if other is None:  # (summed: no rows to sum)
+            assert not any(t.height for t in kept)
+            continue
+        for part in ("counts", "group_totals"):  # (rows in the order of each one's codes)
+            mine, theirs = (getattr(p._pooled, part)() for p in (pooled, other))
+            order = mine.columns[: 2 if part == "counts" else 1]
+            assert theirs.sort(order).equals(mine.sort(order)), part
+        assert other.metrics(ci="wilson").equals(pooled.metrics(ci="wilson"))
         got = pooled.metrics(ci="wilson").sort("segment", nulls_last=False)
         want = merged.metrics(ci="wilson").sort("segment", nulls_last=False)
         assert got.columns == want.columns
@@ -150,10 +164,12 @@ def test_a_pool_moved_anywhere_equals_the_merge_of_its_days(
             )
 
 
-def test_a_pooled_state_reads_the_pools_runs_not_its_table():
-    """The metric table comes from the pool's runs: the table is never built for it."""
-    states = day_states(3, 5, 11, "string")
-    pooled = HistoryPools(lambda j: states[j], len(states)).state("s", [1, 2, 3], {})
+@pytest.mark.parametrize("optional", [False, True])
+def test_a_pooled_state_reads_the_pools_runs_not_its_table(optional):
+    """The metric table comes from the pool's runs (and its rows without a label from the
+    pool's counts): the table is never built for it."""
+    states = day_states(3, 5, 11, "string", optional)
+    pooled = DayPools(lambda j: states[j], len(states)).state("s", [1, 2, 3], {})
     assert isinstance(pooled, PooledState)
     table = pooled.metrics(metrics=["roc_auc"], ci="wilson")
     assert pooled._built is None  # (the table was not needed)
@@ -167,7 +183,7 @@ def test_weighted_states_are_merged_not_pooled(sliding):
         {"segment": ["a", "b"], "label": [0, 1], "score": [0.2, 0.7], "w": [1.0, 2.0]}
     )
     state = se.accumulate(frame, label="label", score="score", by="segment", weight="w")
-    assert HistoryPools(lambda j: state, 2, sliding).state("s", [0, 1], {}) is None
+    assert DayPools(lambda j: state, 2, sliding).state("s", [0, 1], {}) is None
 
 
 def test_a_jobs_history_checks_read_the_sliding_pools(tmp_path, monkeypatch):
@@ -177,15 +193,100 @@ def test_a_jobs_history_checks_read_the_sliding_pools(tmp_path, monkeypatch):
     from streameval.jobs import pools, run_job
 
     made: list[object] = []
-    state = pools.HistoryPools.state
+    state = pools.DayPools.state
 
     def spied(self, *args, **kwargs):
         out = state(self, *args, **kwargs)
         made.append(out)
         return out
 
-    monkeypatch.setattr(pools.HistoryPools, "state", spied)
+    monkeypatch.setattr(pools.DayPools, "state", spied)
     write_days(tmp_path, 6, rows=40)
     checks = '[[checks]]\nmetric = "roc_auc"\nmax_drop = 0.5\nbaseline = "history"\ndays = 3\n'
     run_job(job(tmp_path, checks), quiet=True)
     assert len(made) == 5 and all(isinstance(s, PooledState) for s in made)
+
+
+# -- rollup windows ------------------------------------------------------------------------
+
+
+def _rollup_job(folder, source, precision):
+    """A binary job without weights: trailing windows (pooled) and a running one (merged).
+
+    ``precision`` ``"optional"``: at 11 bits, with labels optional.
+    """
+    from jobs_support import write_job
+
+    job = write_job(folder, source, windows='["1d", "3d", "7d", "mtd"]')
+    setting = '11\nlabels = "optional"' if precision == "optional" else precision
+    job.write_text(job.read_text().replace('precision = "exact"', f"precision = {setting}"))
+    return job
+
+
+def _write_days(source, days, precision, first=0):
+    """Days ``first`` … ``days`` − 1 of binary predictions (labels optional: a fifth null)."""
+    from jobs_support import write_day
+
+    for day in range(first, days):
+        folder = write_day(source, "binary", day, 120)
+        if precision == "optional":
+            file = folder / "part-0.parquet"
+            frame = pl.read_parquet(file)
+            unknown = pl.Series(np.random.default_rng(day).random(frame.height) < 0.2)
+            label = pl.when(unknown).then(None).otherwise("label").alias("label")
+            frame.with_columns(label).write_parquet(file)
+    return source
+
+
+def _rows(folder) -> pl.DataFrame:
+    rows = pl.read_parquet(folder / "out" / "metrics", hive_partitioning=True)
+    return rows.sort("segment", "window", "day", "threshold")
+
+
+@pytest.mark.skipif(compiled.loops() is None, reason="the compiled loops are off")
+@pytest.mark.parametrize("precision", ['"exact"', "11", "optional"])
+def test_rollup_windows_pooled_slid_summed_or_merged_agree(tmp_path, monkeypatch, precision):
+    """A first run slides its windows' pools, a nightly run sums its day's windows: the same
+    rows, bit for bit, also where the index is built again as the days move on; merged
+    windows (pools off) give the same counts and the same float sums to rounding."""
+    from streameval.jobs import pools, run_job
+    from streameval.kernels import pooled
+
+    built, summed = [], []
+    build, of_tables = pooled.DayIndex.build.__func__, pooled.Pooled.of_tables.__func__
+    monkeypatch.setattr(
+        pooled.DayIndex, "build", classmethod(lambda c, *a: built.append(1) or build(c, *a))
+    )
+    monkeypatch.setattr(
+        pooled.Pooled, "of_tables", classmethod(lambda c, *a: summed.append(1) or of_tables(c, *a))
+    )
+    for kind in (pools.PooledState, pools.TaggedPools):  # (their tables are never merged)
+        monkeypatch.setattr(kind, "table", property(lambda _: pytest.fail("a table merged")))
+    first = tmp_path / "first"
+    run_job(_rollup_job(first, _write_days(tmp_path / "all", 12, precision), precision), quiet=True)
+    assert len(built) == 1 and not summed  # (one index: 12 days)
+    want = _rows(first)
+
+    # a nightly run: the last day's windows summed from the day tables, no index
+    source = _write_days(tmp_path / "nightly", 11, precision)
+    nightly = tmp_path / "nightly_job"
+    run_job(_rollup_job(nightly, source, precision), quiet=True)
+    built.clear()
+    _write_days(source, 12, precision, first=11)
+    assert run_job(_rollup_job(nightly, source, precision), quiet=True).processed == 1
+    assert not built and summed
+    assert _rows(nightly).equals(want)
+
+    # an index of a few days at a time, built again as the windows move on
+    monkeypatch.setattr(pools, "INDEX_DAYS", 2)
+    built.clear()
+    small = tmp_path / "small"
+    run_job(_rollup_job(small, tmp_path / "all", precision), quiet=True)
+    assert len(built) > 1
+    assert _rows(small).equals(want)
+
+    # merged, not pooled
+    monkeypatch.setattr(pools, "poolable", lambda spec: False)
+    merged = tmp_path / "merged"
+    run_job(_rollup_job(merged, tmp_path / "all", precision), quiet=True)
+    same_table(_rows(merged), want, ["segment", "window", "day", "threshold"])

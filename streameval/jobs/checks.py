@@ -52,16 +52,12 @@ from .judge import (
     verdicts,
     with_baseline,
 )
-from .pools import HistoryPools, accepted_state
+from .pools import POOLED_DAYS, DayPools, accepted_state
 from .rollup import FLAT, Entry, StateCache, day_label, digest_of
 from .store import Store
 
 CHECKS_FORMAT = 1
 SAVE_EVERY = 0.5  # seconds between manifest writes while days are judged
-#: From how many judged days on ``history`` baselines come from sliding pools: coding every
-#: stored day once costs about two sums of a 28-day history (a nightly run sums its one
-#: day's history as it is).
-POOLED_DAYS = 3
 #: The sorted score histograms kept for drift checks: a day's window and its baselines.
 HISTOGRAMS_HELD = 4
 #: Statuses that leave a slice's day out of a ``history`` baseline.
@@ -105,7 +101,7 @@ class Checks:
         self._tables: dict[tuple[int, ...], pl.DataFrame] = {}
         self._pools: dict[tuple[int, ...], State | None] = {}
         #: The sliding pools of ``history`` baselines (None: merged, or none in this run).
-        self._history: HistoryPools | None = None
+        self._history: DayPools | None = None
         #: The sorted score histograms of the states drift read last (a day's window is the
         #: next day's ``previous`` baseline), by the state's id (the state kept with it).
         self._histograms: dict[int, tuple[State, Sorted]] = {}
@@ -152,8 +148,7 @@ class Checks:
             if force or not self._fresh(cached.get(self.name(entries[i])), digests[n])
         ]
         history = self.key and any(c.baseline == "history" for c in self.checks.values())
-        sliding = len(stale) >= POOLED_DAYS
-        self._history = HistoryPools(self._state, len(entries), sliding) if history else None
+        self._history = self._states.pools(len(stale) >= POOLED_DAYS) if history else None
         saved = time.monotonic()
         for n, i in stale:
             name = self.name(entries[i])

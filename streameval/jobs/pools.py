@@ -1,18 +1,20 @@
-"""The days a ``history`` baseline pools, summed by sliding pools instead of merges.
+"""Day states pooled by sliding pools instead of merges: history baselines, rollup windows.
 
-Judging day after day, a history baseline's days move by one day each time: the pool of the
-next judged day is this one's with one day added and one taken away. :class:`HistoryPools`
-codes the job's day states once (:class:`~streameval.kernels.pooled.DayIndex`) and keeps a
-:class:`~streameval.kernels.pooled.Pool` per shape of history (its ``days`` and
-``same_weekday``), moved from judged day to judged day; the slices a check failed or warned
-on are taken out for the moment of a snapshot. What a check reads is a :class:`PooledState`:
-a state whose metric table the compiled finalize computes from the pool's runs, and whose
-table (which the pool does not hold: it keeps float sums per group, not per bucket) is
-merged from the accepted days only if something asks for it. A run judging one or two days
-(a nightly run) would pay for the index more than it saves: its histories' day tables are
-summed as they are instead (:meth:`~streameval.kernels.pooled.Pooled.of_tables`), into the
-same kind of state. Binary states without weights are pooled so (their counts are
-integers, exact under removal); others are merged as before (None).
+Day after day, a ``history`` baseline's days and a trailing rollup window's days move by one
+day: the pool of the next day is this one's with one day added and one taken away.
+:class:`DayPools` codes the job's day states once (:class:`~streameval.kernels.pooled.DayIndex`,
+over a bounded run of days, built again further on when the days move past it) and keeps a
+:class:`~streameval.kernels.pooled.Pool` per shape (a check's history, a rollup window),
+moved from day to day; the slices a check failed or warned on are taken out for the moment of
+a snapshot. What a check or a rollup reads is a :class:`PooledState`: a state whose metric
+table the compiled finalize computes from the pool's runs, and whose table (which the pool
+does not hold: it keeps float sums per group, not per bucket) is merged from the accepted
+days only if something asks for it. A run computing one or two days (a nightly run) would
+pay for the index more than it saves: its day tables are summed as they are instead
+(:meth:`~streameval.kernels.pooled.Pooled.of_tables`), into the same sums, bit for bit.
+Binary states without weights are pooled so (their counts are integers, exact under
+removal); others are merged as before (None). The rollups finalize many windows' pooled
+states in one call (:class:`TaggedPools`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import polars as pl
 
 from ..kernels.collect import pairs_fit
 from ..kernels.pooled import DayIndex, Pool, Pooled
+from ..kernels.runs import TaggedRuns
 from ..spec import Spec, merged_spec
 from ..state import State, merge
 from ..states import kind_module
@@ -56,6 +59,18 @@ class PooledState(State):
         assert self._built is not None
         return self._built
 
+    @property
+    def rows(self) -> int:
+        """The pooled (group, bucket) rows."""
+        return int(self._pooled.words.size)
+
+    def __len__(self) -> int:
+        return self.rows  # (the table's rows, without merging it)
+
+    def column_sums(self, names: list[str]) -> pl.DataFrame:
+        """The pool's integer columns ``names`` summed per group (no table merged)."""
+        return self._pooled.group_ints(names)
+
     def coded(self) -> object | None:
         """The pooled rows as the compiled finalize's runs, or None."""
         runs = self._pooled.runs()
@@ -84,29 +99,36 @@ def poolable(spec: Spec) -> bool:
     return kind_module(spec) is binary_state and not spec.weighted and not spec.replicates
 
 
-class HistoryPools:
-    """The states of a run's ``history`` baselines: sliding pools, or sums without an index.
+#: A run computing fewer days than this sums each pool's day tables (no index).
+POOLED_DAYS = 3
+#: The fewest days an index covers (more where a pool reaches further back).
+INDEX_DAYS = 32
 
-    With ``sliding`` (a run judging several days), one pool per shape of history moves along
-    the index of the entries' states; without (a run judging one or two days, for which
-    coding every stored day would cost more), each history's tables are summed as they are
-    (:meth:`~streameval.kernels.pooled.Pooled.of_tables`).
+
+class DayPools:
+    """Pooled states of a run's days: sliding pools, or sums without an index.
+
+    With ``sliding`` (a run computing several days), one pool per shape moves along the
+    index of the entries' states; without (a run computing one or two days, for which
+    coding the stored days would cost more), each pool's tables are summed as they are
+    (:meth:`~streameval.kernels.pooled.Pooled.of_tables`). Either gives the same sums.
     """
 
     def __init__(self, state: Callable[[int], State], entries: int, sliding: bool = True) -> None:
         self._state, self._entries, self._sliding = state, entries, sliding
         self._index: DayIndex | None = None
-        self._first = 0  # the entry of the index's first day
+        self._first = self._end = 0  # the entries the index holds: first … end − 1
+        self._widest = 0  # the most entries one pool held
         self._pools: dict[Any, Pool] = {}
         self._failed = False
 
     def state(
         self, shape: Any, members: Sequence[int], without: Mapping[int, pl.DataFrame]
     ) -> State | None:
-        """The pooled state of entries ``members`` less each entry's slices ``without[j]``.
+        """The pooled state of entries ``members`` (sorted) less each entry's ``without[j]``.
 
-        ``shape`` names the pool that moves along with this history (one per check shape).
-        None where these states are not pooled (the caller merges them).
+        ``shape`` names the pool that moves along with these members (one per check shape
+        or window). None where these states are not pooled (the caller merges them).
         """
         # the members' spec, as merge makes it: the label values found on any day, checked
         spec = merged_spec([self._state(j).spec for j in members])
@@ -127,7 +149,7 @@ class HistoryPools:
         self, shape: Any, members: Sequence[int], without: Mapping[int, pl.DataFrame]
     ) -> Pooled | None:
         """The sums of the shape's pool moved to ``members``, less the slices ``without``."""
-        index = self._indexed(members[0])
+        index = self._indexed(members[0], members[-1])
         if index is None:
             return None
         pool = self._pools.get(shape)
@@ -146,22 +168,79 @@ class HistoryPools:
         stored = list(binary_state.merge_ops(states[0].spec))
         return Pooled.of_tables([s.table for s in states], states[0].spec, stored)
 
-    def _indexed(self, first: int) -> DayIndex | None:
-        """The index of entries ``first`` … the last (built once: later days read later entries)."""
+    def _indexed(self, first: int, last: int) -> DayIndex | None:
+        """An index holding entries ``first`` … ``last`` (built again when it does not).
+
+        A new index starts where the widest pool so far reaches back from ``last`` and holds
+        twice that many entries (at least :data:`INDEX_DAYS`): the days move past it every
+        so many days, and memory holds a bounded run of days however many the run computes.
+        """
         if self._failed:
             return None
-        if self._index is None or first < self._first:
-            spec = self._state(first).spec
-            states = [self._state(j) for j in range(first, self._entries)]
+        self._widest = max(self._widest, last + 1 - first)
+        if self._index is None or first < self._first or last >= self._end:
+            start = max(0, min(first, last + 1 - self._widest))
+            end = min(self._entries, start + max(2 * self._widest, INDEX_DAYS))
+            states = [self._state(j) for j in range(start, end)]
             if not _alike(states):
                 self._failed = True
                 return None
-            stored = list(binary_state.merge_ops(spec))
-            self._index = DayIndex.build([s.table for s in states], spec, stored)
-            self._first, self._pools = first, {}
+            stored = list(binary_state.merge_ops(states[0].spec))
+            self._index = DayIndex.build([s.table for s in states], states[0].spec, stored)
+            self._first, self._end, self._pools = start, end, {}
             if self._index is None:
                 self._failed = True
         return self._index
+
+
+class TaggedPools(State):
+    """Pooled states finalized as one: each one's rows tagged with values of more keys.
+
+    ``spec`` is the pooled states' spec with the tag columns appended to its keys;
+    ``parts`` holds each pooled state and a one-row frame of its tags' values (a rollup
+    window's name, end day and days). The metric table comes from the pools' runs in one
+    vectorized finalize; the table, the pooled states' tables tagged, only if asked for.
+    """
+
+    _parts: list[tuple[PooledState, pl.DataFrame]]
+    _built: pl.DataFrame | None
+
+    def __init__(self, spec: Spec, parts: list[tuple[PooledState, pl.DataFrame]]) -> None:
+        object.__setattr__(self, "spec", spec)
+        object.__setattr__(self, "_parts", parts)
+        object.__setattr__(self, "_built", None)
+
+    @property
+    def table(self) -> pl.DataFrame:
+        """The pooled states' tables, each tagged (merged on first use)."""
+        if self._built is None:
+            tagged = [s.table.join(tags, how="cross") for s, tags in self._parts]
+            object.__setattr__(self, "_built", pl.concat(tagged).select(self._columns()))
+        assert self._built is not None
+        return self._built
+
+    def __len__(self) -> int:
+        return sum(len(state) for state, _ in self._parts)
+
+    def column_sums(self, names: list[str]) -> pl.DataFrame:
+        """Each pooled state's integer columns ``names`` summed per group, tagged."""
+        sums = [s.column_sums(names).join(tags, how="cross") for s, tags in self._parts]
+        return pl.concat(sums).select(*self.spec.keys, *names)
+
+    def _columns(self) -> list[str]:
+        first = self._parts[0][0].table.columns
+        keys = list(self.spec.keys)
+        return [*keys, *(c for c in first if c not in keys)]
+
+    def coded(self) -> object | None:
+        """Each pooled state's runs with its tags, or None where one has none."""
+        parts = []
+        for state, tags in self._parts:
+            runs = state.coded()
+            if runs is None:
+                return None
+            parts.append((runs, tags))
+        return TaggedRuns(self._parts[0][0].spec, parts) if parts else None  # type: ignore[arg-type]
 
 
 def _alike(states: Sequence[State]) -> bool:

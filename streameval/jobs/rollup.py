@@ -30,14 +30,20 @@ from typing import Any
 
 import polars as pl
 
+from ..kernels.runs import row_literals
 from ..spec import Spec
 from ..state import State, merge, metrics_by_version
+from .pools import POOLED_DAYS, DayPools, PooledState, TaggedPools
 from .store import DamagedStateError, Store
 from .windows import Window
 
 ROLLUP_FORMAT = 3  # 2: the days column; 3: the hinge loss column
 #: A window's state table tagged with its window, end day and days, and its schema version.
 Tagged = tuple[int, pl.DataFrame]
+#: A window's pooled state and its tags (a row: the window, end day and days).
+TaggedPool = tuple[PooledState, pl.DataFrame]
+#: A day's windows: tagged tables, and tagged pooled states.
+DayWindows = tuple[int, list[Tagged], list[TaggedPool]]
 BATCH_ROWS = 2_000_000
 FLAT = "*"  # the one output "day" of a source without a partition key
 
@@ -99,15 +105,23 @@ def _members(entries: Sequence[Entry], i: int, window: Window) -> list[Entry]:
 
 
 class StateCache:
-    """The stored partitions' states, read once and held until dropped.
+    """The stored partitions' states, read once and held until dropped, and their pools.
 
     Shared by a run's rollups and checks: the states the rollups hold at the end (the last
-    days' windows) are those a nightly run's checks read again.
+    days' windows) are those a nightly run's checks read again, and the index of the days'
+    rows their sliding pools move along is coded once for both (:meth:`pools`).
     """
 
     def __init__(self, store: Store, entries: Sequence[Entry]) -> None:
         self.store, self.entries = store, list(entries)
         self._held: dict[int, State] = {}
+        self._pools: dict[bool, DayPools] = {}
+
+    def pools(self, sliding: bool) -> DayPools:
+        """The pools of these entries' states (sliding along one index, or summed)."""
+        if sliding not in self._pools:
+            self._pools[sliding] = DayPools(self.get, len(self.entries), sliding)
+        return self._pools[sliding]
 
     def get(self, i: int) -> State:
         """The state of entry ``i`` (read from the store the first time)."""
@@ -196,8 +210,10 @@ class Rollups:
         states = self.states if self.states is not None else StateCache(self.store, entries)
         state = states.get
 
+        # trailing windows of several days: pooled (binary states without weights)
+        pools = states.pools(len(stale) >= POOLED_DAYS) if self.key else None
         todo, rows = set(stale), 0
-        batch: list[tuple[int, list[Tagged]]] = []
+        batch: list[DayWindows] = []
         # partition days in each running fold (a resumed fold holds the days of its window)
         sizes = {w.name: self._days(entries, begin - 1, w) for w in running if w.name in folds}
         for i in range(begin, last + 1):
@@ -207,17 +223,26 @@ class Rollups:
                 folds[w.name] = merge([prev, state(i)]) if go_on else state(i)  # type: ignore[list-item]
                 sizes[w.name] = sizes[w.name] + 1 if go_on else 1
             if i in todo:
-                tables = []
+                tables, pooled = [], []
                 for w in self.windows:
                     if w.running:
                         st, size = folds[w.name], sizes[w.name]
                     else:
                         size = len(_members(entries, i, w))
-                        st = merge([state(j) for j in range(i - size + 1, i + 1)])
-                    tagged = self._tag(st.table, w.name, entries[i].day, size)
-                    tables.append((st.spec.schema_version, tagged))
-                batch.append((i, tables))
-                rows += sum(t.height for _, t in tables)
+                        members = list(range(i - size + 1, i + 1))
+                        pooled_st = None
+                        if pools is not None and size > 1:
+                            pooled_st = pools.state(("window", w.name), members, {})
+                        st = merge([state(j) for j in members]) if pooled_st is None else pooled_st
+                    tags = self._tags(w.name, entries[i].day, size)
+                    if isinstance(st, PooledState):
+                        pooled.append((st, tags))
+                        rows += st.rows
+                    else:
+                        tagged = st.table.with_columns(row_literals(tags))
+                        tables.append((st.spec.schema_version, tagged))
+                        rows += tagged.height
+                batch.append((i, tables, pooled))
                 if rows >= BATCH_ROWS:
                     self._flush(entries, batch, digests, save)
                     batch, rows = [], 0
@@ -278,18 +303,18 @@ class Rollups:
         """The partition days in ``window`` ending at entry ``i``."""
         return len(_members(entries, i, window)) if self.key else 0
 
-    def _tag(self, table: pl.DataFrame, window: str, day: date | None, days: int) -> pl.DataFrame:
-        """The state's rows with the window, its end day and the partition days it covers."""
-        extra = [pl.lit(window, pl.String).alias("window")]
+    def _tags(self, window: str, day: date | None, days: int) -> pl.DataFrame:
+        """A window's tags: its name, its end day and the partition days it covers (a row)."""
+        tags = {"window": pl.Series([window], dtype=pl.String)}
         if self.key:
-            extra.append(pl.lit(day, pl.Date).alias(self.key))
-        extra.append(pl.lit(days if self.key else None, pl.Int32).alias("days"))
-        return table.with_columns(extra)
+            tags[self.key] = pl.Series([day], dtype=pl.Date)
+        tags["days"] = pl.Series([days if self.key else None], dtype=pl.Int32)
+        return pl.DataFrame(tags)
 
     def _flush(
         self,
         entries: Sequence[Entry],
-        batch: list[tuple[int, list[Tagged]]],
+        batch: list[DayWindows],
         digests: list[str],
         save: Callable[[], None],
     ) -> None:
@@ -297,20 +322,29 @@ class Rollups:
         extra = ("window", self.key, "days") if self.key else ("window", "days")
         spec = replace(self.spec, keys=(*self.spec.keys, *extra))
         versions: dict[int, list[pl.DataFrame]] = {}  # (a store's older states: their own)
-        for _, tables in batch:
+        pools: dict[int, list[TaggedPool]] = {}
+        for _, tables, pooled in batch:
             for version, table in tables:
                 versions.setdefault(version, []).append(table)
+            for part in pooled:
+                pools.setdefault(part[0].spec.schema_version, []).append(part)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            out = metrics_by_version(spec, versions, **self.metric_kwargs)
+            outs = [metrics_by_version(spec, versions, **self.metric_kwargs)] if versions else []
+            for version, tagged in sorted(pools.items()):
+                at = replace(spec, schema_version=version)
+                outs.append(TaggedPools(at, tagged).metrics(**self.metric_kwargs))
         for w in caught:
             self.warn(str(w.message))
+        if len(outs) > 1:  # (rows of windows merged, and of windows pooled)
+            outs = [pl.concat(outs).sort(list(spec.keys), nulls_last=False, maintain_order=True)]
+        out = outs[0]
         out = self._order(out)
         parts: dict[Any, pl.DataFrame] = (
             out.partition_by(self.key, as_dict=True) if self.key else {(None,): out}
         )
         cached = self.manifest["rollups"]
-        for i, _ in batch:
+        for i, _, _ in batch:
             e = entries[i]
             rows = parts.get((e.day,), out.clear())
             name = self.name(e)

@@ -28,7 +28,7 @@ from . import small_pages
 from .buckets import Losses, bucket_runs
 from .dense import SAFE
 from .loops import run_groups, run_hinges
-from .runs import F64, I64, Runs
+from .runs import F64, I64, Runs, TaggedRuns, row_literals
 from .weightedloops import run_metrics
 
 T = TypeVar("T")
@@ -387,3 +387,21 @@ def runs_grouped(
         runs, losses = buckets
     with small_pages():
         return aggregates(runs, thresholds, ALL, losses, variance)
+
+
+def tagged_grouped(
+    tagged: TaggedRuns, thresholds: list[float], variance: bool = False
+) -> pl.DataFrame | None:
+    """The grouped frames of :func:`runs_grouped` of each part, tagged and concatenated.
+
+    Each part's groups get its tag columns' values; None when a part's runs give none.
+    """
+    frames = []
+    for runs, tags in tagged.parts:
+        grouped = runs_grouped(runs, tagged.spec, thresholds, variance)
+        if grouped is None:
+            return None
+        if not tagged.spec.keys:
+            grouped = grouped.drop(ALL)
+        frames.append(grouped.with_columns(row_literals(tags)))
+    return pl.concat(frames, how="vertical") if frames else None

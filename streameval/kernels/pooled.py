@@ -8,10 +8,10 @@ the pool to the next judged day's days adds the day that came in and takes away 
 left, row by row: the work of two days, not of 28. Integer sums (the unweighted counts) are
 kept per (group, bucket) word and are exact whatever the order of additions and removals.
 Float sums (log loss, Brier, the score sum and hinge) are kept per group only, where the
-metrics read them: the index holds each day's sums per group, and the pool adds and takes
-them away as a compensated pair (Neumaier: each addition's rounding error is itself
-summed), so taking a day away gives back the sum of the days that remain to about one
-rounding of the result. The pooled sums come out as :class:`~.runs.Runs` (sorted by group,
+metrics read them: the index holds each day's sums per group, and a snapshot adds the days it
+holds in day order, so its float sums depend on its days alone, not on the moves that
+brought the pool there, and are those :meth:`Pooled.of_tables` gives for the same days'
+tables, bit for bit. The pooled sums come out as :class:`~.runs.Runs` (sorted by group,
 then bucket, the float sums as :class:`~.runs.GroupSums`): the compiled finalize reads them
 without coding a state table again.
 
@@ -31,6 +31,7 @@ without coding a state table again.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -69,27 +70,6 @@ def _slide(
             held[int(i >= half)] += sign
         for c in range(ints.shape[0]):
             sums[c, i] += sign * ints[c, r]
-
-
-@numba.njit(cache=True, nogil=True)
-def _add_groups(
-    sums: F64, slots: I64, sign: int, high: F64, low: F64
-) -> None:  # pragma: no cover - compiled
-    """Add (``sign`` 1) or take away (−1) a day's float sums of the groups ``slots``.
-
-    ``sums`` are the day's (columns × groups), ``high`` and ``low`` the pool's compensated
-    pair (Neumaier).
-    """
-    for c in range(sums.shape[0]):
-        for g in slots:
-            x = sign * sums[c, g]
-            h = high[c, g]
-            t = h + x
-            if abs(h) >= abs(x):
-                low[c, g] += (h - t) + x
-            else:
-                low[c, g] += (x - t) + h
-            high[c, g] = t
 
 
 @numba.njit(cache=True, nogil=True)
@@ -279,13 +259,29 @@ def _columns(frame: pl.DataFrame, names: list[str], dtype: type) -> npt.NDArray[
 
 def _group_slots(words: U64, at: I64, bits: int) -> tuple[U64, I32]:
     """The sorted distinct group codes of ``words``, and each row's (at ``at``) among them."""
+    codes, ordinal = _word_groups(words, bits)
+    return codes, ordinal[at]
+
+
+def _word_groups(words: U64, bits: int) -> tuple[U64, I32]:
+    """The sorted distinct group codes of the sorted ``words``, and each word's among them."""
     group = words >> np.uint64(bits)  # (sorted: the words are)
     new = np.empty(group.size, np.bool_)
     new[:1] = True
     np.not_equal(group[1:], group[:-1], out=new[1:])
     ordinal = np.cumsum(new, dtype=np.int32)
     ordinal -= 1
-    return group[new], ordinal[at]
+    return group[new], ordinal
+
+
+def _slots(codes: U64, of: U64, bits: int) -> I64:
+    """Each of the group codes ``of``'s position among the sorted ``codes`` (which hold it)."""
+    if bits > 24:  # (too many codes for a table of them)
+        return np.searchsorted(codes, of).astype(np.int64)
+    table = np.zeros(1 << bits, np.int64)
+    table[codes.astype(np.intp)] = np.arange(codes.size)
+    out: I64 = table[of.astype(np.intp)]
+    return out
 
 
 def _distinct(value: U64) -> tuple[U64, I64]:
@@ -315,15 +311,13 @@ class Pool:
         self.count = np.zeros(size, np.int32)  # (the days' rows at a position)
         self.held = np.zeros(2, np.int64)  # (positions holding rows in each half)
         self.sums = np.zeros((len(index.int_names), size), np.int64)
-        self.high = np.zeros((len(index.float_names), index.coding.codes.size), np.float64)
-        self.low = np.zeros_like(self.high)
 
     def move(self, days: Sequence[int]) -> Pool:
         """Hold the sums of ``days`` (the days that came in added, those that left removed)."""
         wanted = set(days)
         gone, new = self.days - wanted, wanted - self.days
         if len(gone) + len(new) > len(wanted):  # (starting again is less work)
-            for a in (self.count, self.held, self.sums, self.high, self.low):
+            for a in (self.count, self.held, self.sums):
                 a.fill(0)
             gone, new = set(), wanted
         for day in sorted(gone):
@@ -333,34 +327,38 @@ class Pool:
         self.days = wanted
         return self
 
-    def _slide(
-        self, day: int, sign: int, rows: I64 | None = None, slots: I64 | None = None
-    ) -> None:
-        """Add or take away a day's rows (``rows`` of them, of the groups ``slots``: all)."""
+    def _slide(self, day: int, sign: int, rows: I64 | None = None) -> None:
+        """Add or take away a day's rows (``rows`` of them: all)."""
         index = self.index
         every = np.arange(index.at[day].size, dtype=np.int64) if rows is None else rows
         _slide(index.at[day], every, sign, index.ints[day], self.count, self.held, self.sums)
-        groups = np.arange(index.coding.codes.size, dtype=np.int64) if slots is None else slots
-        _add_groups(index.floats[day], groups, sign, self.high, self.low)
 
     def pooled(self, without: Mapping[int, U64] | None = None) -> Pooled:
         """The pooled sums, less each day's rows of the group codes ``without[day]``.
 
         Those rows are taken away for the snapshot and added back after it (no copy of the
-        pool): its counts are as before, its float sums to their compensation's rounding.
+        pool). The float sums are the days' per-group sums added in day order (those of the
+        groups ``without`` names left out on their day).
         """
-        left: list[tuple[int, I64, I64]] = []
+        index = self.index
+        left: list[tuple[int, I64]] = []
+        slots: dict[int, I64] = {}
         for day, codes in (without or {}).items():
             if day in self.days and codes.size:
-                rows = np.flatnonzero(self.index.of_groups(day, codes))
-                left.append((day, rows, np.searchsorted(self.index.coding.codes, codes)))
-        for day, rows, slots in left:
-            self._slide(day, -1, rows, slots)
-        kept, counts = _kept(self.count, self.held, self.index.words, self.sums)
-        sums = self.high + self.low
-        for day, rows, slots in left:
-            self._slide(day, 1, rows, slots)
-        index = self.index
+                left.append((day, np.flatnonzero(index.of_groups(day, codes))))
+                slots[day] = np.searchsorted(index.coding.codes, codes)
+        for day, rows in left:
+            self._slide(day, -1, rows)
+        kept, counts = _kept(self.count, self.held, index.words, self.sums)
+        for day, rows in left:
+            self._slide(day, 1, rows)
+        sums = np.zeros((len(index.float_names), index.coding.codes.size))
+        for day in sorted(self.days):
+            day_sums = index.floats[day]
+            if day in slots:
+                day_sums = day_sums.copy()
+                day_sums[:, slots[day]] = 0.0
+            sums += day_sums
         ints = dict(zip(index.int_names, counts, strict=True))
         floats = dict(zip(index.float_names, sums, strict=True))
         return Pooled(index.coding, kept, ints, floats)
@@ -401,17 +399,17 @@ class Pooled:
         floats = [c for c in columns if c not in ints]
         order = pl.Series(value).arg_sort().to_numpy()
         words, sums = _summed(value, order, _columns(both, ints, np.int64))
-        codes, per_group = np.zeros(0, np.uint64), {}
-        if floats:  # (each group's float sums: the metrics read no other)
-            grouped = (
-                both.select(floats)
-                .with_columns(pl.Series("_code", groups.codes))
-                .group_by("_code")
-                .agg(pl.col(floats).sum())
-                .sort("_code")
-            )
-            codes = grouped["_code"].to_numpy().astype(np.uint64)
-            per_group = {c: grouped[c].to_numpy() for c in floats}
+        codes = _word_groups(words, score.bits)[0]
+        per_group = {}
+        if floats:  # (each group's float sums, a day after another: as a pool's snapshot)
+            slot = _slots(codes, groups.codes, groups.bits)
+            values = _columns(both, floats, np.float64)
+            bounds = np.cumsum([0, *(t.height for t in tables)])
+            sums_of = np.zeros((len(floats), codes.size))
+            for a, b in itertools.pairwise(bounds):
+                for c in range(len(floats)):
+                    sums_of[c] += np.bincount(slot[a:b], values[c, a:b], codes.size)
+            per_group = dict(zip(floats, sums_of, strict=True))
         coding = Coding(spec, groups, score, key_min, key_max, codes)
         return cls(coding, words, dict(zip(ints, sums, strict=True)), per_group)
 
@@ -442,7 +440,17 @@ class Pooled:
 
     def group_totals(self) -> pl.DataFrame:
         """The groups' float sums: the keys and the float columns, a row per group it holds."""
-        codes = np.unique(self.words >> np.uint64(self.coding.score.bits))
-        keys = self.coding.groups.decode(codes) if self.coding.spec.keys else []
+        codes = _word_groups(self.words, self.coding.score.bits)[0]
         sums = GroupSums(self.coding.codes, self.floats).of(codes)
-        return pl.DataFrame([*keys, *(pl.Series(c, v) for c, v in sums.items())])
+        return pl.DataFrame([*self._keys(codes), *(pl.Series(c, v) for c, v in sums.items())])
+
+    def group_ints(self, names: Sequence[str]) -> pl.DataFrame:
+        """The integer columns ``names`` summed per group: the keys and the sums, a row a group."""
+        codes, ordinal = _word_groups(self.words, self.coding.score.bits)
+        firsts = np.flatnonzero(np.diff(ordinal, prepend=-1))
+        sums = [pl.Series(c, np.add.reduceat(self.ints[c], firsts)) for c in names]
+        return pl.DataFrame([*self._keys(codes), *sums])
+
+    def _keys(self, codes: U64) -> list[pl.Series]:
+        """The key columns of the group codes ``codes``."""
+        return self.coding.groups.decode(codes) if self.coding.spec.keys else []

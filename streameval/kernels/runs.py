@@ -110,6 +110,30 @@ class Runs:
         return self.value >> np.uint64(self.score_bits)
 
 
+@dataclass
+class TaggedRuns:
+    """The runs of several states finalized as one table, each state's groups tagged.
+
+    ``parts`` holds each state's runs and a one-row frame of the values its rows take in
+    more key columns (a job's window, end day and days); ``spec`` is the runs' spec (its
+    keys those of the runs, without the tags). Read by
+    :func:`streameval.kernels.metrics.tagged_grouped`.
+    """
+
+    spec: Spec
+    parts: list[tuple[Runs, pl.DataFrame]]
+
+
+def row_literals(row: pl.DataFrame) -> list[pl.Expr]:
+    """The values of a one-row frame as literal columns of its types.
+
+    >>> frame = pl.DataFrame({"g": [1, 2]}).with_columns(row_literals(pl.DataFrame({"w": ["7d"]})))
+    >>> frame["w"].to_list()
+    ['7d', '7d']
+    """
+    return [pl.lit(row[c][0], row.schema[c]).alias(c) for c in row.columns]
+
+
 def sorted_runs(frame: pl.DataFrame, groups: GroupCodes, weighted: bool) -> Runs | None:
     """The runs of the collected columns (``_y``, ``_p``, ``_w``) in the given groups."""
     key = ordered_keys(frame["_p"].to_numpy())

@@ -57,6 +57,18 @@ class StateData:
     def __len__(self) -> int:
         return self.table.height
 
+    def column_sums(self, names: list[str]) -> pl.DataFrame:
+        """The table's integer columns ``names`` summed per group: the keys and the sums.
+
+        >>> from streameval.spec import Spec
+        >>> table = pl.DataFrame({"g": ["a", "a", "b"], "bucket": [1, 2, 1], "n": [2, 3, 4]})
+        >>> sums = StateData(Spec(kind="binary", keys=("g",)), table).column_sums(["n"])
+        >>> sums.sort("g").rows()
+        [('a', 5), ('b', 4)]
+        """
+        sums = [pl.col(c).sum() for c in names]
+        return self.table.group_by(self.keys).agg(sums) if self.keys else self.table.select(sums)
+
     def coded(self) -> object | None:
         """The table's rows already coded as the compiled finalize reads them, or None.
 

@@ -22,8 +22,8 @@ from ... import kernels
 from ...bucketing import float_to_key_scalar, is_bucket_edge
 from ...errors import InputError, caller_level
 from ...kernels.collect import state_runs
-from ...kernels.metrics import pair_scale, runs_grouped
-from ...kernels.runs import Runs
+from ...kernels.metrics import pair_scale, runs_grouped, tagged_grouped
+from ...kernels.runs import Runs, TaggedRuns
 from ...metrics.declare import Metric, alias, bound, count, formulas
 from ...metrics.groups import with_group_key
 from ...options import check_beta
@@ -409,8 +409,11 @@ def metric_table_variance(
     check_thresholds(state, thresholds)
     if kernels.enabled():  # the state's rows as runs, read by the compiled loops
         coded = state.coded()
-        runs = coded if isinstance(coded, Runs) else state_runs(state.table, state.spec)
-        grouped = None if runs is None else runs_grouped(runs, state.spec, thresholds, variance)
+        if isinstance(coded, TaggedRuns):  # (several pooled states, tagged)
+            grouped = tagged_grouped(coded, thresholds, variance)
+        else:
+            runs = coded if isinstance(coded, Runs) else state_runs(state.table, state.spec)
+            grouped = None if runs is None else runs_grouped(runs, state.spec, thresholds, variance)
         if grouped is not None:
             keys = list(state.spec.keys)
             table = grouped_metrics(grouped, state.spec, thresholds, beta)

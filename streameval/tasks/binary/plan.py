@@ -178,8 +178,8 @@ def with_unlabeled_count(state: StateData, table: pl.DataFrame) -> pl.DataFrame:
     A group whose rows all lack a label has ``n`` 0 and null metrics.
     """
     keys = state.keys
-    count = binary.column_exprs(state.spec)["n_unlabeled"].sum().alias("n_unlabeled")
-    counts = state.table.group_by(keys).agg(count) if keys else state.table.select(count)
+    column = binary.column_exprs(state.spec)["n_unlabeled"].meta.output_name()
+    counts = state.column_sums([column]).rename({column: "n_unlabeled"})
     joined = (
         table.join(counts, on=keys, how="left", nulls_equal=True, maintain_order="left")
         if keys
