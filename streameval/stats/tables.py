@@ -120,7 +120,8 @@ def binary_intervals(
     constant key column of :func:`streameval.tasks.binary.metrics.with_group_key` when there are
     none) and ``_var``, null where undefined; None takes Hanley and McNeil's variance instead.
     """
-    out = binary_statistics(add_intervals(table, PROPORTIONS, ci, level))
+    wanted = {m: counts for m, counts in PROPORTIONS.items() if m in names}  # (shown: these)
+    out = binary_statistics(add_intervals(table, wanted, ci, level))
     groups = keys or [ALL]
     base = out.lazy() if keys else out.lazy().with_columns(pl.lit(0, pl.Int8).alias(ALL))
     auc = base.select(*groups, "roc_auc", "roc_auc_error", "positives", "negatives")
