@@ -62,7 +62,8 @@ class StateData:
 
         >>> from streameval.spec import Spec
         >>> table = pl.DataFrame({"g": ["a", "a", "b"], "bucket": [1, 2, 1], "n": [2, 3, 4]})
-        >>> sums = StateData(Spec(kind="binary", keys=("g",)), table).column_sums(["n"])
+        >>> spec = Spec(kind="binary", keys=("g",), precision=11)
+        >>> sums = StateData(spec, table).column_sums(["n"])
         >>> sums.sort("g").rows()
         [('a', 5), ('b', 4)]
         """
