@@ -341,6 +341,49 @@ def test_a_nightly_runs_summed_history_judges_as_a_first_runs_pools(tmp_path, mo
         )
 
 
+def test_checks_read_the_rollups_aggregates_as_they_would_compute_them(tmp_path, monkeypatch):
+    """A run's rollups keep each window's aggregates; its checks read those of their own
+    windows and histories (a history of 4 days is the previous day's 4d window): the
+    checks table is the one they give computing every window themselves, bit for bit."""
+    from streameval.jobs import rollup
+
+    checks = (
+        '[[checks]]\nname = "floor"\nmetric = "roc_auc"\nmin = 0.7\nseverity = "warn"\n'
+        '[[checks]]\nname = "recall"\nmetric = "recall"\nmax_drop = 0.0\n'
+        'baseline = "previous"\nseverity = "warn"\n'
+        '[[checks]]\nname = "history"\nmetric = "roc_auc"\nmax_drop = 0.3\n'
+        'baseline = "history"\ndays = 4\nseverity = "warn"\n'
+    )
+    outputs = '\n[[outputs]]\npath = "metrics"\nwindows = ["1d", "4d"]\n'
+    read: list[bool] = []
+    grouped = rollup.StateCache.grouped
+
+    def spied(self, *args):
+        out = grouped(self, *args)
+        read.append(out is not None)
+        return out
+
+    monkeypatch.setattr(rollup.StateCache, "grouped", spied)
+    tables, hits = {}, {}
+    for name in ("kept", "not kept"):
+        if name == "not kept":
+            monkeypatch.setattr(rollup.StateCache, "remember", lambda *a: None)
+        root = tmp_path / name.replace(" ", "_")
+        write_days(root, 9, rows=80, seed=3, drops={(5, "b"): 0.0})
+        path = job(root, checks)
+        path.write_text(path.read_text() + outputs)
+        read.clear()
+        assert run_job(path, quiet=True).judged == 9
+        hits[name] = sum(read)
+        tables[name] = checks_table(root)
+    # each day's 1d window (the previous day's: the same table), and histories without
+    # rejected slices (those with some are pooled less them, both times)
+    assert hits["kept"] > 9 and hits["not kept"] == 0
+    assert tables["kept"].equals(tables["not kept"])
+    history = tables["kept"].filter(pl.col("check") == "history")
+    assert (history["status"] == "warn").any()
+
+
 # -- runs, statuses, outputs ----------------------------------------------------------------
 
 

@@ -35,9 +35,11 @@ import polars as pl
 
 from ..errors import InputError
 from ..report import write_report
+from ..spec import merged_spec
 from ..state import State, merge, read_state, score_histogram
 from ..stats.drift import Sorted
 from ..stats.multiple import adjust
+from ..tasks.binary.metrics import as_thresholds
 from .checkconfig import CheckConfig
 from .config import JobConfig
 from .judge import (
@@ -52,7 +54,7 @@ from .judge import (
     verdicts,
     with_baseline,
 )
-from .pools import POOLED_DAYS, DayPools, accepted_state
+from .pools import POOLED_DAYS, DayPools, GroupedState, accepted_state
 from .rollup import FLAT, Entry, StateCache, day_label, digest_of
 from .store import Store
 
@@ -85,6 +87,8 @@ class Checks:
         self.by = job.task.by
         self.checks = {c.name: c for c in job.checks}
         self.kwargs = job.task.metric_kwargs()
+        #: The thresholds the metric tables hold confusion counts at (binary tasks).
+        self._thresholds = tuple(as_thresholds(self.kwargs.get("threshold", 0.5)))
         self.settings = digest_of(
             CHECKS_FORMAT,
             job.checking.correction,
@@ -286,11 +290,22 @@ class Checks:
         """The metric table of the entries ``members``' merged state, with what checks need."""
         key = tuple(members)
         if key not in self._tables:
-            state = self._merged(members)
+            state = self._aggregated(members) or self._merged(members)
             assert state is not None
             metrics = [c for c in self.checks.values() if not c.drift]
             self._tables[key] = metric_table(state, metrics, self.kwargs)
         return self._tables[key]
+
+    def _aggregated(self, members: list[int]) -> State | None:
+        """The entries' state as this run's rollups aggregated it per group, or None.
+
+        (Its metric table reads the aggregates; anything else merges the entries.)
+        """
+        grouped = self._states.grouped(members, self._thresholds)
+        if grouped is None:
+            return None
+        spec = merged_spec([self._state(j).spec for j in members])
+        return GroupedState(spec, grouped, lambda: self._pooled(members))
 
     def _state(self, j: int) -> State:
         return self._states.get(j)
@@ -394,12 +409,15 @@ class Checks:
         Without slices a day with a rejection is left out whole; a pool with no rejections
         is shared by the checks of the same days.
         """
-        if self._history is None:
-            return None
         if not slices:
             members, rejected = [j for j in members if j not in rejected], {}
             if not members:
                 return None
+        aggregated = None if rejected or check.drift else self._aggregated(members)
+        if aggregated is not None:  # (the rollups' window of these days)
+            return aggregated
+        if self._history is None:
+            return None
         if not rejected and tuple(members) in self._pools:
             return self._pools[tuple(members)]
         shape = (check.window.days, check.days, check.same_weekday)

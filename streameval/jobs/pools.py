@@ -25,9 +25,9 @@ from typing import Any
 
 import polars as pl
 
-from ..kernels.collect import pairs_fit
+from ..kernels.collect import pairs_fit, state_runs
 from ..kernels.pooled import DayIndex, Pool, Pooled
-from ..kernels.runs import TaggedRuns
+from ..kernels.runs import Grouped, TaggedRuns
 from ..spec import Spec, merged_spec
 from ..state import State, merge
 from ..states import kind_module
@@ -193,26 +193,74 @@ class DayPools:
         return self._index
 
 
-class TaggedPools(State):
-    """Pooled states finalized as one: each one's rows tagged with values of more keys.
+class DayRuns(State):
+    """A day's state whose runs are its own table's: a rollup's one-day window."""
 
-    ``spec`` is the pooled states' spec with the tag columns appended to its keys;
-    ``parts`` holds each pooled state and a one-row frame of its tags' values (a rollup
-    window's name, end day and days). The metric table comes from the pools' runs in one
-    vectorized finalize; the table, the pooled states' tables tagged, only if asked for.
+    def __init__(self, state: State) -> None:
+        object.__setattr__(self, "spec", state.spec)
+        object.__setattr__(self, "table", state.table)
+
+    def coded(self) -> object | None:
+        """The table's rows as the compiled finalize's runs, or None."""
+        return state_runs(self.table, self.spec)
+
+
+class GroupedState(State):
+    """A state whose rows a job's rollup already aggregated per group (:class:`Grouped`).
+
+    Its metric table at those thresholds reads the aggregates; anything else (its table,
+    other thresholds) reads ``whole()``, the state itself, built on first use.
     """
 
-    _parts: list[tuple[PooledState, pl.DataFrame]]
-    _built: pl.DataFrame | None
+    _grouped: Grouped
+    _whole: Callable[[], State]
+    _built: State | None
 
-    def __init__(self, spec: Spec, parts: list[tuple[PooledState, pl.DataFrame]]) -> None:
+    def __init__(self, spec: Spec, grouped: Grouped, whole: Callable[[], State]) -> None:
         object.__setattr__(self, "spec", spec)
-        object.__setattr__(self, "_parts", parts)
+        object.__setattr__(self, "_grouped", grouped)
+        object.__setattr__(self, "_whole", whole)
         object.__setattr__(self, "_built", None)
 
     @property
     def table(self) -> pl.DataFrame:
-        """The pooled states' tables, each tagged (merged on first use)."""
+        """The state's table (of ``whole()``, on first use)."""
+        if self._built is None:
+            object.__setattr__(self, "_built", self._whole())
+        assert self._built is not None
+        return self._built.table
+
+    def __bool__(self) -> bool:
+        return True  # (not the table's rows: that would build it)
+
+    def coded(self) -> object | None:
+        """The rows aggregated per group."""
+        return self._grouped
+
+
+class TaggedPools(State):
+    """States finalized as one from their runs: each one's rows tagged with more keys.
+
+    ``spec`` is the states' spec with the tag columns appended to its keys; ``parts`` holds
+    each state (pooled, or a :class:`DayRuns`) and a one-row frame of its tags' values (a
+    rollup window's name, end day and days). The metric table comes from the states' runs
+    in one vectorized finalize, which keeps each part's aggregates (:meth:`grouped`); the
+    table, the states' tables tagged, is built only if asked for.
+    """
+
+    _parts: list[tuple[State, pl.DataFrame]]
+    _built: pl.DataFrame | None
+    _coded: TaggedRuns | None
+
+    def __init__(self, spec: Spec, parts: list[tuple[State, pl.DataFrame]]) -> None:
+        object.__setattr__(self, "spec", spec)
+        object.__setattr__(self, "_parts", parts)
+        object.__setattr__(self, "_built", None)
+        object.__setattr__(self, "_coded", None)
+
+    @property
+    def table(self) -> pl.DataFrame:
+        """The states' tables, each tagged (merged on first use)."""
         if self._built is None:
             tagged = [s.table.join(tags, how="cross") for s, tags in self._parts]
             object.__setattr__(self, "_built", pl.concat(tagged).select(self._columns()))
@@ -223,7 +271,7 @@ class TaggedPools(State):
         return sum(len(state) for state, _ in self._parts)
 
     def column_sums(self, names: list[str]) -> pl.DataFrame:
-        """Each pooled state's integer columns ``names`` summed per group, tagged."""
+        """Each state's integer columns ``names`` summed per group, tagged."""
         sums = [s.column_sums(names).join(tags, how="cross") for s, tags in self._parts]
         return pl.concat(sums).select(*self.spec.keys, *names)
 
@@ -233,14 +281,23 @@ class TaggedPools(State):
         return [*keys, *(c for c in first if c not in keys)]
 
     def coded(self) -> object | None:
-        """Each pooled state's runs with its tags, or None where one has none."""
+        """Each state's runs with its tags, or None where one has none."""
         parts = []
         for state, tags in self._parts:
             runs = state.coded()
             if runs is None:
                 return None
             parts.append((runs, tags))
-        return TaggedRuns(self._parts[0][0].spec, parts) if parts else None  # type: ignore[arg-type]
+        coded = TaggedRuns(self._parts[0][0].spec, parts) if parts else None  # type: ignore[arg-type]
+        object.__setattr__(self, "_coded", coded)
+        return coded
+
+    def grouped(self) -> list[Grouped]:
+        """Each part's aggregates as its metric table read them ([]: none were computed)."""
+        coded = self._coded
+        if coded is None or len(coded.grouped) != len(self._parts):
+            return []
+        return [Grouped(frame, coded.thresholds) for frame in coded.grouped]
 
 
 def _alike(states: Sequence[State]) -> bool:

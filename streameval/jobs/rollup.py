@@ -30,18 +30,19 @@ from typing import Any
 
 import polars as pl
 
-from ..kernels.runs import row_literals
+from ..kernels.runs import Grouped, row_literals
 from ..spec import Spec
 from ..state import State, merge, metrics_by_version
-from .pools import POOLED_DAYS, DayPools, PooledState, TaggedPools
+from .pools import POOLED_DAYS, DayPools, DayRuns, PooledState, TaggedPools, poolable
 from .store import DamagedStateError, Store
 from .windows import Window
 
 ROLLUP_FORMAT = 3  # 2: the days column; 3: the hinge loss column
 #: A window's state table tagged with its window, end day and days, and its schema version.
 Tagged = tuple[int, pl.DataFrame]
-#: A window's pooled state and its tags (a row: the window, end day and days).
-TaggedPool = tuple[PooledState, pl.DataFrame]
+#: A window's state finalized from runs (pooled, or a day's own), its tags (a row: the
+#: window, end day and days) and its entries.
+TaggedPool = tuple[State, pl.DataFrame, list[int]]
 #: A day's windows: tagged tables, and tagged pooled states.
 DayWindows = tuple[int, list[Tagged], list[TaggedPool]]
 BATCH_ROWS = 2_000_000
@@ -116,12 +117,21 @@ class StateCache:
         self.store, self.entries = store, list(entries)
         self._held: dict[int, State] = {}
         self._pools: dict[bool, DayPools] = {}
+        self._grouped: dict[tuple[tuple[int, ...], tuple[float, ...]], Grouped] = {}
 
     def pools(self, sliding: bool) -> DayPools:
         """The pools of these entries' states (sliding along one index, or summed)."""
         if sliding not in self._pools:
             self._pools[sliding] = DayPools(self.get, len(self.entries), sliding)
         return self._pools[sliding]
+
+    def remember(self, members: Sequence[int], grouped: Grouped) -> None:
+        """Keep the rollups' aggregates of the entries ``members`` (their checks read them)."""
+        self._grouped[tuple(members), grouped.thresholds] = grouped
+
+    def grouped(self, members: Sequence[int], thresholds: tuple[float, ...]) -> Grouped | None:
+        """The aggregates of the entries ``members`` at ``thresholds`` a rollup kept, or None."""
+        return self._grouped.get((tuple(members), thresholds))
 
     def get(self, i: int) -> State:
         """The state of entry ``i`` (read from the store the first time)."""
@@ -223,35 +233,34 @@ class Rollups:
                 folds[w.name] = merge([prev, state(i)]) if go_on else state(i)  # type: ignore[list-item]
                 sizes[w.name] = sizes[w.name] + 1 if go_on else 1
             if i in todo:
-                tables, pooled = [], []
+                tables: list[Tagged] = []
+                pooled: list[TaggedPool] = []
                 for w in self.windows:
+                    members: list[int] = []
                     if w.running:
                         st, size = folds[w.name], sizes[w.name]
                     else:
                         size = len(_members(entries, i, w))
                         members = list(range(i - size + 1, i + 1))
-                        pooled_st = None
-                        if pools is not None and size > 1:
-                            pooled_st = pools.state(("window", w.name), members, {})
-                        st = merge([state(j) for j in members]) if pooled_st is None else pooled_st
+                        st = _trailing(w, members, state, pools)
                     tags = self._tags(w.name, entries[i].day, size)
-                    if isinstance(st, PooledState):
-                        pooled.append((st, tags))
-                        rows += st.rows
+                    if isinstance(st, (PooledState, DayRuns)):
+                        pooled.append((st, tags, members))
+                        rows += len(st)
                     else:
                         tagged = st.table.with_columns(row_literals(tags))
                         tables.append((st.spec.schema_version, tagged))
                         rows += tagged.height
                 batch.append((i, tables, pooled))
                 if rows >= BATCH_ROWS:
-                    self._flush(entries, batch, digests, save)
+                    self._flush(entries, batch, digests, save, states.remember)
                     batch, rows = [], 0
             day = entries[i].day
             for j in [j for j in states.held() if j < i]:
                 if day is None or not trailing or entries[j].day < day - span:  # type: ignore[operator]
                     states.drop(j)
         if batch:
-            self._flush(entries, batch, digests, save)
+            self._flush(entries, batch, digests, save, states.remember)
         if running:
             self._checkpoint(entries[last], chains[last], folds, running)
             save()
@@ -317,7 +326,13 @@ class Rollups:
         batch: list[DayWindows],
         digests: list[str],
         save: Callable[[], None],
+        keep: Callable[[list[int], Grouped], None],
     ) -> None:
+        """Write the metric rows of a batch of days.
+
+        ``keep`` gets the aggregates of each window finalized from runs (the checks of the
+        run read them again).
+        """
         assert self.spec is not None
         extra = ("window", self.key, "days") if self.key else ("window", "days")
         spec = replace(self.spec, keys=(*self.spec.keys, *extra))
@@ -331,9 +346,12 @@ class Rollups:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             outs = [metrics_by_version(spec, versions, **self.metric_kwargs)] if versions else []
-            for version, tagged in sorted(pools.items()):
+            for version, finalized in sorted(pools.items()):
                 at = replace(spec, schema_version=version)
-                outs.append(TaggedPools(at, tagged).metrics(**self.metric_kwargs))
+                tagged = TaggedPools(at, [(st, tags) for st, tags, _ in finalized])
+                outs.append(tagged.metrics(**self.metric_kwargs))
+                for (_, _, members), grouped in zip(finalized, tagged.grouped(), strict=False):
+                    keep(members, grouped)
         for w in caught:
             self.warn(str(w.message))
         if len(outs) > 1:  # (rows of windows merged, and of windows pooled)
@@ -361,3 +379,19 @@ class Rollups:
         order = pl.col("window").replace_strict(rank, return_dtype=pl.Int32)
         out = out.sort([order, *self.by, *extra], nulls_last=False, maintain_order=True)
         return out.select(*head, *[c for c in out.columns if c not in head])
+
+
+def _trailing(
+    window: Window, members: list[int], state: Callable[[int], State], pools: DayPools | None
+) -> State:
+    """A trailing window's state: pooled, or merged.
+
+    Binary states without weights are pooled (a day alone: its own runs).
+    """
+    if pools is not None and len(members) > 1:
+        pooled = pools.state(("window", window.name), members, {})
+        if pooled is not None:
+            return pooled
+    elif pools is not None and poolable(state(members[0]).spec):
+        return DayRuns(state(members[0]))
+    return merge([state(j) for j in members])

@@ -15,7 +15,7 @@ falls back to the Polars group-by.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -122,6 +122,22 @@ class TaggedRuns:
 
     spec: Spec
     parts: list[tuple[Runs, pl.DataFrame]]
+    #: Each part's grouped frame (untagged, with DeLong's ``_var``), kept as computed.
+    grouped: list[pl.DataFrame] = field(default_factory=list)
+    #: The thresholds the grouped frames hold the confusion counts at.
+    thresholds: tuple[float, ...] = ()
+
+
+@dataclass
+class Grouped:
+    """A state's rows already aggregated per group, at ``thresholds``, with ``_var``.
+
+    The frame of :func:`streameval.kernels.metrics.runs_grouped` (with the variance): the
+    metric table of the state at other thresholds needs its runs again.
+    """
+
+    frame: pl.DataFrame
+    thresholds: tuple[float, ...]
 
 
 def row_literals(row: pl.DataFrame) -> list[pl.Expr]:

@@ -23,7 +23,7 @@ from ...bucketing import float_to_key_scalar, is_bucket_edge
 from ...errors import InputError, caller_level
 from ...kernels.collect import state_runs
 from ...kernels.metrics import pair_scale, runs_grouped, tagged_grouped
-from ...kernels.runs import Runs, TaggedRuns
+from ...kernels.runs import Grouped, Runs, TaggedRuns
 from ...metrics.declare import Metric, alias, bound, count, formulas
 from ...metrics.groups import with_group_key
 from ...options import check_beta
@@ -409,9 +409,12 @@ def metric_table_variance(
     check_thresholds(state, thresholds)
     if kernels.enabled():  # the state's rows as runs, read by the compiled loops
         coded = state.coded()
-        if isinstance(coded, TaggedRuns):  # (several pooled states, tagged)
+        grouped: pl.DataFrame | None
+        if isinstance(coded, Grouped) and coded.thresholds == tuple(thresholds):
+            grouped = coded.frame  # (aggregated already, with the variance: a rollup window)
+        elif isinstance(coded, TaggedRuns):  # (several pooled states, tagged)
             grouped = tagged_grouped(coded, thresholds, variance)
-        else:
+        else:  # (a Grouped at other thresholds: the table's runs)
             runs = coded if isinstance(coded, Runs) else state_runs(state.table, state.spec)
             grouped = None if runs is None else runs_grouped(runs, state.spec, thresholds, variance)
         if grouped is not None:
