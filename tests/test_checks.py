@@ -365,7 +365,9 @@ def test_checks_read_the_rollups_aggregates_as_they_would_compute_them(tmp_path,
 
     monkeypatch.setattr(rollup.StateCache, "grouped", spied)
     tables, hits = {}, {}
-    for name in ("kept", "not kept"):
+    for name in ("kept", "a few kept", "not kept"):
+        if name == "a few kept":
+            monkeypatch.setattr(rollup, "KEPT_ROWS", 20)  # (the first windows' alone)
         if name == "not kept":
             monkeypatch.setattr(rollup.StateCache, "remember", lambda *a: None)
         root = tmp_path / name.replace(" ", "_")
@@ -378,8 +380,9 @@ def test_checks_read_the_rollups_aggregates_as_they_would_compute_them(tmp_path,
         tables[name] = checks_table(root)
     # each day's 1d window (the previous day's: the same table), and histories without
     # rejected slices (those with some are pooled less them, both times)
-    assert hits["kept"] > 9 and hits["not kept"] == 0
+    assert hits["kept"] > 9 and 0 < hits["a few kept"] < hits["kept"] and hits["not kept"] == 0
     assert tables["kept"].equals(tables["not kept"])
+    assert tables["a few kept"].equals(tables["not kept"])
     history = tables["kept"].filter(pl.col("check") == "history")
     assert (history["status"] == "warn").any()
 

@@ -88,6 +88,19 @@ def _fairlearn_args(part: pl.DataFrame) -> dict[str, Any]:
     return {"y_true": y, "y_pred": pred, "sensitive_features": part["s"].to_list(), "w": w}
 
 
+def _metric_frame(args: dict[str, Any]) -> Any:
+    """fairlearn's ``MetricFrame`` of the rates, weighted (its warnings silenced)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fm.MetricFrame(
+            metrics=RATES,
+            y_true=args["y_true"],
+            y_pred=args["y_pred"],
+            sensitive_features=args["sensitive_features"],
+            sample_params={k: {"sample_weight": args["w"]} for k in RATES},
+        )
+
+
 def _same(got: float | None, want: float) -> bool:
     if got is None or want is None or (isinstance(want, float) and math.isnan(want)):
         return got is None and (want is None or math.isnan(want))
@@ -108,15 +121,7 @@ def test_each_slice_rate_is_fairlearns(drawn: Any) -> None:
     got = _state(df, cuts, weighted).disparity("s")
     for (day,), part in df.partition_by("day", as_dict=True).items():
         args = _fairlearn_args(part)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            frame = fm.MetricFrame(
-                metrics=RATES,
-                y_true=args["y_true"],
-                y_pred=args["y_pred"],
-                sensitive_features=args["sensitive_features"],
-                sample_params={k: {"sample_weight": args["w"]} for k in RATES},
-            ).by_group
+        frame = _metric_frame(args).by_group
         mine = got.filter(pl.col("day") == day)
         for metric in RATES:
             for slice_, want in frame[metric].items():
@@ -141,13 +146,7 @@ def test_the_summaries_are_fairlearns(drawn: Any, method: str) -> None:
         row = got.filter(pl.col("day") == day).row(0, named=True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ratios = fm.MetricFrame(
-                metrics=RATES,
-                y_true=args["y_true"],
-                y_pred=args["y_pred"],
-                sensitive_features=args["sensitive_features"],
-                sample_params={k: {"sample_weight": args["w"]} for k in RATES},
-            ).ratio(method=method)
+            ratios = _metric_frame(args).ratio(method=method)
         for name, (difference, ratio) in SUMMARIES.items():
             call = {k: args[k] for k in ("y_true", "y_pred", "sensitive_features")}
             call |= {"method": method, "sample_weight": args["w"]}

@@ -34,7 +34,27 @@ from ..states import kind_module
 from ..tasks.binary import state as binary_state
 
 
-class PooledState(State):
+class LazyState(State):
+    """A state whose table is ``whole()``'s, built on first use (most readers need none)."""
+
+    _whole: Callable[[], State]
+    _built: pl.DataFrame | None
+
+    def __init__(self, spec: Spec, whole: Callable[[], State]) -> None:
+        object.__setattr__(self, "spec", spec)
+        object.__setattr__(self, "_whole", whole)
+        object.__setattr__(self, "_built", None)
+
+    @property
+    def table(self) -> pl.DataFrame:
+        """The state's table (``whole()``'s, built once, on first use)."""
+        if self._built is None:
+            object.__setattr__(self, "_built", self._whole().table)
+        assert self._built is not None
+        return self._built
+
+
+class PooledState(LazyState):
     """A state whose rows a pool holds: runs for its metric table, a table when asked for.
 
     The table (the keys, ``bucket`` and every column) is ``merged()``, the merge of the
@@ -42,22 +62,10 @@ class PooledState(State):
     """
 
     _pooled: Pooled
-    _merged: Callable[[], State]
-    _built: pl.DataFrame | None
 
     def __init__(self, spec: Spec, pooled: Pooled, merged: Callable[[], State]) -> None:
-        object.__setattr__(self, "spec", spec)
+        super().__init__(spec, merged)
         object.__setattr__(self, "_pooled", pooled)
-        object.__setattr__(self, "_merged", merged)
-        object.__setattr__(self, "_built", None)
-
-    @property
-    def table(self) -> pl.DataFrame:
-        """The pooled days' state table, merged once, on first use."""
-        if self._built is None:
-            object.__setattr__(self, "_built", self._merged().table)
-        assert self._built is not None
-        return self._built
 
     @property
     def rows(self) -> int:
@@ -205,7 +213,7 @@ class DayRuns(State):
         return state_runs(self.table, self.spec)
 
 
-class GroupedState(State):
+class GroupedState(LazyState):
     """A state whose rows a job's rollup already aggregated per group (:class:`Grouped`).
 
     Its metric table at those thresholds reads the aggregates; anything else (its table,
@@ -213,22 +221,10 @@ class GroupedState(State):
     """
 
     _grouped: Grouped
-    _whole: Callable[[], State]
-    _built: State | None
 
     def __init__(self, spec: Spec, grouped: Grouped, whole: Callable[[], State]) -> None:
-        object.__setattr__(self, "spec", spec)
+        super().__init__(spec, whole)
         object.__setattr__(self, "_grouped", grouped)
-        object.__setattr__(self, "_whole", whole)
-        object.__setattr__(self, "_built", None)
-
-    @property
-    def table(self) -> pl.DataFrame:
-        """The state's table (of ``whole()``, on first use)."""
-        if self._built is None:
-            object.__setattr__(self, "_built", self._whole())
-        assert self._built is not None
-        return self._built.table
 
     def __bool__(self) -> bool:
         return True  # (not the table's rows: that would build it)
@@ -244,17 +240,21 @@ class TaggedPools(State):
     ``spec`` is the states' spec with the tag columns appended to its keys; ``parts`` holds
     each state (pooled, or a :class:`DayRuns`) and a one-row frame of its tags' values (a
     rollup window's name, end day and days). The metric table comes from the states' runs
-    in one vectorized finalize, which keeps each part's aggregates (:meth:`grouped`); the
-    table, the states' tables tagged, is built only if asked for.
+    in one vectorized finalize, which keeps each part's aggregates with ``keep``
+    (:meth:`grouped`); the table, the states' tables tagged, is built only if asked for.
     """
 
     _parts: list[tuple[State, pl.DataFrame]]
+    _keep: bool
     _built: pl.DataFrame | None
     _coded: TaggedRuns | None
 
-    def __init__(self, spec: Spec, parts: list[tuple[State, pl.DataFrame]]) -> None:
+    def __init__(
+        self, spec: Spec, parts: list[tuple[State, pl.DataFrame]], keep: bool = False
+    ) -> None:
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "_parts", parts)
+        object.__setattr__(self, "_keep", keep)
         object.__setattr__(self, "_built", None)
         object.__setattr__(self, "_coded", None)
 
@@ -288,7 +288,8 @@ class TaggedPools(State):
             if runs is None:
                 return None
             parts.append((runs, tags))
-        coded = TaggedRuns(self._parts[0][0].spec, parts) if parts else None  # type: ignore[arg-type]
+        spec = self._parts[0][0].spec
+        coded = TaggedRuns(spec, parts, keep=self._keep) if parts else None  # type: ignore[arg-type]
         object.__setattr__(self, "_coded", coded)
         return coded
 

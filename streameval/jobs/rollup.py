@@ -46,6 +46,8 @@ TaggedPool = tuple[State, pl.DataFrame, list[int]]
 #: A day's windows: tagged tables, and tagged pooled states.
 DayWindows = tuple[int, list[Tagged], list[TaggedPool]]
 BATCH_ROWS = 2_000_000
+#: The most rows of window aggregates a run keeps for its checks (about 0.4 kB a row).
+KEPT_ROWS = 2_000_000
 FLAT = "*"  # the one output "day" of a source without a partition key
 
 
@@ -113,11 +115,14 @@ class StateCache:
     rows their sliding pools move along is coded once for both (:meth:`pools`).
     """
 
-    def __init__(self, store: Store, entries: Sequence[Entry]) -> None:
+    def __init__(self, store: Store, entries: Sequence[Entry], keep: bool = False) -> None:
         self.store, self.entries = store, list(entries)
+        #: Whether the rollups keep their windows' aggregates (the run has checks).
+        self.keep = keep
         self._held: dict[int, State] = {}
         self._pools: dict[bool, DayPools] = {}
         self._grouped: dict[tuple[tuple[int, ...], tuple[float, ...]], Grouped] = {}
+        self._kept_rows = 0
 
     def pools(self, sliding: bool) -> DayPools:
         """The pools of these entries' states (sliding along one index, or summed)."""
@@ -126,8 +131,13 @@ class StateCache:
         return self._pools[sliding]
 
     def remember(self, members: Sequence[int], grouped: Grouped) -> None:
-        """Keep the rollups' aggregates of the entries ``members`` (their checks read them)."""
-        self._grouped[tuple(members), grouped.thresholds] = grouped
+        """Keep the rollups' aggregates of the entries ``members`` (their checks read them).
+
+        Up to :data:`KEPT_ROWS` rows in all (many groups: the later windows' are not kept).
+        """
+        if self._kept_rows + grouped.frame.height <= KEPT_ROWS:
+            self._grouped[tuple(members), grouped.thresholds] = grouped
+            self._kept_rows += grouped.frame.height
 
     def grouped(self, members: Sequence[int], thresholds: tuple[float, ...]) -> Grouped | None:
         """The aggregates of the entries ``members`` at ``thresholds`` a rollup kept, or None."""
@@ -224,6 +234,7 @@ class Rollups:
         pools = states.pools(len(stale) >= POOLED_DAYS) if self.key else None
         todo, rows = set(stale), 0
         batch: list[DayWindows] = []
+        keep = states.remember if states.keep else None  # (the windows' aggregates: checks)
         # partition days in each running fold (a resumed fold holds the days of its window)
         sizes = {w.name: self._days(entries, begin - 1, w) for w in running if w.name in folds}
         for i in range(begin, last + 1):
@@ -253,14 +264,14 @@ class Rollups:
                         rows += tagged.height
                 batch.append((i, tables, pooled))
                 if rows >= BATCH_ROWS:
-                    self._flush(entries, batch, digests, save, states.remember)
+                    self._flush(entries, batch, digests, save, keep)
                     batch, rows = [], 0
             day = entries[i].day
             for j in [j for j in states.held() if j < i]:
                 if day is None or not trailing or entries[j].day < day - span:  # type: ignore[operator]
                     states.drop(j)
         if batch:
-            self._flush(entries, batch, digests, save, states.remember)
+            self._flush(entries, batch, digests, save, keep)
         if running:
             self._checkpoint(entries[last], chains[last], folds, running)
             save()
@@ -326,7 +337,7 @@ class Rollups:
         batch: list[DayWindows],
         digests: list[str],
         save: Callable[[], None],
-        keep: Callable[[list[int], Grouped], None],
+        keep: Callable[[list[int], Grouped], None] | None,
     ) -> None:
         """Write the metric rows of a batch of days.
 
@@ -348,10 +359,13 @@ class Rollups:
             outs = [metrics_by_version(spec, versions, **self.metric_kwargs)] if versions else []
             for version, finalized in sorted(pools.items()):
                 at = replace(spec, schema_version=version)
-                tagged = TaggedPools(at, [(st, tags) for st, tags, _ in finalized])
+                states = [(st, tags) for st, tags, _ in finalized]
+                tagged = TaggedPools(at, states, keep=keep is not None)
                 outs.append(tagged.metrics(**self.metric_kwargs))
-                for (_, _, members), grouped in zip(finalized, tagged.grouped(), strict=False):
-                    keep(members, grouped)
+                if keep is not None:
+                    # (each window's, or none where the states were finalized from their tables)
+                    for (_, _, members), grouped in zip(finalized, tagged.grouped(), strict=False):
+                        keep(members, grouped)
         for w in caught:
             self.warn(str(w.message))
         if len(outs) > 1:  # (rows of windows merged, and of windows pooled)

@@ -311,7 +311,8 @@ def _run(
 
     for _ in range(len(parts) + 3):  # each repair recomputes a damaged file once
         stored = entries(job, manifest)
-        rollups.states = checks.states = StateCache(store, stored)  # (each state read once)
+        # (each state read once; the rollups' aggregates kept for the checks)
+        rollups.states = checks.states = StateCache(store, stored, keep=bool(job.checks))
         try:
             report.rollup_days += rollups.run(stored, save)
             judging = time.monotonic()

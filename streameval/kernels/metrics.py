@@ -394,18 +394,19 @@ def tagged_grouped(
 ) -> pl.DataFrame | None:
     """The grouped frames of :func:`runs_grouped` of each part, tagged and concatenated.
 
-    Each part's groups get its tag columns' values; None when a part's runs give none. Each
-    part's frame is kept in ``tagged.grouped``, with DeLong's variance (``_var``) whether or
-    not ``variance`` asks for it: a job's checks read the frames of its rollup windows again.
+    Each part's groups get its tag columns' values; None when a part's runs give none. With
+    ``tagged.keep``, each part's frame is kept in ``tagged.grouped``, with DeLong's variance
+    (``_var``) whether or not ``variance`` asks for it: a job's checks read them again.
     """
     frames, tagged.grouped, tagged.thresholds = [], [], tuple(thresholds)
     for runs, tags in tagged.parts:
-        grouped = runs_grouped(runs, tagged.spec, thresholds, variance=True)
+        grouped = runs_grouped(runs, tagged.spec, thresholds, variance or tagged.keep)
         if grouped is None:
             return None
-        tagged.grouped.append(grouped)
+        if tagged.keep:
+            tagged.grouped.append(grouped)
         if not tagged.spec.keys:
             grouped = grouped.drop(ALL)
         frames.append(grouped.with_columns(row_literals(tags)))
     out = pl.concat(frames, how="vertical") if frames else None
-    return out if out is None or variance else out.drop("_var")
+    return out if out is None or variance or not tagged.keep else out.drop("_var")

@@ -199,10 +199,7 @@ class DayIndex:
         def group_sums(i: int) -> F64:
             """Day ``i``'s float columns summed per group."""
             values = _columns(tables[i], floats, np.float64)
-            out = np.empty((len(floats), codes.size))
-            for c in range(len(floats)):
-                out[c] = np.bincount(slot[bounds[i] : bounds[i + 1]], values[c], codes.size)
-            return out
+            return _day_sums(slot[bounds[i] : bounds[i + 1]], values, codes.size)
 
         return cls(
             Coding(spec, groups, score, key_min, key_max, codes),
@@ -274,13 +271,35 @@ def _word_groups(words: U64, bits: int) -> tuple[U64, I32]:
     return group[new], ordinal
 
 
-def _slots(codes: U64, of: U64, bits: int) -> I64:
+def _slots(codes: U64, of: U64, bits: int) -> I32:
     """Each of the group codes ``of``'s position among the sorted ``codes`` (which hold it)."""
     if bits > 24:  # (too many codes for a table of them)
-        return np.searchsorted(codes, of).astype(np.int64)
-    table = np.zeros(1 << bits, np.int64)
-    table[codes.astype(np.intp)] = np.arange(codes.size)
-    out: I64 = table[of.astype(np.intp)]
+        return np.searchsorted(codes, of).astype(np.int32)
+    table = np.zeros(1 << bits, np.int32)
+    table[codes.astype(np.intp)] = np.arange(codes.size, dtype=np.int32)
+    return _looked_up(table, of)
+
+
+@numba.njit(cache=True, nogil=True)
+def _looked_up(table: I32, of: U64) -> I32:  # pragma: no cover - compiled
+    """``table[of]``, without a copy of ``of`` as indices."""
+    out = np.empty(of.size, np.int32)
+    for r in range(of.size):
+        out[r] = table[of[r]]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _day_sums(slot: I32, values: F64, size: int) -> F64:  # pragma: no cover - compiled
+    """A day's float columns (``values``: columns × rows) summed per group slot, row by row.
+
+    (Both the index's days and summed tables add them so: the same sums, bit for bit.)
+    """
+    out = np.zeros((values.shape[0], size))
+    for r in range(slot.size):
+        g = slot[r]
+        for c in range(values.shape[0]):
+            out[c, g] += values[c, r]
     return out
 
 
@@ -407,8 +426,7 @@ class Pooled:
             bounds = np.cumsum([0, *(t.height for t in tables)])
             sums_of = np.zeros((len(floats), codes.size))
             for a, b in itertools.pairwise(bounds):
-                for c in range(len(floats)):
-                    sums_of[c] += np.bincount(slot[a:b], values[c, a:b], codes.size)
+                sums_of += _day_sums(slot[a:b], values[:, a:b], codes.size)
             per_group = dict(zip(floats, sums_of, strict=True))
         coding = Coding(spec, groups, score, key_min, key_max, codes)
         return cls(coding, words, dict(zip(ints, sums, strict=True)), per_group)

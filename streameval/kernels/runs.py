@@ -122,6 +122,8 @@ class TaggedRuns:
 
     spec: Spec
     parts: list[tuple[Runs, pl.DataFrame]]
+    #: Whether to keep each part's grouped frame (in :attr:`grouped`).
+    keep: bool = False
     #: Each part's grouped frame (untagged, with DeLong's ``_var``), kept as computed.
     grouped: list[pl.DataFrame] = field(default_factory=list)
     #: The thresholds the grouped frames hold the confusion counts at.
