@@ -299,12 +299,15 @@ class Checks:
     def _aggregated(self, members: list[int]) -> State | None:
         """The entries' state as this run's rollups aggregated it per group, or None.
 
-        (Its metric table reads the aggregates; anything else merges the entries.)
+        (Its metric table reads the aggregates; anything else merges the entries. Not with
+        optional labels: the rows still without one are counted from the state.)
         """
         grouped = self._states.grouped(members, self._thresholds)
         if grouped is None:
             return None
         spec = merged_spec([self._state(j).spec for j in members])
+        if spec.unlabeled:
+            return None
         return GroupedState(spec, grouped, lambda: self._pooled(members))
 
     def _state(self, j: int) -> State:

@@ -234,7 +234,8 @@ class Rollups:
         pools = states.pools(len(stale) >= POOLED_DAYS) if self.key else None
         todo, rows = set(stale), 0
         batch: list[DayWindows] = []
-        keep = states.remember if states.keep else None  # (the windows' aggregates: checks)
+        # the windows' aggregates, kept for the checks (which count unlabeled rows themselves)
+        keep = states.remember if states.keep and not self.spec.unlabeled else None
         # partition days in each running fold (a resumed fold holds the days of its window)
         sizes = {w.name: self._days(entries, begin - 1, w) for w in running if w.name in folds}
         for i in range(begin, last + 1):
