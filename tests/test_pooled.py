@@ -290,3 +290,30 @@ def test_rollup_windows_pooled_slid_summed_or_merged_agree(tmp_path, monkeypatch
     merged = tmp_path / "merged"
     run_job(_rollup_job(merged, tmp_path / "all", precision), quiet=True)
     same_table(_rows(merged), want, ["segment", "window", "day", "threshold"])
+
+
+@pytest.mark.skipif(compiled.loops() is None, reason="the compiled loops are off")
+def test_tagged_pools_finalize_as_their_tagged_tables():
+    """Pooled states finalized together, each tagged: as the state of their tagged tables."""
+    from dataclasses import replace
+
+    from streameval.jobs.pools import DayRuns, TaggedPools
+
+    states = day_states(11, 6, 11, "string")
+    pools = DayPools(lambda j: states[j], len(states))
+    parts = [
+        (pools.state("a", [0, 1, 2], {}), pl.DataFrame({"w": ["3d"], "end": [2]})),
+        (pools.state("b", [3, 4], {}), pl.DataFrame({"w": ["2d"], "end": [4]})),
+        (DayRuns(states[5]), pl.DataFrame({"w": ["1d"], "end": [5]})),
+    ]
+    spec = replace(states[0].spec, keys=("segment", "w", "end"))
+    tagged = TaggedPools(spec, parts, keep=True)
+    got = tagged.metrics(ci="wilson")
+    assert len(tagged.grouped()) == 3  # (each part's aggregates, kept)
+    table = pl.concat(
+        [se.merge([states[j] for j in m]).table.with_columns(w=pl.lit(w), end=pl.lit(e, pl.Int64))
+         for m, w, e in (([0, 1, 2], "3d", 2), ([3, 4], "2d", 4), ([5], "1d", 5))]
+    )  # fmt: skip
+    same_table(tagged.table, table.select(tagged.table.columns), ["segment", "w", "end", "bucket"])
+    want = se.State(spec, table.select(tagged.table.columns)).metrics(ci="wilson")
+    same_table(got, want, ["segment", "w", "end"])

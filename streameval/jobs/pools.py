@@ -234,7 +234,7 @@ class GroupedState(LazyState):
         return self._grouped
 
 
-class TaggedPools(State):
+class TaggedPools(LazyState):
     """States finalized as one from their runs: each one's rows tagged with more keys.
 
     ``spec`` is the states' spec with the tag columns appended to its keys; ``parts`` holds
@@ -246,26 +246,20 @@ class TaggedPools(State):
 
     _parts: list[tuple[State, pl.DataFrame]]
     _keep: bool
-    _built: pl.DataFrame | None
     _coded: TaggedRuns | None
 
     def __init__(
         self, spec: Spec, parts: list[tuple[State, pl.DataFrame]], keep: bool = False
     ) -> None:
-        object.__setattr__(self, "spec", spec)
+        super().__init__(spec, self._tagged)
         object.__setattr__(self, "_parts", parts)
         object.__setattr__(self, "_keep", keep)
-        object.__setattr__(self, "_built", None)
         object.__setattr__(self, "_coded", None)
 
-    @property
-    def table(self) -> pl.DataFrame:
-        """The states' tables, each tagged (merged on first use)."""
-        if self._built is None:
-            tagged = [s.table.join(tags, how="cross") for s, tags in self._parts]
-            object.__setattr__(self, "_built", pl.concat(tagged).select(self._columns()))
-        assert self._built is not None
-        return self._built
+    def _tagged(self) -> State:
+        """The states' tables, each tagged, as one state."""
+        tagged = [s.table.join(tags, how="cross") for s, tags in self._parts]
+        return State(self.spec, pl.concat(tagged).select(self._columns()))
 
     def __len__(self) -> int:
         return sum(len(state) for state, _ in self._parts)
