@@ -341,50 +341,135 @@ def test_a_nightly_runs_summed_history_judges_as_a_first_runs_pools(tmp_path, mo
         )
 
 
+#: Checks whose windows and baselines are rollup windows (``1d``; a 4-day history, the 4d
+#: window of the day before), and the rollups.
+ROLLED_CHECKS = (
+    '[[checks]]\nname = "floor"\nmetric = "roc_auc"\nmin = 0.7\nseverity = "warn"\n'
+    '[[checks]]\nname = "recall"\nmetric = "recall"\nmax_drop = 0.0\n'
+    'baseline = "previous"\nseverity = "warn"\n'
+    '[[checks]]\nname = "history"\nmetric = "roc_auc"\nmax_drop = 0.3\n'
+    'baseline = "history"\ndays = 4\nseverity = "warn"\n'
+)
+ROLLED_OUTPUTS = '\n[[outputs]]\npath = "metrics"\nwindows = ["1d", "4d"]\n'
+
+
 def test_checks_read_the_rollups_aggregates_as_they_would_compute_them(tmp_path, monkeypatch):
     """A run's rollups keep each window's aggregates; its checks read those of their own
-    windows and histories (a history of 4 days is the previous day's 4d window): the
-    checks table is the one they give computing every window themselves, bit for bit."""
-    from streameval.jobs import rollup
+    windows and histories (a history of 4 days is the previous day's 4d window; the slices
+    it rejected on some day summed again from their accepted days): the checks table is the
+    one they give computing every window themselves, bit for bit."""
+    from streameval.jobs import aggregates
 
-    checks = (
-        '[[checks]]\nname = "floor"\nmetric = "roc_auc"\nmin = 0.7\nseverity = "warn"\n'
-        '[[checks]]\nname = "recall"\nmetric = "recall"\nmax_drop = 0.0\n'
-        'baseline = "previous"\nseverity = "warn"\n'
-        '[[checks]]\nname = "history"\nmetric = "roc_auc"\nmax_drop = 0.3\n'
-        'baseline = "history"\ndays = 4\nseverity = "warn"\n'
-    )
-    outputs = '\n[[outputs]]\npath = "metrics"\nwindows = ["1d", "4d"]\n'
     read: list[bool] = []
-    grouped = rollup.StateCache.grouped
+    grouped = aggregates.WindowAggregates.grouped
 
     def spied(self, *args):
         out = grouped(self, *args)
         read.append(out is not None)
         return out
 
-    monkeypatch.setattr(rollup.StateCache, "grouped", spied)
+    monkeypatch.setattr(aggregates.WindowAggregates, "grouped", spied)
     tables, hits = {}, {}
     for name in ("kept", "a few kept", "not kept"):
         if name == "a few kept":
-            monkeypatch.setattr(rollup, "KEPT_ROWS", 20)  # (the first windows' alone)
+            monkeypatch.setattr(aggregates, "KEPT_ROWS", 20)  # (the first windows' alone)
         if name == "not kept":
-            monkeypatch.setattr(rollup.StateCache, "remember", lambda *a: None)
+            monkeypatch.setattr(aggregates.WindowAggregates, "remember", lambda *a: None)
         root = tmp_path / name.replace(" ", "_")
         write_days(root, 9, rows=80, seed=3, drops={(5, "b"): 0.0})
-        path = job(root, checks)
-        path.write_text(path.read_text() + outputs)
+        path = job(root, ROLLED_CHECKS)
+        path.write_text(path.read_text() + ROLLED_OUTPUTS)
         read.clear()
         assert run_job(path, quiet=True).judged == 9
         hits[name] = sum(read)
         tables[name] = checks_table(root)
-    # each day's 1d window (the previous day's: the same table), and histories without
-    # rejected slices (those with some are pooled less them, both times)
-    assert hits["kept"] > 9 and 0 < hits["a few kept"] < hits["kept"] and hits["not kept"] == 0
+    # each day's 1d window (the next day's previous: the same table), and every history
+    # of the 8 days after the first (slices rejected on some day or not)
+    assert hits["kept"] == 9 + 8 and 0 < hits["a few kept"] < hits["kept"]
+    assert hits["not kept"] == 0
     assert tables["kept"].equals(tables["not kept"])
     assert tables["a few kept"].equals(tables["not kept"])
     history = tables["kept"].filter(pl.col("check") == "history")
     assert (history["status"] == "warn").any()
+
+
+def test_a_nightly_run_reads_the_aggregates_the_last_run_stored(tmp_path, monkeypatch, capsys):
+    """The rollups store the last day's 1d and 4d windows' aggregates; a nightly run's checks
+    read them as the new day's previous and history baselines (a slice rejected on some day
+    summed again) and judge as a run that stores none, and as a first run: the same rows,
+    bit for bit. The day before's files are removed; a damaged one is recomputed."""
+    from streameval.jobs import checks as checks_module
+    from streameval.jobs import store as store_module
+
+    drops = {(5, "b"): 0.0}
+    reads: list[str] = []
+    read_table = store_module.Store.read_table
+
+    def spied(self, relative, *args):
+        reads.append(relative)
+        return read_table(self, relative, *args)
+
+    def stored(root: Path) -> list[str]:
+        return sorted(p.name.split(".")[:2] for p in (root / "store").glob("**/aggregates/*"))
+
+    monkeypatch.setattr(store_module.Store, "read_table", spied)
+    tables, aggregates_read = {}, {}
+    for name in ("first", "stored", "damaged", "none stored"):
+        if name == "none stored":
+            monkeypatch.setattr(checks_module.Checks, "next_windows", lambda self: frozenset())
+        root = tmp_path / name.replace(" ", "_")
+        write_days(root, 9 if name == "first" else 8, rows=80, seed=3, drops=drops)
+        path = job(root, ROLLED_CHECKS)
+        path.write_text(path.read_text() + ROLLED_OUTPUTS)
+        run_job(path, quiet=True)
+        if name != "first":
+            last = [["day=2026-10-08", w] for w in ("1d", "4d")]
+            assert stored(root) == ([] if name == "none stored" else last)
+            if name == "damaged":
+                next((root / "store").glob("**/aggregates/*.4d.*")).write_bytes(b"not parquet")
+            folder = root / "preds" / f"day={(START + timedelta(days=8)).isoformat()}"
+            folder.mkdir()
+            day_rows(8, 80, 3, drops).write_parquet(folder / "part-0.parquet")
+            reads.clear()
+            assert run_job(path, quiet=True).judged == 1
+            assert (
+                stored(root) == [[x.replace("08", "09"), w] for x, w in last][: len(stored(root))]
+            )
+            aggregates_read[name] = len([r for r in reads if "aggregates/" in r])
+        tables[name] = checks_table(root)
+    # (damaged: the 4d file fails its digest; the run is retried, and reads the new day's 1d
+    # window as its rollups stored it, the history summed from the days)
+    assert aggregates_read == {"stored": 2, "damaged": 3, "none stored": 0}
+    assert "the stored aggregates of window" in capsys.readouterr().err
+    # the new day's history leaves out segment b's day it warned on (its others summed)
+    history = tables["first"].filter(
+        pl.col("check") == "history", pl.col("day") == date(2026, 10, 9)
+    )
+    assert history["baseline_n"].to_list() == [4 * 80, 3 * 80, 4 * 80, 4 * 80, 4 * 80]
+    for name in ("stored", "damaged", "none stored"):
+        assert tables[name].equals(tables["first"]), name
+
+
+def test_a_run_lets_go_of_its_states(tmp_path):
+    """The states a run read (held in a cycle by its pools' callbacks) are let go when it
+    ends, not when the next collection comes: a process running job after job (a
+    scheduler, a notebook) keeps no store's days in memory."""
+    import gc
+
+    from streameval.jobs.rollup import StateCache
+
+    write_days(tmp_path, 6, rows=40)
+    path = job(tmp_path, ROLLED_CHECKS)
+    path.write_text(path.read_text() + ROLLED_OUTPUTS)
+    gc.collect()
+    gc.disable()  # (what a collection would free stays among the objects until then)
+    try:
+        assert run_job(path, quiet=True).judged == 6
+        caches = [o for o in gc.get_objects() if isinstance(o, StateCache)]
+        assert caches  # (the cycle: the cache is still there, holding nothing)
+        assert all(not c.held() and not c._pools and not c.aggregates._kept for c in caches)
+    finally:
+        gc.enable()
 
 
 # -- runs, statuses, outputs ----------------------------------------------------------------

@@ -77,6 +77,7 @@ def check_store(store: Path) -> None:
     named |= {e["file"] for e in manifest["rollups"].values()}
     named |= {e["file"] for e in manifest["checks"].values()}
     named |= set(manifest["running"]["files"].values())
+    named |= {e["file"] for e in manifest.get("aggregates", {}).values()}
     files = {str(p.relative_to(store)) for p in store.rglob("*.parquet")}
     assert files == named, "orphaned or missing store files"
     assert not (store / "LOCK").exists()
@@ -201,6 +202,7 @@ def store_files(store: Path) -> dict[str, bytes]:
     named |= {e["file"] for e in manifest["rollups"].values()}
     named |= {e["file"] for e in manifest.get("checks", {}).values()}
     named |= set(manifest["running"]["files"].values())
+    named |= {e["file"] for e in manifest.get("aggregates", {}).values()}
     return {n: (store / n).read_bytes() for n in sorted(named | {"manifest.json"})}
 
 

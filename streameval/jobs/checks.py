@@ -54,9 +54,9 @@ from .judge import (
     verdicts,
     with_baseline,
 )
-from .pools import POOLED_DAYS, DayPools, GroupedState, accepted_state
-from .rollup import FLAT, Entry, StateCache, day_label, digest_of
-from .store import Store
+from .pools import POOLED_DAYS, DayPools, GroupedState, accepted_state, regrouped
+from .rollup import FLAT, Entry, StateCache, day_label
+from .store import Store, digest_of
 
 CHECKS_FORMAT = 1
 SAVE_EVERY = 0.5  # seconds between manifest writes while days are judged
@@ -109,6 +109,24 @@ class Checks:
         #: The sorted score histograms of the states drift read last (a day's window is the
         #: next day's ``previous`` baseline), by the state's id (the state kept with it).
         self._histograms: dict[int, tuple[State, Sorted]] = {}
+
+    def next_windows(self) -> frozenset[int]:
+        """The lengths of the last day's windows the next run's checks read again.
+
+        A one-day check of the next day has the last day's ``1d`` window as its
+        ``previous`` baseline and the last ``days`` days as its ``history`` (not by
+        weekday): the rollups store those windows' aggregates (:mod:`.aggregates`).
+        Drift checks read histograms, not aggregates.
+        """
+        lengths: set[int] = set()
+        for c in self.checks.values():
+            if not self.key or c.drift or c.window.days != 1:
+                continue
+            if c.baseline == "previous":
+                lengths.add(1)
+            elif c.baseline == "history" and not c.same_weekday:
+                lengths.add(c.days)
+        return frozenset(lengths)
 
     def name(self, entry: Entry) -> str:
         """A day's name in the manifest: the partition value (one ``*`` without a key)."""
@@ -172,6 +190,8 @@ class Checks:
         self._pools.clear()
         self._histograms.clear()
         self._history = None
+        if self.states is None:  # (its own: let go of the states now, see StateCache.close)
+            self._states.close()
         return judged
 
     def _fresh(self, entry: dict[str, Any] | None, digest: str) -> bool:
@@ -296,19 +316,42 @@ class Checks:
             self._tables[key] = metric_table(state, metrics, self.kwargs)
         return self._tables[key]
 
-    def _aggregated(self, members: list[int]) -> State | None:
-        """The entries' state as this run's rollups aggregated it per group, or None.
+    def _aggregated(
+        self,
+        members: list[int],
+        rejected: dict[int, pl.DataFrame] | None = None,
+        slices: Sequence[str] = (),
+    ) -> State | None:
+        """The entries' state as the rollups aggregated it per group, or None.
 
-        (Its metric table reads the aggregates; anything else merges the entries. Not with
-        optional labels: the rows still without one are counted from the state.)
+        The aggregates kept by this run's rollups, or stored by the last run's. Less each
+        entry's ``rejected`` slices (rows of the ``slices`` keys): the slices rejected on
+        some day are summed again from their accepted days alone, the others read as they
+        are. (Its metric table reads the aggregates; anything else merges the entries. Not
+        with optional labels: the rows still without one are counted from the state.)
         """
-        grouped = self._states.grouped(members, self._thresholds)
+        grouped = self._states.aggregates.grouped(members, self._thresholds)
         if grouped is None:
             return None
         spec = merged_spec([self._state(j).spec for j in members])
         if spec.unlabeled:
             return None
-        return GroupedState(spec, grouped, lambda: self._pooled(members))
+        if not rejected:
+            return GroupedState(spec, grouped, lambda: self._pooled(members))
+        out = pl.concat(list(rejected.values())).unique()
+
+        def accepted(j: int, only: bool) -> State:
+            """Entry ``j``'s state less its rejected slices (``only`` the slices in ``out``)."""
+            state = self._state(j)
+            if only:
+                table = state.table.join(out, on=list(slices), how="semi", nulls_equal=True)
+                state = State(state.spec, table)
+            return accepted_state(state, rejected.get(j), list(slices))
+
+        again = regrouped(grouped, [accepted(j, True) for j in members], out, spec)
+        if again is None:
+            return None
+        return GroupedState(spec, again, lambda: merge([accepted(j, False) for j in members]))
 
     def _state(self, j: int) -> State:
         return self._states.get(j)
@@ -416,7 +459,7 @@ class Checks:
             members, rejected = [j for j in members if j not in rejected], {}
             if not members:
                 return None
-        aggregated = None if rejected or check.drift else self._aggregated(members)
+        aggregated = None if check.drift else self._aggregated(members, rejected, slices)
         if aggregated is not None:  # (the rollups' window of these days)
             return aggregated
         if self._history is None:

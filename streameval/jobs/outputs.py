@@ -21,8 +21,7 @@ import polars as pl
 from ..files import atomic_write_bytes, remove_temporaries
 from .config import JobConfig, OutputConfig
 from .partitions import safe_name
-from .rollup import digest_of
-from .store import Store, bytes_digest, file_digest
+from .store import Store, bytes_digest, digest_of, file_digest
 
 PART = "part-0.parquet"
 

@@ -26,6 +26,7 @@ from typing import Any
 import polars as pl
 
 from ..kernels.collect import pairs_fit, state_runs
+from ..kernels.metrics import runs_grouped
 from ..kernels.pooled import DayIndex, Pool, Pooled
 from ..kernels.runs import Grouped, TaggedRuns
 from ..spec import Spec, merged_spec
@@ -146,7 +147,7 @@ class DayPools:
             """The members' states, less the slices ``without`` names."""
             return [accepted_state(self._state(j), without.get(j), keys) for j in members]
 
-        pooled = self._slid(shape, members, without) if self._sliding else self._summed(accepted())
+        pooled = self._slid(shape, members, without) if self._sliding else summed(accepted())
         if pooled is None:
             return None
         if spec.found:
@@ -168,13 +169,6 @@ class DayPools:
             j - self._first: index.group_codes(keys) for j, keys in without.items() if keys.height
         }
         return pool.pooled(codes)
-
-    def _summed(self, states: list[State]) -> Pooled | None:
-        """The sums of the states' tables (None: not pooled, or they differ: merged)."""
-        if not _alike(states):
-            return None
-        stored = list(binary_state.merge_ops(states[0].spec))
-        return Pooled.of_tables([s.table for s in states], states[0].spec, stored)
 
     def _indexed(self, first: int, last: int) -> DayIndex | None:
         """An index holding entries ``first`` … ``last`` (built again when it does not).
@@ -199,6 +193,38 @@ class DayPools:
             if self._index is None:
                 self._failed = True
         return self._index
+
+
+def summed(states: list[State]) -> Pooled | None:
+    """The sums of the states' tables (None: not pooled, or they differ: merged)."""
+    if not _alike(states):
+        return None
+    stored = list(binary_state.merge_ops(states[0].spec))
+    return Pooled.of_tables([s.table for s in states], states[0].spec, stored)
+
+
+def regrouped(
+    grouped: Grouped, states: list[State], out: pl.DataFrame, spec: Spec
+) -> Grouped | None:
+    """``grouped`` with the groups ``out`` names aggregated again from ``states``.
+
+    ``out`` holds rows of some of the keys; ``states`` hold those groups' rows alone (a
+    history's days less the slices rejected on each), summed as a pool sums them and
+    aggregated at ``grouped``'s thresholds with DeLong's sums (:func:`.runs_grouped`): the
+    groups' aggregates as a pool of the same rows gives them. None where the states are not
+    summed so (the caller pools the days).
+    """
+    kept = grouped.frame.join(out, on=out.columns, how="anti", nulls_equal=True)
+    if not any(s.table.height for s in states):  # (those groups have no accepted rows)
+        return Grouped(kept, grouped.thresholds)
+    pooled = summed(states)
+    runs = None if pooled is None else pooled.runs()
+    if runs is None or not pairs_fit(int(runs.pos.sum()), int(runs.neg.sum())):
+        return None
+    frame = runs_grouped(runs, spec, list(grouped.thresholds), variance=True)
+    if frame is None:
+        return None
+    return Grouped(pl.concat([kept, frame.select(kept.columns)]), grouped.thresholds)
 
 
 class DayRuns(State):

@@ -19,8 +19,6 @@ equal rows.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import warnings
 from collections.abc import Callable, Sequence
@@ -30,11 +28,12 @@ from typing import Any
 
 import polars as pl
 
-from ..kernels.runs import Grouped, row_literals
+from ..kernels.runs import row_literals
 from ..spec import Spec
 from ..state import State, merge, metrics_by_version
+from .aggregates import WindowAggregates
 from .pools import POOLED_DAYS, DayPools, DayRuns, PooledState, TaggedPools, poolable
-from .store import DamagedStateError, Store
+from .store import DamagedStateError, Store, digest_of
 from .windows import Window
 
 ROLLUP_FORMAT = 3  # 2: the days column; 3: the hinge loss column
@@ -46,8 +45,6 @@ TaggedPool = tuple[State, pl.DataFrame, list[int]]
 #: A day's windows: tagged tables, and tagged pooled states.
 DayWindows = tuple[int, list[Tagged], list[TaggedPool]]
 BATCH_ROWS = 2_000_000
-#: The most rows of window aggregates a run keeps for its checks (about 0.4 kB a row).
-KEPT_ROWS = 2_000_000
 FLAT = "*"  # the one output "day" of a source without a partition key
 
 
@@ -59,12 +56,6 @@ class Entry:
     day: date | None
     digest: str
     state: str
-
-
-def digest_of(*parts: Any) -> str:
-    """First 16 hex digits of the SHA-256 of the parts' JSON."""
-    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def day_label(key: str | None, entry: Entry) -> str:
@@ -112,36 +103,38 @@ class StateCache:
 
     Shared by a run's rollups and checks: the states the rollups hold at the end (the last
     days' windows) are those a nightly run's checks read again, and the index of the days'
-    rows their sliding pools move along is coded once for both (:meth:`pools`).
+    rows their sliding pools move along is coded once for both (:meth:`pools`). The
+    rollups' window aggregates the checks read again are in :attr:`aggregates`.
     """
 
-    def __init__(self, store: Store, entries: Sequence[Entry], keep: bool = False) -> None:
+    def __init__(
+        self,
+        store: Store,
+        entries: Sequence[Entry],
+        keep: bool = False,
+        records: dict[str, Any] | None = None,
+        settings: Any = None,
+        next_windows: frozenset[int] = frozenset(),
+    ) -> None:
+        """The cache of ``entries``' states.
+
+        ``keep``: the rollups keep their windows' aggregates (the run has checks);
+        ``records``: the manifest's stored aggregates (read, and replaced by those of the
+        last day's windows of ``next_windows`` days, which the next run's checks read);
+        ``settings``: what else they depend on (the store's spec).
+        """
         self.store, self.entries = store, list(entries)
-        #: Whether the rollups keep their windows' aggregates (the run has checks).
-        self.keep = keep
+        self.keep, self.next_windows = keep, next_windows
         self._held: dict[int, State] = {}
         self._pools: dict[bool, DayPools] = {}
-        self._grouped: dict[tuple[tuple[int, ...], tuple[float, ...]], Grouped] = {}
-        self._kept_rows = 0
+        identities = [[e.value, e.digest] for e in self.entries]
+        self.aggregates = WindowAggregates(store, identities, records, settings)
 
     def pools(self, sliding: bool) -> DayPools:
         """The pools of these entries' states (sliding along one index, or summed)."""
         if sliding not in self._pools:
             self._pools[sliding] = DayPools(self.get, len(self.entries), sliding)
         return self._pools[sliding]
-
-    def remember(self, members: Sequence[int], grouped: Grouped) -> None:
-        """Keep the rollups' aggregates of the entries ``members`` (their checks read them).
-
-        Up to :data:`KEPT_ROWS` rows in all (many groups: the later windows' are not kept).
-        """
-        if self._kept_rows + grouped.frame.height <= KEPT_ROWS:
-            self._grouped[tuple(members), grouped.thresholds] = grouped
-            self._kept_rows += grouped.frame.height
-
-    def grouped(self, members: Sequence[int], thresholds: tuple[float, ...]) -> Grouped | None:
-        """The aggregates of the entries ``members`` at ``thresholds`` a rollup kept, or None."""
-        return self._grouped.get((tuple(members), thresholds))
 
     def get(self, i: int) -> State:
         """The state of entry ``i`` (read from the store the first time)."""
@@ -158,6 +151,12 @@ class StateCache:
     def drop(self, i: int) -> None:
         """Let go of entry ``i``'s state."""
         self._held.pop(i, None)
+
+    def close(self) -> None:
+        """Let go of every state, pool and aggregate held (the run is over)."""
+        self._held.clear()
+        self._pools.clear()
+        self.aggregates.clear()
 
 
 class Rollups:
@@ -235,7 +234,7 @@ class Rollups:
         todo, rows = set(stale), 0
         batch: list[DayWindows] = []
         # the windows' aggregates, kept for the checks (which count unlabeled rows themselves)
-        keep = states.remember if states.keep and not self.spec.unlabeled else None
+        keep = states if states.keep and not self.spec.unlabeled else None
         # partition days in each running fold (a resumed fold holds the days of its window)
         sizes = {w.name: self._days(entries, begin - 1, w) for w in running if w.name in folds}
         for i in range(begin, last + 1):
@@ -338,12 +337,13 @@ class Rollups:
         batch: list[DayWindows],
         digests: list[str],
         save: Callable[[], None],
-        keep: Callable[[list[int], Grouped], None] | None,
+        keep: StateCache | None,
     ) -> None:
         """Write the metric rows of a batch of days.
 
-        ``keep`` gets the aggregates of each window finalized from runs (the checks of the
-        run read them again).
+        ``keep``'s aggregates get those of each window finalized from runs (the checks of the
+        run read them again; the last day's windows of its ``next_windows`` days are stored
+        for the next run's).
         """
         assert self.spec is not None
         extra = ("window", self.key, "days") if self.key else ("window", "days")
@@ -365,8 +365,11 @@ class Rollups:
                 outs.append(tagged.metrics(**self.metric_kwargs))
                 if keep is not None:
                     # (each window's, or none where the states were finalized from their tables)
-                    for (_, _, members), grouped in zip(finalized, tagged.grouped(), strict=False):
-                        keep(members, grouped)
+                    for (_, tags, members), grouped in zip(
+                        finalized, tagged.grouped(), strict=False
+                    ):
+                        store_as = self._stored_as(entries, tags, members, keep.next_windows)
+                        keep.aggregates.remember(members, grouped, store_as)
         for w in caught:
             self.warn(str(w.message))
         if len(outs) > 1:  # (rows of windows merged, and of windows pooled)
@@ -385,6 +388,23 @@ class Rollups:
                 rows, "metrics", day_label(self.key, e), digests[i]
             )
         save()
+
+    def _stored_as(
+        self,
+        entries: Sequence[Entry],
+        tags: pl.DataFrame,
+        members: list[int],
+        lengths: frozenset[int],
+    ) -> str | None:
+        """The file label of a window's aggregates the next run reads, or None.
+
+        Those of the last day's trailing windows of ``lengths`` days.
+        """
+        window = {w.name: w for w in self.windows}[tags["window"][0]]
+        last = len(entries) - 1
+        if window.running or window.days not in lengths or not members or members[-1] != last:
+            return None
+        return f"{day_label(self.key, entries[last])}.{window.name}"
 
     def _order(self, out: pl.DataFrame) -> pl.DataFrame:
         """Columns: keys, window, the end day, days, then the metrics; rows in window order."""

@@ -309,10 +309,16 @@ def _run(
     def save() -> None:
         store.save(manifest)
 
+    lengths = checks.next_windows() if job.outputs else frozenset()
+    if not lengths:  # (no window of the last day stored for the next run: their files go)
+        manifest.pop("aggregates", None)
     for _ in range(len(parts) + 3):  # each repair recomputes a damaged file once
         stored = entries(job, manifest)
-        # (each state read once; the rollups' aggregates kept for the checks)
-        rollups.states = checks.states = StateCache(store, stored, keep=bool(job.checks))
+        # (each state read once; the rollups' aggregates kept for the checks, the last day's
+        # windows the next run's checks read stored for it)
+        records = manifest.setdefault("aggregates", {}) if lengths else None
+        states = StateCache(store, stored, bool(job.checks), records, manifest.get("spec"), lengths)
+        rollups.states = checks.states = states
         try:
             report.rollup_days += rollups.run(stored, save)
             judging = time.monotonic()
@@ -329,6 +335,8 @@ def _run(
             break
         except DamagedStateError as exc:
             _repair(job, store, manifest, parts, exc, progress, warn)
+        finally:  # (its pools hold it in a cycle: the states go now, not at a collection)
+            states.close()
     else:  # pragma: no cover - each repair replaces one damaged file
         raise StoreError(f"the store {store.root!r} keeps failing its checks")
     report.removed = published.removed
@@ -513,7 +521,7 @@ def _repair(
 ) -> None:
     """Recompute a damaged store file: a partition's state from its source, or a rollup."""
     if exc.partition is None:  # metric or check rows, a running window: from the states
-        for table in ("rollups", "checks"):
+        for table in ("rollups", "checks", "aggregates"):
             for name, entry in list(manifest.get(table, {}).items()):
                 if entry.get("file") == exc.file:
                     del manifest[table][name]

@@ -7,7 +7,9 @@ Layout of a store folder::
     states/day=2026-10-01.<hash>.parquet     # one state per source partition
     metrics/day=2026-10-01.<hash>.parquet    # the metric rows of every window ending that day
     running/<window>.<hash>.parquet    # running windows (mtd, ytd, all) at the last day
-    g2/...                             # the same three folders, after a full refresh
+    checks/day=2026-10-01.<hash>.parquet     # the check rows of each day
+    aggregates/day=….<window>.<hash>.parquet # the last day's windows the next checks read
+    g2/...                             # the same folders, after a full refresh
 
 Every file is written to a temporary file in its folder, fsynced and renamed into place;
 the manifest only ever names complete files, and files it no longer names are deleted
@@ -20,7 +22,7 @@ into a folder of its own (``g2/``, with its progress in ``g2/manifest.json``) an
 over by replacing ``manifest.json`` in one rename once every state and rollup is written.
 Killed or failed before that, it leaves the old store byte for byte as it was; the next run
 deletes the unfinished generation. Only files the store's own naming proves it wrote are
-deleted: Parquet files in its three folders, its generation manifests and its own tagged
+deleted: Parquet files in its folders, its generation manifests and its own tagged
 temporaries.
 """
 
@@ -47,7 +49,7 @@ from .partitions import safe_name
 STORE_FORMAT = 1
 MANIFEST = "manifest.json"
 LOCK = "LOCK"
-FOLDERS = ("states", "metrics", "running", "checks")
+FOLDERS = ("states", "metrics", "running", "checks", "aggregates")
 GENERATION = re.compile(r"g[0-9]+")
 STORE_FILE = re.compile(r"[A-Za-z0-9._=-]+\.[0-9a-f]{16}\.parquet")
 
@@ -115,6 +117,12 @@ def new_manifest(identity: dict[str, Any], generation: int = 0) -> dict[str, Any
 def folder_of(generation: int) -> str:
     """The folder (relative to the store) of a generation's files: '' for the first."""
     return f"g{generation}" if generation else ""
+
+
+def digest_of(*parts: Any) -> str:
+    """First 16 hex digits of the SHA-256 of the parts' JSON."""
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def bytes_digest(data: bytes) -> str:
@@ -356,6 +364,7 @@ class Store:
         names |= {e["file"] for e in manifest.get("rollups", {}).values()}
         names |= set((manifest.get("running") or {}).get("files", {}).values())
         names |= {e["file"] for e in manifest.get("checks", {}).values()}
+        names |= {e["file"] for e in manifest.get("aggregates", {}).values()}
         return {os.path.normpath(n) for n in names}
 
     def _generations(self) -> list[Path]:
@@ -381,7 +390,7 @@ class Store:
         """Delete the store files the (saved) manifest does not name, and dead generations.
 
         Only the store's own files are candidates: ``*.parquet`` files named as the store
-        names them in its three folders, and the manifests of unfinished generations; a
+        names them in its folders, and the manifests of unfinished generations; a
         folder is removed only once empty.
         """
         if self.refreshing:
