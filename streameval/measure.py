@@ -31,7 +31,8 @@ import polars as pl
 
 from .metrics.declare import Metric
 from .metrics.registry import TABLES, declared
-from .state import State
+from .state import State, metric_table_of
+from .tasks.common import MetricOptions
 from .tasks.registry import offers
 
 #: The identifier columns of metric rows besides the group keys.
@@ -78,7 +79,8 @@ def narrowed_metrics(
     """The state's metric table with what testing ``metrics`` needs: them and their intervals.
 
     Only those metrics are computed (with the counts their variances and a
-    ``min_positives`` read), when the task lets a table be narrowed. ``kwargs`` are
+    ``min_positives`` read), when the task lets a table be narrowed; a binary table has no
+    caret statistics (they are not metrics: no check reads them). ``kwargs`` are
     :meth:`State.metrics` options (``metrics`` and ``ci`` are set here).
     """
     options = {k: v for k, v in kwargs.items() if k not in ("metrics", "ci")}
@@ -94,6 +96,8 @@ def narrowed_metrics(
             if m.counts is not None and testable(table, metric):
                 wanted |= {n for e in m.counts() for n in e.meta.root_names()}
         options["metrics"] = [d.name for d in TABLES[table] if d.name in wanted]
+        if kind == "binary":  # (caret's statistics are not metrics: no check reads them)
+            return metric_table_of(state, MetricOptions(**options, statistics=False))
     return state.metrics(**options)
 
 

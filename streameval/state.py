@@ -9,9 +9,11 @@ from typing import Any, Literal
 
 import polars as pl
 
+from . import kernels
 from .bucketing import key_bucket
 from .errors import InputError, SpecMismatchError
 from .io import read_state_file, write_state
+from .kernels.collect import state_runs
 from .kernels.runs import Runs
 from .options import check_beta
 from .resample import bootstrap_intervals, jackknife_intervals
@@ -195,13 +197,13 @@ class State(StateData):
         └─────┴───────────┴──────────┴───────────┘
 
         """
-        check_ci(ci, level, auc_method)
-        check_beta(beta)
         if ci in ("bootstrap", "jackknife"):
+            check_ci(ci, level, auc_method)
+            check_beta(beta)
             parameters = {"alpha": alpha, "beta": beta}
             return _resampled_metrics(self, ci, level, jackknife, threshold, parameters, metrics)
         options = MetricOptions(threshold, alpha, beta, metrics, ci, level, auc_method)
-        return task_of(self.spec.kind).metric_table(self, options)
+        return metric_table_of(self, options)
 
     def summary(self, threshold: float = 0.5, *, level: float = 0.95) -> str:
         """caret-like printout per group of the confusion matrix and its statistics.
@@ -1351,16 +1353,31 @@ def drift_table(
     )
 
 
+def metric_table_of(state: State, options: MetricOptions) -> pl.DataFrame:
+    """:meth:`State.metrics` of checked ``options`` (intervals from formulas, not resamples).
+
+    (``options.statistics`` is not an argument of :meth:`State.metrics`: a job's checks
+    leave caret's statistics out of the tables they judge.)
+    """
+    check_ci(options.ci, options.level, options.auc_method)
+    check_beta(options.beta)
+    return task_of(state.spec.kind).metric_table(state, options)
+
+
 def score_histogram(state: State) -> Sorted:
     """A state's score histogram sorted by group and bucket (the keys of its own sample).
 
-    From the state's runs when it has them (a pool of day states); runs hold each bucket's
-    labelled rows, so the rows still without a label (optional labels) and weights come
-    from the table.
+    From the state's runs: those it has (a pool of day states), or its binary table's read
+    back as runs (a day's state: written sorted by group and bucket, so coding its rows
+    costs less than grouping and sorting them). Runs hold each bucket's labelled rows, so
+    the rows still without a label (optional labels) and weights come from the table.
     """
     coded, spec = state.coded(), state.spec
-    if isinstance(coded, Runs) and not (spec.unlabeled or spec.weighted or spec.replicates):
-        return Sorted.of_runs(coded, list(spec.keys))
+    if spec.kind == "binary" and not (spec.unlabeled or spec.weighted or spec.replicates):
+        if not isinstance(coded, Runs) and kernels.enabled():
+            coded = state_runs(state.table, spec)
+        if isinstance(coded, Runs):
+            return Sorted.of_runs(coded, list(spec.keys))
     spec, table = sample(spec, state.table)
     model = ["model"] if offers(spec.kind, "models") else []
     return Sorted.of_frame(HISTOGRAMS[spec.kind](spec, table), [*spec.keys, *model])

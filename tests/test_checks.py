@@ -472,6 +472,24 @@ def test_a_run_lets_go_of_its_states(tmp_path):
         gc.enable()
 
 
+def test_the_tables_checks_judge_are_the_metric_tables_less_carets_statistics():
+    """A check's table holds its metric, interval and counts as ``State.metrics`` gives
+    them; caret's statistics (which no check reads: they are not metrics) are left out."""
+    from streameval.measure import narrowed_metrics
+    from streameval.stats.confusion import STATISTICS
+
+    frame = day_rows(0, 60, 1, {})
+    kwargs = {"threshold": [0.3, 0.5]}
+    state = se.accumulate(frame, label="label", score="score", by="segment", thresholds=[0.3, 0.5])
+    public = state.metrics(ci="wilson", **kwargs)
+    assert set(STATISTICS) <= set(public.columns)
+    for metrics in (["recall"], ["roc_auc", "precision"]):
+        table = narrowed_metrics(state, metrics, kwargs)
+        assert not set(STATISTICS) & set(table.columns)
+        assert {*metrics, f"{metrics[-1]}_lo", "positives"} <= set(table.columns)
+        assert table.equals(public.select(table.columns))
+
+
 # -- runs, statuses, outputs ----------------------------------------------------------------
 
 

@@ -103,6 +103,8 @@ class Checks:
         self._states = StateCache(store, [])
         self._merges: dict[tuple[int, ...], State | None] = {}
         self._tables: dict[tuple[int, ...], pl.DataFrame] = {}
+        #: The slices each check rejected on each judged day (a history reads them daily).
+        self._rejections: dict[tuple[str, int], pl.DataFrame | None] = {}
         self._pools: dict[tuple[int, ...], State | None] = {}
         #: The sliding pools of ``history`` baselines (None: merged, or none in this run).
         self._history: DayPools | None = None
@@ -163,6 +165,7 @@ class Checks:
         verdicts_by_day: dict[int, pl.DataFrame] = {}
         self._tables.clear()  # (a retry after a repair: the entries may have changed)
         self._merges.clear()
+        self._rejections.clear()
         self._states = self.states if self.states is not None else StateCache(self.store, entries)
         stale = [
             (n, i)
@@ -187,6 +190,7 @@ class Checks:
             save()
         self._tables.clear()
         self._merges.clear()
+        self._rejections.clear()
         self._pools.clear()
         self._histograms.clear()
         self._history = None
@@ -248,12 +252,13 @@ class Checks:
         kind = self.job.task.kind
         end = entries[i].day
         members = self._window(check, entries, i)
-        state = self._merged(members)
-        if state is None:
+        state = self._merged(members) if check.drift or check.baseline == "champion" else None
+        if not members:
             return pl.DataFrame()
         slices = [k for k in self.by]
         every = check.baseline in ("previous", "history")  # (the window's own slices)
         if check.drift:
+            assert state is not None
             baseline, _ = self._baseline_state(check, entries, i, known, slices)
             try:
                 rows = drift_rows(state, baseline, check, every, self._histogram)
@@ -261,6 +266,7 @@ class Checks:
             except InputError as exc:  # (a reference state whose buckets differ, say)
                 raise InputError(f"check {check.name!r}: {exc}") from None
         elif check.baseline == "champion":
+            assert state is not None
             rows = champion_rows(state, check, self._table(members), slices)
             rows = compare(rows, check, kind)
         else:
@@ -333,7 +339,7 @@ class Checks:
         grouped = self._states.aggregates.grouped(members, self._thresholds)
         if grouped is None:
             return None
-        spec = merged_spec([self._state(j).spec for j in members])
+        spec = merged_spec([self._states.spec(j) for j in members])
         if spec.unlabeled:
             return None
         if not rejected:
@@ -481,17 +487,21 @@ class Checks:
     def _rejected(
         self, check: CheckConfig, entries: Sequence[Entry], j: int, known: dict[int, pl.DataFrame]
     ) -> pl.DataFrame | None:
-        """The slices on which ``check`` failed or warned at entry ``j``."""
+        """The slices on which ``check`` failed or warned at entry ``j`` (kept for the run)."""
+        if (check.name, j) in self._rejections:
+            return self._rejections[check.name, j]
         if j not in known:
             name = self.name(entries[j])
             if name not in self.manifest.get("checks", {}):
                 return None
             known[j] = self.rows(name)
         rows = known[j]
-        if "check" not in rows.columns:
-            return None
-        bad = rows.filter(pl.col("check") == check.name, pl.col("status").is_in(REJECTED))
-        return bad.select(self.by).unique() if self.by else bad.select("check").head(1)
+        bad = None
+        if "check" in rows.columns:
+            bad = rows.filter(pl.col("check") == check.name, pl.col("status").is_in(REJECTED))
+            bad = bad.select(self.by).unique() if self.by else bad.select("check").head(1)
+        self._rejections[check.name, j] = bad
+        return bad
 
     def _reference(self, check: CheckConfig) -> State:
         assert check.reference is not None

@@ -126,6 +126,7 @@ class StateCache:
         self.store, self.entries = store, list(entries)
         self.keep, self.next_windows = keep, next_windows
         self._held: dict[int, State] = {}
+        self._specs: dict[int, Spec] = {}  # (kept when a state is dropped)
         self._pools: dict[bool, DayPools] = {}
         identities = [[e.value, e.digest] for e in self.entries]
         self.aggregates = WindowAggregates(store, identities, records, settings)
@@ -142,7 +143,12 @@ class StateCache:
             e = self.entries[i]
             what = f"the state of partition {e.value!r}"
             self._held[i] = self.store.read_state(e.state, what, e.value)
+            self._specs[i] = self._held[i].spec
         return self._held[i]
+
+    def spec(self, i: int) -> Spec:
+        """The spec of entry ``i``'s state (read once: kept when the state is dropped)."""
+        return self._specs[i] if i in self._specs else self.get(i).spec
 
     def held(self) -> list[int]:
         """The entries whose states are held."""

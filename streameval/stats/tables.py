@@ -91,18 +91,20 @@ def binary_table(
     level: float,
     auc_method: str,
     computed: pl.DataFrame | None = None,
+    statistics: bool = True,
 ) -> pl.DataFrame:
     """A binary metric table with intervals and caret's statistics (metrics ``names``).
 
     ``computed``: each group's DeLong variance (the keys and ``_var``) where the table's
-    compiled pass gave it; else it is computed from the state here.
+    compiled pass gave it; else it is computed from the state here. Without ``statistics``,
+    caret's are left out.
     """
     variance = None if computed is None else computed.lazy()
     if auc_method == "delong" and variance is None:
         lf, keys = with_group_key(state.table, state.keys)
         pos, neg = (pl.col(c).cast(pl.Float64) for c in ("pos", "neg"))
         variance = delong(lf.select(*keys, "bucket", pos, neg), keys).select(*keys, "_var")
-    return binary_intervals(table, state.keys, names, variance, ci, level)
+    return binary_intervals(table, state.keys, names, variance, ci, level, statistics)
 
 
 def binary_intervals(
@@ -112,6 +114,7 @@ def binary_intervals(
     variance: pl.LazyFrame | None,
     ci: str,
     level: float,
+    statistics: bool = True,
 ) -> pl.DataFrame:
     """:func:`binary_table` given each group's DeLong variance of the AUC.
 
@@ -121,7 +124,8 @@ def binary_intervals(
     none) and ``_var``, null where undefined; None takes Hanley and McNeil's variance instead.
     """
     wanted = {m: counts for m, counts in PROPORTIONS.items() if m in names}  # (shown: these)
-    out = binary_statistics(add_intervals(table, wanted, ci, level))
+    out = add_intervals(table, wanted, ci, level)
+    out = binary_statistics(out) if statistics else out
     groups = keys or [ALL]
     base = out.lazy() if keys else out.lazy().with_columns(pl.lit(0, pl.Int8).alias(ALL))
     auc = base.select(*groups, "roc_auc", "roc_auc_error", "positives", "negatives")

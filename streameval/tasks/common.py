@@ -66,6 +66,9 @@ class MetricOptions:
     ci: str | None = None
     level: float = 0.95
     auc_method: str = "delong"
+    #: With intervals, caret's statistics too (binary); a job's checks, which read none,
+    #: leave them out (:func:`streameval.measure.narrowed_metrics`).
+    statistics: bool = True
 
 
 def score_columns(scores: Any, what: str, example: str) -> list[str]:

@@ -167,7 +167,14 @@ def metric_table(state: StateData, options: MetricOptions) -> pl.DataFrame:
         table = table.select(*state.keys, "n", *names, "threshold")
     else:
         table = binary_table(
-            state, table, names, options.ci, options.level, options.auc_method, variance
+            state,
+            table,
+            names,
+            options.ci,
+            options.level,
+            options.auc_method,
+            variance,
+            options.statistics,
         )
     return with_unlabeled_count(state, table) if state.spec.unlabeled else table
 
