@@ -80,7 +80,7 @@ def narrowed_metrics(
 
     Only those metrics are computed (with the counts their variances and a
     ``min_positives`` read), when the task lets a table be narrowed; a binary table has no
-    caret statistics (they are not metrics: no check reads them). ``kwargs`` are
+    caret statistics then (they are not metrics: no check reads them). ``kwargs`` are
     :meth:`State.metrics` options (``metrics`` and ``ci`` are set here).
     """
     options = {k: v for k, v in kwargs.items() if k not in ("metrics", "ci")}
@@ -96,8 +96,8 @@ def narrowed_metrics(
             if m.counts is not None and testable(table, metric):
                 wanted |= {n for e in m.counts() for n in e.meta.root_names()}
         options["metrics"] = [d.name for d in TABLES[table] if d.name in wanted]
-        if kind == "binary":  # (caret's statistics are not metrics: no check reads them)
-            return metric_table_of(state, MetricOptions(**options, statistics=False))
+        # (without caret's statistics, which are not metrics: no check reads them)
+        return metric_table_of(state, MetricOptions(**options, statistics=False))
     return state.metrics(**options)
 
 

@@ -1373,7 +1373,8 @@ def score_histogram(state: State) -> Sorted:
     the rows still without a label (optional labels) and weights come from the table.
     """
     coded, spec = state.coded(), state.spec
-    if spec.kind == "binary" and not (spec.unlabeled or spec.weighted or spec.replicates):
+    one_score = offers(spec.kind, "curves")  # (a binary state: its rows read as runs)
+    if one_score and not (spec.unlabeled or spec.weighted or spec.replicates):
         if not isinstance(coded, Runs) and kernels.enabled():
             coded = state_runs(state.table, spec)
         if isinstance(coded, Runs):
