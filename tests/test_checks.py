@@ -393,13 +393,31 @@ def test_checks_read_the_rollups_aggregates_as_they_would_compute_them(tmp_path,
     assert (history["status"] == "warn").any()
 
 
-def test_a_nightly_run_reads_the_aggregates_the_last_run_stored(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("key_type", ["String", "Int32", "Categorical"])
+def test_a_nightly_run_reads_the_aggregates_the_last_run_stored(
+    tmp_path, monkeypatch, capsys, key_type
+):
     """The rollups store the last day's 1d and 4d windows' aggregates; a nightly run's checks
     read them as the new day's previous and history baselines (a slice rejected on some day
     summed again) and judge as a run that stores none, and as a first run: the same rows,
-    bit for bit. The day before's files are removed; a damaged one is recomputed."""
+    bit for bit, whatever the keys' type. The day before's files are removed; a damaged one
+    is recomputed."""
     from streameval.jobs import checks as checks_module
     from streameval.jobs import store as store_module
+
+    def keyed(frame: pl.DataFrame) -> pl.DataFrame:
+        if key_type == "Int32":
+            codes = {s: i for i, s in enumerate(SEGMENTS)}
+            return frame.with_columns(
+                pl.col("segment").replace_strict(codes, return_dtype=pl.Int32)
+            )
+        return frame.with_columns(pl.col("segment").cast(getattr(pl, key_type)))
+
+    def write(root: Path, first: int, days: int) -> None:
+        for d in range(first, days):
+            folder = root / "preds" / f"day={(START + timedelta(days=d)).isoformat()}"
+            folder.mkdir(parents=True, exist_ok=True)
+            keyed(day_rows(d, 80, 3, drops)).write_parquet(folder / "part-0.parquet")
 
     drops = {(5, "b"): 0.0}
     reads: list[str] = []
@@ -414,11 +432,12 @@ def test_a_nightly_run_reads_the_aggregates_the_last_run_stored(tmp_path, monkey
 
     monkeypatch.setattr(store_module.Store, "read_table", spied)
     tables, aggregates_read = {}, {}
-    for name in ("first", "stored", "damaged", "none stored"):
+    names = ("first", "stored", "damaged", "none stored")
+    for name in names if key_type == "String" else names[:2]:
         if name == "none stored":
             monkeypatch.setattr(checks_module.Checks, "next_windows", lambda self: frozenset())
         root = tmp_path / name.replace(" ", "_")
-        write_days(root, 9 if name == "first" else 8, rows=80, seed=3, drops=drops)
+        write(root, 0, 9 if name == "first" else 8)
         path = job(root, ROLLED_CHECKS)
         path.write_text(path.read_text() + ROLLED_OUTPUTS)
         run_job(path, quiet=True)
@@ -427,26 +446,27 @@ def test_a_nightly_run_reads_the_aggregates_the_last_run_stored(tmp_path, monkey
             assert stored(root) == ([] if name == "none stored" else last)
             if name == "damaged":
                 next((root / "store").glob("**/aggregates/*.4d.*")).write_bytes(b"not parquet")
-            folder = root / "preds" / f"day={(START + timedelta(days=8)).isoformat()}"
-            folder.mkdir()
-            day_rows(8, 80, 3, drops).write_parquet(folder / "part-0.parquet")
+            write(root, 8, 9)
             reads.clear()
             assert run_job(path, quiet=True).judged == 1
-            assert (
-                stored(root) == [[x.replace("08", "09"), w] for x, w in last][: len(stored(root))]
-            )
+            now = [[x.replace("08", "09"), w] for x, w in last]
+            assert stored(root) == ([] if name == "none stored" else now)
             aggregates_read[name] = len([r for r in reads if "aggregates/" in r])
         tables[name] = checks_table(root)
     # (damaged: the 4d file fails its digest; the run is retried, and reads the new day's 1d
     # window as its rollups stored it, the history summed from the days)
-    assert aggregates_read == {"stored": 2, "damaged": 3, "none stored": 0}
-    assert "the stored aggregates of window" in capsys.readouterr().err
+    expected = {"stored": 2, "damaged": 3, "none stored": 0}
+    assert aggregates_read == {n: expected[n] for n in aggregates_read}
+    if "damaged" in aggregates_read:
+        assert "the stored aggregates of window" in capsys.readouterr().err
     # the new day's history leaves out segment b's day it warned on (its others summed)
     history = tables["first"].filter(
         pl.col("check") == "history", pl.col("day") == date(2026, 10, 9)
     )
-    assert history["baseline_n"].to_list() == [4 * 80, 3 * 80, 4 * 80, 4 * 80, 4 * 80]
-    for name in ("stored", "damaged", "none stored"):
+    b = keyed(pl.DataFrame({"segment": ["b"]}))["segment"][0]
+    assert sorted(history["baseline_n"].to_list()) == [3 * 80] + [4 * 80] * 4
+    assert history.filter(pl.col("segment") == b)["baseline_n"].to_list() == [3 * 80]
+    for name in tables:
         assert tables[name].equals(tables["first"]), name
 
 
