@@ -345,19 +345,27 @@ class Checks:
         if not rejected:
             return GroupedState(spec, grouped, lambda: self._pooled(members))
         out = pl.concat(list(rejected.values())).unique()
-
-        def accepted(j: int, only: bool) -> State:
-            """Entry ``j``'s state less its rejected slices (``only`` the slices in ``out``)."""
-            state = self._state(j)
-            if only:
-                table = state.table.join(out, on=list(slices), how="semi", nulls_equal=True)
-                state = State(state.spec, table)
-            return accepted_state(state, rejected.get(j), list(slices))
-
-        again = regrouped(grouped, [accepted(j, True) for j in members], out, spec)
+        again = regrouped(grouped, self._accepted(members, rejected, slices, out), out, spec)
         if again is None:
             return None
-        return GroupedState(spec, again, lambda: merge([accepted(j, False) for j in members]))
+        return GroupedState(spec, again, lambda: merge(self._accepted(members, rejected, slices)))
+
+    def _accepted(
+        self,
+        members: list[int],
+        rejected: dict[int, pl.DataFrame],
+        slices: Sequence[str],
+        only: pl.DataFrame | None = None,
+    ) -> list[State]:
+        """The entries' states less the slices rejected on each (``only``: those slices' rows)."""
+        states = []
+        for j in members:
+            state = self._state(j)
+            table = state.table
+            if only is not None:
+                table = table.join(only, on=list(slices), how="semi", nulls_equal=True)
+            states.append(accepted_state(State(state.spec, table), rejected.get(j), list(slices)))
+        return states
 
     def _state(self, j: int) -> State:
         return self._states.get(j)
@@ -424,11 +432,6 @@ class Checks:
             return pooled, slices
         if not rejected:  # (every check's history of these days: merged once)
             return self._pooled(members), slices
-
-        def accepted(j: int, table: pl.DataFrame) -> State:
-            """Entry ``j``'s rows ``table`` less the slices on which the check failed or warned."""
-            return accepted_state(State(self._state(j).spec, table), rejected.get(j), slices)
-
         if not slices:  # (a day it failed is left out whole)
             empty = self._state(members[0])
             kept_days = [self._state(j) for j in members if j not in rejected]
@@ -436,17 +439,13 @@ class Checks:
                 merge(kept_days) if kept_days else State(empty.spec, empty.table.clear())
             ), slices
         if tuple(members) not in self._pools:  # (no other check pooled these days)
-            return merge([accepted(j, self._state(j).table) for j in members]), slices
+            return merge(self._accepted(members, rejected, slices)), slices
         # the pooled days less every slice rejected on some day, and those slices merged
         # again from their accepted days alone
         out = pl.concat(list(rejected.values())).unique()
         pooled = self._pooled(members)
         kept = pooled.table.join(out, on=slices, how="anti", nulls_equal=True)
-        redone = [
-            accepted(j, self._state(j).table.join(out, on=slices, how="semi", nulls_equal=True))
-            for j in members
-        ]
-        again = merge(redone).table
+        again = merge(self._accepted(members, rejected, slices, out)).table
         return State(pooled.spec, pl.concat([kept, again.select(kept.columns)])), slices
 
     def _slid(
