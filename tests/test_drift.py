@@ -11,6 +11,7 @@ KS statistic with scipy's ``ks_2samp`` (unweighted) or the weighted empirical di
 from __future__ import annotations
 
 import math
+import shutil
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from streameval.errors import InputError
 from streameval.jobs import run_job
 from streameval.jobs.config import load_job
 from streameval.jobs.tomlkeys import JobConfigError
+from streameval.kernels.pooled import DayIndex
 from streameval.stats.drift import PSI_FLOOR
 
 TOL = 1e-9
@@ -616,3 +618,72 @@ def test_a_reference_of_other_buckets_names_the_check(tmp_path: Path) -> None:
         InputError, match="check 'psi ref': expected a baseline state with the same"
     ):
         run_job(job(tmp_path, checks), quiet=True)
+
+
+@pytest.mark.parametrize("keys", ["string", "int32", "none"])
+def test_drift_checks_read_the_pools_as_they_would_merge(
+    tmp_path: Path, monkeypatch: Any, keys: str
+) -> None:
+    """Drift against the previous window or a history reads both score histograms from the
+    sliding pools' index (buckets: its score fields): the rows of merging the days, bit for
+    bit, in a first run and a nightly one (one index for all its pools); days a check failed
+    are left out of its history."""
+    from streameval.jobs import checks as checks_module
+
+    checks = (
+        '[[checks]]\nmetric = "psi"\nmax = 0.2\nbaseline = "previous"\n'
+        '[[checks]]\nname = "ks"\nmetric = "ks_statistic"\nmax = 0.15\nbaseline = "history"\n'
+        "days = 3\n"
+        '[[checks]]\nname = "js"\nmetric = "js_distance"\nmax = 0.3\nbaseline = "previous"\n'
+        'window = "2d"\nbins = 4\n'
+        '[[checks]]\nname = "weekday"\nmetric = "ks_statistic"\nmax = 0.5\n'
+        'baseline = "history"\ndays = 7\nsame_weekday = true\n'
+    )
+    pooled = checks_module.Checks._pooled_drift
+    read: list[bool] = []
+
+    def counted(self: Any, *args: Any) -> Any:
+        rows = pooled(self, *args)
+        read.append(rows is not None)
+        return rows
+
+    built: list[int] = []
+    build = DayIndex.build.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        DayIndex, "build", classmethod(lambda c, *a: built.append(1) or build(c, *a))
+    )
+    source = tmp_path / "source"
+    drifting_days(source, 10, {(3, "c"): 2.0, (8, "a"): 1.0})
+    if keys == "int32":  # (codes not in the order of the rows: -5, 7, 0)
+        segment = pl.col("segment").replace_strict({"a": -5, "b": 7, "c": 0}, return_dtype=pl.Int32)
+        for file in (source / "preds").glob("*/*.parquet"):
+            pl.read_parquet(file).with_columns(segment).write_parquet(file)
+    days = sorted((source / "preds").iterdir())
+
+    tables = {}
+    for way in ("pools", "merged"):
+        root = tmp_path / way
+        for day in days[:9]:
+            shutil.copytree(day, root / "preds" / day.name)
+        path = job(root, checks)
+        if keys == "none":
+            path.write_text(path.read_text().replace('by = ["segment"]\n', ""))
+        monkeypatch.setattr(
+            checks_module.Checks,
+            "_pooled_drift",
+            counted if way == "pools" else (lambda self, *args: None),
+        )
+        run_job(path, quiet=True)
+        first = pl.read_parquet(root / "checks" / "**" / "*.parquet")
+        shutil.copytree(days[9], root / "preds" / days[9].name)  # (a nightly run: a new day)
+        built.clear()
+        assert run_job(path, quiet=True).judged == 1
+        assert len(built) == 1
+        tables[way] = (first, pl.read_parquet(root / "checks" / "**" / "*.parquet"))
+    # every drift check of every judged day read the pools, but on days with no baseline day
+    table = tables["pools"][1]
+    alone = table.group_by("check", "day").agg((pl.col("status") == "no_baseline").all())
+    assert read.count(False) == alone["status"].sum() and read.count(True) > 20
+    for got, want in zip(tables["pools"], tables["merged"], strict=True):
+        assert (got["status"] != "pass").any()
+        assert_frame_equal(got, want)

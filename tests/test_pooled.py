@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 import streameval as se
 from streameval.jobs.pools import DayPools, PooledState
 from streameval.kernels import compiled
+from streameval.state import drift_table
+from streameval.stats.drift import drift
 
 SEGMENTS = ["a", "b", "c", None]
 
@@ -118,7 +120,7 @@ def test_a_pool_moved_anywhere_equals_the_merge_of_its_days(
             else s.table
             for j, s in ((j, states[j]) for j in members)
         ]
-        pooled = pools.state("shape", members, left)
+        pooled = pools.state(members, left)
         if not sliding and not any(t.height for t in kept):
             assert pooled is None  # (no rows to sum: merged)
             continue
@@ -134,7 +136,7 @@ def test_a_pool_moved_anywhere_equals_the_merge_of_its_days(
             same_table(pooled._pooled.group_totals(), totals, ["segment"])
         same_table(pooled.table, table, ["segment", "bucket"])  # (merged when asked for)
         # the other way of pooling (summed, or slid) gives the same sums, bit for bit
-        other = others.state("shape", members, left)
+        other = others.state(members, left)
         if other is None:  # (summed: no rows to sum)
             assert not any(t.height for t in kept)
             continue
@@ -162,6 +164,15 @@ def test_a_pool_moved_anywhere_equals_the_merge_of_its_days(
                 atol=1e-12,
                 err_msg=c,
             )
+        # the histograms read from the index (buckets: its score fields), bit for bit
+        base, now = pools.histogram(members, left), pools.histogram([7], {})
+        if not sliding or optional:  # (summed pools, rows without a label: merged)
+            assert base is None and now is None
+            continue
+        assert base is not None and now is not None and base.coding is now.coding
+        exact = states[0].spec.exact
+        read = drift(now, base, ["segment"], ["segment"], bins=4, exact=exact, every=True)
+        assert read.equals(drift_table(current, merged, 4, every=True))
 
 
 @pytest.mark.parametrize("optional", [False, True])
@@ -169,7 +180,7 @@ def test_a_pooled_state_reads_the_pools_runs_not_its_table(optional):
     """The metric table comes from the pool's runs (and its rows without a label from the
     pool's counts): the table is never built for it."""
     states = day_states(3, 5, 11, "string", optional)
-    pooled = DayPools(lambda j: states[j], len(states)).state("s", [1, 2, 3], {})
+    pooled = DayPools(lambda j: states[j], len(states)).state([1, 2, 3], {})
     assert isinstance(pooled, PooledState)
     table = pooled.metrics(metrics=["roc_auc"], ci="wilson")
     assert pooled._built is None  # (the table was not needed)
@@ -183,7 +194,7 @@ def test_weighted_states_are_merged_not_pooled(sliding):
         {"segment": ["a", "b"], "label": [0, 1], "score": [0.2, 0.7], "w": [1.0, 2.0]}
     )
     state = se.accumulate(frame, label="label", score="score", by="segment", weight="w")
-    assert DayPools(lambda j: state, 2, sliding).state("s", [0, 1], {}) is None
+    assert DayPools(lambda j: state, 2, sliding).state([0, 1], {}) is None
 
 
 def test_a_jobs_history_checks_read_the_sliding_pools(tmp_path, monkeypatch):
@@ -210,14 +221,14 @@ def test_a_jobs_history_checks_read_the_sliding_pools(tmp_path, monkeypatch):
 # -- rollup windows ------------------------------------------------------------------------
 
 
-def _rollup_job(folder, source, precision):
+def _rollup_job(folder, source, precision, windows='["1d", "3d", "7d", "mtd"]'):
     """A binary job without weights: trailing windows (pooled) and a running one (merged).
 
     ``precision`` ``"optional"``: at 11 bits, with labels optional.
     """
     from jobs_support import write_job
 
-    job = write_job(folder, source, windows='["1d", "3d", "7d", "mtd"]')
+    job = write_job(folder, source, windows=windows)
     setting = '11\nlabels = "optional"' if precision == "optional" else precision
     job.write_text(job.read_text().replace('precision = "exact"', f"precision = {setting}"))
     return job
@@ -277,13 +288,14 @@ def test_rollup_windows_pooled_slid_summed_or_merged_agree(tmp_path, monkeypatch
     assert not built and summed
     assert _rows(nightly).equals(want)
 
-    # an index of a few days at a time, built again as the windows move on
+    # an index of a few days at a time (twice the widest window's), built again as the
+    # windows move on
     monkeypatch.setattr(pools, "INDEX_DAYS", 2)
     built.clear()
     small = tmp_path / "small"
-    run_job(_rollup_job(small, tmp_path / "all", precision), quiet=True)
+    run_job(_rollup_job(small, tmp_path / "all", precision, '["1d", "3d", "mtd"]'), quiet=True)
     assert len(built) > 1
-    assert _rows(small).equals(want)
+    assert _rows(small).equals(want.filter(pl.col("window") != "7d"))
 
     # merged, not pooled
     monkeypatch.setattr(pools, "poolable", lambda spec: False)
@@ -302,8 +314,8 @@ def test_tagged_pools_finalize_as_their_tagged_tables():
     states = day_states(11, 6, 11, "string")
     pools = DayPools(lambda j: states[j], len(states))
     parts = [
-        (pools.state("a", [0, 1, 2], {}), pl.DataFrame({"w": ["3d"], "end": [2]})),
-        (pools.state("b", [3, 4], {}), pl.DataFrame({"w": ["2d"], "end": [4]})),
+        (pools.state([0, 1, 2], {}), pl.DataFrame({"w": ["3d"], "end": [2]})),
+        (pools.state([3, 4], {}), pl.DataFrame({"w": ["2d"], "end": [4]})),
         (DayRuns(states[5]), pl.DataFrame({"w": ["1d"], "end": [5]})),
     ]
     spec = replace(states[0].spec, keys=("segment", "w", "end"))
@@ -317,3 +329,31 @@ def test_tagged_pools_finalize_as_their_tagged_tables():
     same_table(tagged.table, table.select(tagged.table.columns), ["segment", "w", "end", "bucket"])
     want = se.State(spec, table.select(tagged.table.columns)).metrics(ci="wilson")
     same_table(got, want, ["segment", "w", "end"])
+
+
+@pytest.mark.skipif(compiled.loops() is None, reason="the compiled loops are off")
+@pytest.mark.parametrize("key", ["string", "int"])
+def test_a_days_histogram_on_the_index_is_its_own_in_any_row_order(key):
+    """A day's score histogram read from the index (its rows' positions, sorted when the
+    table's rows are not in word order) holds the state's own buckets, rows and groups."""
+    from streameval.kernels.pooled import DayIndex
+    from streameval.stats.drift import Sorted
+    from streameval.tasks.binary import state as binary_state
+
+    states = day_states(7, 4, 11, key)
+    shuffled = [s.table.sample(fraction=1.0, shuffle=True, seed=i) for i, s in enumerate(states)]
+    spec = states[0].spec
+    index = DayIndex.build(shuffled, spec, list(binary_state.merge_ops(spec)))
+    assert index is not None
+    for day, state in enumerate(states):
+        assert not np.all(np.diff(index.at[day]) > 0) or state.table.height < 3
+        got = Sorted.of_weighed(index.weighed(day), index.coding.groups, ["segment"], index)
+        want = se.state.score_histogram(state)
+        buckets = index.coding.score.decode(got.bucket)
+        assert got.keys.sort("segment").equals(want.keys.sort("segment"))
+
+        def groups(h: Sorted, bucket: np.ndarray) -> dict[object, tuple[list, list]]:
+            spans = zip(h.keys["segment"], h.starts[:-1], h.starts[1:], strict=True)
+            return {g: (bucket[a:b].tolist(), h.mass[a:b].tolist()) for g, a, b in spans}
+
+        assert groups(got, buckets) == groups(want, want.bucket)

@@ -35,7 +35,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..report import write_report
-from ..spec import merged_spec
+from ..spec import Spec, merged_spec
 from ..state import State, merge, read_state, score_histogram
 from ..stats.drift import Sorted
 from ..stats.multiple import adjust
@@ -54,7 +54,14 @@ from .judge import (
     verdicts,
     with_baseline,
 )
-from .pools import POOLED_DAYS, DayPools, GroupedState, accepted_state, regrouped
+from .pools import (
+    POOLED_DAYS,
+    DayPools,
+    GroupedState,
+    LazyState,
+    accepted_state,
+    regrouped,
+)
 from .rollup import FLAT, Entry, StateCache, day_label
 from .store import Store, digest_of
 
@@ -106,7 +113,7 @@ class Checks:
         #: The slices each check rejected on each judged day (a history reads them daily).
         self._rejections: dict[tuple[str, int], pl.DataFrame | None] = {}
         self._pools: dict[tuple[int, ...], State | None] = {}
-        #: The sliding pools of ``history`` baselines (None: merged, or none in this run).
+        #: The sliding pools of ``history`` baselines and drift checks (None: merged, or none).
         self._history: DayPools | None = None
         #: The sorted score histograms of the states drift read last (a day's window is the
         #: next day's ``previous`` baseline), by the state's id (the state kept with it).
@@ -129,6 +136,25 @@ class Checks:
             elif c.baseline == "history" and not c.same_weekday:
                 lengths.add(c.days)
         return frozenset(lengths)
+
+    def reach(self) -> int:
+        """The most days a check's window and its baseline reach over (0: none pooled)."""
+        pooled = ("previous", "history")
+        return max(
+            (c.window.days + c.lookback for c in self.checks.values() if c.baseline in pooled),
+            default=0,
+        )
+
+    def drifts(self) -> bool:
+        """Whether drift checks read the pools' histograms (a previous window or a history).
+
+        Such a run pools its days on an index (:class:`.DayPools`) even for one new day:
+        the histograms of both sides are read from it, no pool summed for them alone.
+        """
+        pooled = ("previous", "history")
+        return bool(self.key) and any(
+            c.drift and c.baseline in pooled for c in self.checks.values()
+        )
 
     def name(self, entry: Entry) -> str:
         """A day's name in the manifest: the partition value (one ``*`` without a key)."""
@@ -172,8 +198,10 @@ class Checks:
             for n, i in enumerate(points)
             if force or not self._fresh(cached.get(self.name(entries[i])), digests[n])
         ]
-        history = self.key and any(c.baseline == "history" for c in self.checks.values())
-        self._history = self._states.pools(len(stale) >= POOLED_DAYS) if history else None
+        history = any(c.baseline == "history" for c in self.checks.values())
+        pooled = self.key and (history or self.drifts())
+        sliding = len(stale) >= POOLED_DAYS or self._states.slide
+        self._history = self._states.pools(sliding) if pooled else None
         saved = time.monotonic()
         for n, i in stale:
             name = self.name(entries[i])
@@ -252,20 +280,23 @@ class Checks:
         kind = self.job.task.kind
         end = entries[i].day
         members = self._window(check, entries, i)
-        state = self._merged(members) if check.drift or check.baseline == "champion" else None
         if not members:
             return pl.DataFrame()
         slices = [k for k in self.by]
         every = check.baseline in ("previous", "history")  # (the window's own slices)
         if check.drift:
-            assert state is not None
-            baseline, _ = self._baseline_state(check, entries, i, known, slices)
             try:
-                rows = drift_rows(state, baseline, check, every, self._histogram)
+                rows = self._pooled_drift(check, entries, i, known, members, every)
+                if rows is None:
+                    state = self._merged(members)
+                    assert state is not None
+                    baseline, _ = self._baseline_state(check, entries, i, known, slices)
+                    rows = drift_rows(state, baseline, check, every, self._histogram)
                 rows = bounded(rows, check)
             except InputError as exc:  # (a reference state whose buckets differ, say)
                 raise InputError(f"check {check.name!r}: {exc}") from None
         elif check.baseline == "champion":
+            state = self._merged(members)
             assert state is not None
             rows = champion_rows(state, check, self._table(members), slices)
             rows = compare(rows, check, kind)
@@ -411,22 +442,9 @@ class Checks:
             return reference, check_reference_keys(reference, slices, check)
         if check.baseline == "previous":
             return self._merged(self._previous(check, entries, i)), slices
-        start, end = self._span(check, entries, i)
-        first = start - timedelta(days=check.days)
-        members = [
-            j
-            for j in range(i)
-            if first <= entries[j].day < start  # type: ignore[operator]
-            and (not check.same_weekday or entries[j].day.weekday() == end.weekday())  # type: ignore[union-attr]
-        ]
-
+        members, rejected = self._history_days(check, entries, i, known)
         if not members:
             return None, slices
-        rejected: dict[int, pl.DataFrame] = {}
-        for j in members:
-            rows = self._rejected(check, entries, j, known)
-            if rows is not None and rows.height:
-                rejected[j] = rows
         pooled = self._slid(check, members, rejected, slices)
         if pooled is not None:
             return pooled, slices
@@ -447,6 +465,65 @@ class Checks:
         kept = pooled.table.join(out, on=slices, how="anti", nulls_equal=True)
         again = merge(self._accepted(members, rejected, slices, out)).table
         return State(pooled.spec, pl.concat([kept, again.select(kept.columns)])), slices
+
+    def _history_days(
+        self, check: CheckConfig, entries: Sequence[Entry], i: int, known: dict[int, pl.DataFrame]
+    ) -> tuple[list[int], dict[int, pl.DataFrame]]:
+        """A ``history`` baseline's entries and the slices the check rejected on each."""
+        start, end = self._span(check, entries, i)
+        first = start - timedelta(days=check.days)
+        members = [
+            j
+            for j in range(i)
+            if first <= entries[j].day < start  # type: ignore[operator]
+            and (not check.same_weekday or entries[j].day.weekday() == end.weekday())  # type: ignore[union-attr]
+        ]
+        rejected: dict[int, pl.DataFrame] = {}
+        for j in members:
+            rows = self._rejected(check, entries, j, known)
+            if rows is not None and rows.height:
+                rejected[j] = rows
+        return members, rejected
+
+    def _pooled_drift(
+        self,
+        check: CheckConfig,
+        entries: Sequence[Entry],
+        i: int,
+        known: dict[int, pl.DataFrame],
+        members: list[int],
+        every: bool,
+    ) -> pl.DataFrame | None:
+        """A drift check's rows against the previous window or a history, from the pools.
+
+        Both score histograms are read from the sliding pools' index (their buckets its score
+        fields), neither state merged nor snapshot taken. None where the days are not pooled
+        (the caller merges them).
+        """
+        pools = self._history
+        if pools is None or check.baseline not in ("previous", "history"):
+            return None
+        rejected: dict[int, pl.DataFrame] = {}
+        if check.baseline == "previous":
+            base = self._previous(check, entries, i)
+        else:
+            base, rejected = self._history_days(check, entries, i, known)
+            if not self.by:  # (a day it failed is left out whole)
+                base, rejected = [j for j in base if j not in rejected], {}
+        if not base or not pools.covers(min(base[0], members[0]), members[-1]):
+            return None
+        current = pools.histogram(members, {})
+        baseline = pools.histogram(base, rejected)
+        if current is None or baseline is None:
+            return None
+        window = LazyState(self._spec(members), lambda: self._merged(members))  # type: ignore[arg-type, return-value]
+        before = LazyState(self._spec(base), lambda: merge([self._state(j) for j in base]))
+        histograms = {id(window): current, id(before): baseline}
+        return drift_rows(window, before, check, every, lambda s: histograms[id(s)])
+
+    def _spec(self, members: list[int]) -> Spec:
+        """The merged spec of the entries ``members`` (no state read)."""
+        return merged_spec([self._states.spec(j) for j in members])
 
     def _slid(
         self,
@@ -471,8 +548,7 @@ class Checks:
             return None
         if not rejected and tuple(members) in self._pools:
             return self._pools[tuple(members)]
-        shape = (check.window.days, check.days, check.same_weekday)
-        state = self._history.state(shape, members, rejected)
+        state = self._history.state(members, rejected)
         if state is not None and not rejected:
             self._pools[tuple(members)] = state
         return state

@@ -3,35 +3,38 @@
 Day after day, a ``history`` baseline's days and a trailing rollup window's days move by one
 day: the pool of the next day is this one's with one day added and one taken away.
 :class:`DayPools` codes the job's day states once (:class:`~streameval.kernels.pooled.DayIndex`,
-over a bounded run of days, built again further on when the days move past it) and keeps a
-:class:`~streameval.kernels.pooled.Pool` per shape (a check's history, a rollup window),
-moved from day to day; the slices a check failed or warned on are taken out for the moment of
-a snapshot. What a check or a rollup reads is a :class:`PooledState`: a state whose metric
-table the compiled finalize computes from the pool's runs, and whose table (which the pool
-does not hold: it keeps float sums per group, not per bucket) is merged from the accepted
-days only if something asks for it. A run computing one or two days (a nightly run) would
-pay for the index more than it saves: its day tables are summed as they are instead
-(:meth:`~streameval.kernels.pooled.Pooled.of_tables`), into the same sums, bit for bit.
-Binary states without weights are pooled so (their counts are integers, exact under
-removal); others are merged as before (None). The rollups finalize many windows' pooled
-states in one call (:class:`TaggedPools`).
+over a bounded run of days, built again further on when the days move past it) and keeps
+pools (:class:`~streameval.kernels.pooled.Pool`), each moved to the next days asked for by
+whatever is nearest (a rollup window, a check's history: a 28-day window and the 28 days
+before it are one pool moved by two days); the slices a check failed or warned on are taken
+out for the moment of a snapshot. What a check or a rollup reads is a :class:`PooledState`:
+a state whose metric table the compiled finalize computes from the pool's runs, and whose
+table (which the pool does not hold: it keeps float sums per group, not per bucket) is
+merged from the accepted days only if something asks for it. Drift checks read score
+histograms from the index itself (:meth:`DayPools.histogram`: a day's rows, a pool's
+counts; no snapshot taken). A run computing one or two days (a nightly run) would pay for
+the index more than it saves, unless its drift checks read it: its day tables are summed
+as they are instead (:meth:`~streameval.kernels.pooled.Pooled.of_tables`), into the same
+sums, bit for bit. Binary states without weights are pooled so (their counts are integers,
+exact under removal); others are merged as before (None). The rollups finalize many
+windows' pooled states in one call (:class:`TaggedPools`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 import polars as pl
 
 from ..kernels.collect import pairs_fit, state_runs
 from ..kernels.metrics import runs_grouped
 from ..kernels.pooled import DayIndex, Pool, Pooled
-from ..kernels.runs import Grouped, TaggedRuns
+from ..kernels.runs import U64, Grouped, TaggedRuns
 from ..spec import Spec, merged_spec
 from ..state import State, merge
 from ..states import kind_module
+from ..stats.drift import Sorted
 from ..tasks.binary import state as binary_state
 
 
@@ -110,6 +113,8 @@ def poolable(spec: Spec) -> bool:
 
 #: A run computing fewer days than this sums each pool's day tables (no index).
 POOLED_DAYS = 3
+#: The days' score histograms kept (a day's window is the next day's previous one).
+DAYS_HELD = 4
 #: The fewest days an index covers (more where a pool reaches further back).
 INDEX_DAYS = 32
 
@@ -117,58 +122,109 @@ INDEX_DAYS = 32
 class DayPools:
     """Pooled states of a run's days: sliding pools, or sums without an index.
 
-    With ``sliding`` (a run computing several days), one pool per shape moves along the
-    index of the entries' states; without (a run computing one or two days, for which
-    coding the stored days would cost more), each pool's tables are summed as they are
-    (:meth:`~streameval.kernels.pooled.Pooled.of_tables`). Either gives the same sums.
+    With ``sliding`` (a run computing several days, or one whose drift checks read the
+    index), pools move along the index of the entries' states; without (a run computing one
+    or two days, for which coding the stored days would cost more), each pool's tables are
+    summed as they are (:meth:`~streameval.kernels.pooled.Pooled.of_tables`). Either gives
+    the same sums.
     """
 
-    def __init__(self, state: Callable[[int], State], entries: int, sliding: bool = True) -> None:
+    def __init__(
+        self,
+        state: Callable[[int], State],
+        entries: int,
+        sliding: bool = True,
+        reach: int = 0,
+        spec: Callable[[int], Spec] | None = None,
+    ) -> None:
         self._state, self._entries, self._sliding = state, entries, sliding
+        self._spec = spec or (lambda j: self._state(j).spec)
         self._index: DayIndex | None = None
         self._first = self._end = 0  # the entries the index holds: first … end − 1
-        self._widest = 0  # the most entries one pool held
-        self._pools: dict[Any, Pool] = {}
+        # the most entries one pool held (at first: the most a pool of this run may hold)
+        self._widest = reach
+        self._pools: list[Pool] = []
+        #: The last days' histograms on this index (by its day).
+        self._days: dict[int, Sorted] = {}
         self._failed = False
 
-    def state(
-        self, shape: Any, members: Sequence[int], without: Mapping[int, pl.DataFrame]
-    ) -> State | None:
+    def state(self, members: Sequence[int], without: Mapping[int, pl.DataFrame]) -> State | None:
         """The pooled state of entries ``members`` (sorted) less each entry's ``without[j]``.
 
-        ``shape`` names the pool that moves along with these members (one per check shape
-        or window). None where these states are not pooled (the caller merges them).
+        None where these states are not pooled (the caller merges them).
         """
         # the members' spec, as merge makes it: the label values found on any day, checked
-        spec = merged_spec([self._state(j).spec for j in members])
+        spec = merged_spec([self._spec(j) for j in members])
         keys = list(spec.keys)
 
         def accepted() -> list[State]:
             """The members' states, less the slices ``without`` names."""
             return [accepted_state(self._state(j), without.get(j), keys) for j in members]
 
-        pooled = self._slid(shape, members, without) if self._sliding else summed(accepted())
+        pooled = self._slid(members, without) if self._sliding else summed(accepted())
         if pooled is None:
             return None
         if spec.found:
             binary_state.check_found(spec)
         return PooledState(spec, pooled, lambda: merge(accepted()))
 
-    def _slid(
-        self, shape: Any, members: Sequence[int], without: Mapping[int, pl.DataFrame]
-    ) -> Pooled | None:
-        """The sums of the shape's pool moved to ``members``, less the slices ``without``."""
+    def covers(self, first: int, last: int) -> bool:
+        """Whether the index holds entries ``first`` … ``last`` (built again if it did not)."""
+        return self._sliding and self._indexed(first, last) is not None
+
+    def histogram(
+        self, members: Sequence[int], without: Mapping[int, pl.DataFrame]
+    ) -> Sorted | None:
+        """The score histogram of entries ``members`` (sorted) less each one's ``without[j]``.
+
+        Its buckets are the index's score fields: only a histogram of this index (another
+        call's, while the index stands) is compared with it. None where these states are
+        not pooled, or hold rows without a label (which the pool does not count).
+        """
+        spec = merged_spec([self._spec(j) for j in members])
+        if not self._sliding or spec.unlabeled:
+            return None
         index = self._indexed(members[0], members[-1])
         if index is None:
             return None
-        pool = self._pools.get(shape)
-        if pool is None:
-            pool = self._pools[shape] = Pool(index)
-        pool.move([j - self._first for j in members])
-        codes = {
-            j - self._first: index.group_codes(keys) for j, keys in without.items() if keys.height
-        }
-        return pool.pooled(codes)
+        if spec.found:
+            binary_state.check_found(spec)
+        keys, groups = list(spec.keys), index.coding.groups
+        first = members[0] - self._first
+        if len(members) == 1 and not any(k.height for k in without.values()):
+            if first not in self._days:  # (a day's: read again as the next day's baseline)
+                self._days[first] = Sorted.of_weighed(index.weighed(first), groups, keys, index)
+                while len(self._days) > DAYS_HELD:
+                    del self._days[next(iter(self._days))]
+            return self._days[first]
+        pool = self._moved(members, index)
+        return Sorted.of_weighed(pool.weighed(self._codes(without)), groups, keys, index)
+
+    def _slid(self, members: Sequence[int], without: Mapping[int, pl.DataFrame]) -> Pooled | None:
+        """The sums of a pool moved to ``members``, less the slices ``without``."""
+        index = self._indexed(members[0], members[-1])
+        if index is None:
+            return None
+        return self._moved(members, index).pooled(self._codes(without))
+
+    def _moved(self, members: Sequence[int], index: DayIndex) -> Pool:
+        """The pool that holds ``members`` with the fewest days moved (a new one: all of them).
+
+        Pools are shared by whatever asks for days near theirs: a trailing window and a
+        history of as many days one day apart move one pool by two days, not two by all.
+        """
+        days = [j - self._first for j in members]
+        pool = min(self._pools, key=lambda p: p.moves(days), default=None)
+        if pool is None or pool.moves(days) >= len(days):
+            pool = Pool(index)
+            self._pools.append(pool)
+        return pool.move(days)
+
+    def _codes(self, without: Mapping[int, pl.DataFrame]) -> dict[int, U64]:
+        """The index's group codes of the slices ``without`` names, by the index's day."""
+        assert self._index is not None
+        index = self._index
+        return {j - self._first: index.group_codes(k) for j, k in without.items() if k.height}
 
     def _indexed(self, first: int, last: int) -> DayIndex | None:
         """An index holding entries ``first`` … ``last`` (built again when it does not).
@@ -189,7 +245,7 @@ class DayPools:
                 return None
             stored = list(binary_state.merge_ops(states[0].spec))
             self._index = DayIndex.build([s.table for s in states], states[0].spec, stored)
-            self._first, self._end, self._pools = start, end, {}
+            self._first, self._end, self._pools, self._days = start, end, [], {}
             if self._index is None:
                 self._failed = True
         return self._index

@@ -115,16 +115,22 @@ class StateCache:
         records: dict[str, Any] | None = None,
         settings: Any = None,
         next_windows: frozenset[int] = frozenset(),
+        reach: int = 0,
+        slide: bool = False,
     ) -> None:
         """The cache of ``entries``' states.
 
         ``keep``: the rollups keep their windows' aggregates (the run has checks);
         ``records``: the manifest's stored aggregates (read, and replaced by those of the
         last day's windows of ``next_windows`` days, which the next run's checks read);
-        ``settings``: what else they depend on (the store's spec).
+        ``settings``: what else they depend on (the store's spec); ``reach``: the most
+        entries a pool of the run may hold, up to the day it is for (its index is built
+        once for all of them); ``slide``: the pools slide along an index however few days
+        the run computes (its drift checks read their histograms from it).
         """
         self.store, self.entries = store, list(entries)
         self.keep, self.next_windows = keep, next_windows
+        self.reach, self.slide = reach, slide
         self._held: dict[int, State] = {}
         self._specs: dict[int, Spec] = {}  # (kept when a state is dropped)
         self._pools: dict[bool, DayPools] = {}
@@ -134,7 +140,9 @@ class StateCache:
     def pools(self, sliding: bool) -> DayPools:
         """The pools of these entries' states (sliding along one index, or summed)."""
         if sliding not in self._pools:
-            self._pools[sliding] = DayPools(self.get, len(self.entries), sliding)
+            self._pools[sliding] = DayPools(
+                self.get, len(self.entries), sliding, self.reach, self.spec
+            )
         return self._pools[sliding]
 
     def get(self, i: int) -> State:
@@ -236,7 +244,7 @@ class Rollups:
         state = states.get
 
         # trailing windows of several days: pooled (binary states without weights)
-        pools = states.pools(len(stale) >= POOLED_DAYS) if self.key else None
+        pools = states.pools(len(stale) >= POOLED_DAYS or states.slide) if self.key else None
         todo, rows = set(stale), 0
         batch: list[DayWindows] = []
         # the windows' aggregates, kept for the checks (which count unlabeled rows themselves)
@@ -430,7 +438,7 @@ def _trailing(
     Binary states without weights are pooled (a day alone: its own runs).
     """
     if pools is not None and len(members) > 1:
-        pooled = pools.state(("window", window.name), members, {})
+        pooled = pools.state(members, {})
         if pooled is not None:
             return pooled
     elif pools is not None and poolable(state(members[0]).spec):

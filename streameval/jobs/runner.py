@@ -310,6 +310,8 @@ def _run(
         store.save(manifest)
 
     lengths = checks.next_windows() if job.outputs else frozenset()
+    # the most days a pool reaches back from its day: a trailing window, a check's history
+    reach = max([w.days for w in job.windows if not w.running] + [checks.reach()], default=0)
     if not lengths:  # (no window of the last day stored for the next run: their files go)
         manifest.pop("aggregates", None)
     for _ in range(len(parts) + 3):  # each repair recomputes a damaged file once
@@ -317,7 +319,10 @@ def _run(
         # (each state read once; the rollups' aggregates kept for the checks, the last day's
         # windows the next run's checks read stored for it)
         records = manifest.setdefault("aggregates", {}) if lengths else None
-        states = StateCache(store, stored, bool(job.checks), records, manifest.get("spec"), lengths)
+        states = StateCache(
+            store, stored, bool(job.checks), records, manifest.get("spec"), lengths, reach,
+            checks.drifts(),
+        )  # fmt: skip
         rollups.states = checks.states = states
         try:
             report.rollup_days += rollups.run(stored, save)

@@ -44,11 +44,14 @@ import polars as pl
 from ..spec import Spec
 from . import compiled, each
 from .collect import packed_rows
+from .drift import weighed_runs
 from .groups import GroupCodes
 from .runs import F64, I64, U64, GroupSums, Runs
 from .scorekeys import ScoreField
 
 I32 = npt.NDArray[np.int32]
+#: A score histogram's parts (:func:`~.drift.weighed_runs`): fields, rows, starts, codes, rows.
+Weighed = tuple[U64, F64, I64, U64, I64]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -212,6 +215,20 @@ class DayIndex:
             floats,
         )
 
+    def weighed(self, day: int) -> Weighed:
+        """Day ``day``'s rows as a score histogram on the index's coding.
+
+        :func:`~.drift.weighed_runs`' parts: each bucket's score field (ordered as the
+        scores, and comparable with another histogram's only on this index), its rows, each
+        group's first bucket, code and rows.
+        """
+        at = self.at[day]
+        pos, neg = (self.ints[day][c] for c in index_of(self.int_names, ("pos", "neg")))
+        if at.size > 1 and not bool(np.all(at[1:] > at[:-1])):  # (rows not in word order)
+            order = np.argsort(at, kind="stable")
+            at, pos, neg = at[order], pos[order], neg[order]
+        return weighed_runs(self.words[at], pos, neg, self.coding.score.bits)  # type: ignore[no-any-return]
+
     def of_groups(self, day: int, codes: U64) -> npt.NDArray[np.bool_]:
         """Whether each of the day's rows is of a group among ``codes``."""
         group = self.group[day]
@@ -309,15 +326,25 @@ def _distinct(value: U64) -> tuple[U64, I64]:
     One sort gives both (Polars' multithreaded ``arg_sort``).
     """
     order = pl.Series(value).arg_sort().to_numpy()
-    ordered = value[order]
-    new = np.empty(value.size, np.bool_)
-    new[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-    ranks = np.cumsum(new, dtype=np.int64)
-    ranks -= 1
-    at = np.empty(value.size, np.int64)
-    at[order] = ranks
-    return ordered[new], at
+    return _ranked(value[order], order)
+
+
+@numba.njit(cache=True, nogil=True)
+def _ranked(ordered: U64, order: I64) -> tuple[U64, I64]:  # pragma: no cover - compiled
+    """The distinct words of ``ordered`` (``value[order]``) and each row's rank among them."""
+    distinct = 0
+    for j in range(ordered.size):
+        if j == 0 or ordered[j] != ordered[j - 1]:
+            distinct += 1
+    words = np.empty(distinct, np.uint64)
+    at = np.empty(ordered.size, np.int64)
+    k = -1
+    for j in range(ordered.size):
+        if k < 0 or ordered[j] != words[k]:
+            k += 1
+            words[k] = ordered[j]
+        at[order[j]] = k
+    return words, at
 
 
 class Pool:
@@ -330,6 +357,11 @@ class Pool:
         self.count = np.zeros(size, np.int32)  # (the days' rows at a position)
         self.held = np.zeros(2, np.int64)  # (positions holding rows in each half)
         self.sums = np.zeros((len(index.int_names), size), np.int64)
+
+    def moves(self, days: Sequence[int]) -> int:
+        """How many days :meth:`move` would add or take away to hold ``days``."""
+        wanted = set(days)
+        return min(len(self.days ^ wanted), len(wanted))
 
     def move(self, days: Sequence[int]) -> Pool:
         """Hold the sums of ``days`` (the days that came in added, those that left removed)."""
@@ -352,6 +384,15 @@ class Pool:
         every = np.arange(index.at[day].size, dtype=np.int64) if rows is None else rows
         _slide(index.at[day], every, sign, index.ints[day], self.count, self.held, self.sums)
 
+    def _left(self, without: Mapping[int, U64] | None) -> list[tuple[int, I64]]:
+        """The rows of each held day of the group codes ``without[day]`` (their positions)."""
+        index = self.index
+        return [
+            (day, np.flatnonzero(index.of_groups(day, codes)))
+            for day, codes in (without or {}).items()
+            if day in self.days and codes.size
+        ]
+
     def pooled(self, without: Mapping[int, U64] | None = None) -> Pooled:
         """The pooled sums, less each day's rows of the group codes ``without[day]``.
 
@@ -360,12 +401,12 @@ class Pool:
         groups ``without`` names left out on their day).
         """
         index = self.index
-        left: list[tuple[int, I64]] = []
-        slots: dict[int, I64] = {}
-        for day, codes in (without or {}).items():
-            if day in self.days and codes.size:
-                left.append((day, np.flatnonzero(index.of_groups(day, codes))))
-                slots[day] = np.searchsorted(index.coding.codes, codes)
+        left = self._left(without)
+        slots = {
+            day: np.searchsorted(index.coding.codes, codes)
+            for day, codes in (without or {}).items()
+            if day in self.days and codes.size
+        }
         for day, rows in left:
             self._slide(day, -1, rows)
         kept, counts = _kept(self.count, self.held, index.words, self.sums)
@@ -381,6 +422,87 @@ class Pool:
         ints = dict(zip(index.int_names, counts, strict=True))
         floats = dict(zip(index.float_names, sums, strict=True))
         return Pooled(index.coding, kept, ints, floats)
+
+    def weighed(self, without: Mapping[int, U64] | None = None) -> Weighed:
+        """The pooled rows per (group, bucket) as a histogram, less the rows ``without`` names.
+
+        Read from the pool's counts in place (no snapshot); the buckets are the index's
+        score fields (see :meth:`DayIndex.weighed`).
+        """
+        pos, neg = index_of(self.index.int_names, ("pos", "neg"))
+        left = self._left(without)
+        for day, rows in left:
+            self._slide(day, -1, rows)
+        try:
+            return self._weighed(self.sums[pos], self.sums[neg])
+        finally:
+            for day, rows in left:
+                self._slide(day, 1, rows)
+
+    def _weighed(self, pos: I64, neg: I64) -> Weighed:
+        """The positions holding rows as a histogram: two threads, each over whole groups.
+
+        The first takes the positions up to the end of the group at the middle position.
+        """
+        words, count, index = self.index.words, self.count, self.index
+        bits, groups = index.coding.score.bits, index.coding.codes.size
+        half = count.size // 2
+        split = half
+        if half < count.size:  # (the end of the group at the middle)
+            last = (words[half] >> np.uint64(bits) << np.uint64(bits)) | np.uint64((1 << bits) - 1)
+            split = int(np.searchsorted(words, last, side="right"))
+        before = int(self.held[0]) + int(np.count_nonzero(count[half:split]))
+        fields = np.empty(int(self.held.sum()), np.uint64)
+        mass = np.empty(fields.size, np.float64)
+        ranges = [(0, split, 0), (split, count.size, before)]
+        parts = each(
+            lambda r: _weighed_range(words, count, pos, neg, bits, *r, fields, mass, groups),
+            ranges,
+        )
+        if parts[0][3] != before or parts[1][3] != fields.size:
+            raise ValueError("a pool holds other positions than it counted")
+        starts = np.concatenate([parts[0][0], parts[1][0], [fields.size]]).astype(np.int64)
+        codes = np.concatenate([parts[0][1], parts[1][1]])
+        totals = np.concatenate([parts[0][2], parts[1][2]])
+        return fields, mass, starts, codes, totals
+
+
+@numba.njit(cache=True, nogil=True)
+def _weighed_range(  # type: ignore[no-untyped-def]
+    words, count, pos, neg, bits, lo, hi, k, fields, mass, groups
+):  # pragma: no cover - compiled
+    """:func:`~.drift.weighed_runs` of a pool's positions ``lo`` … ``hi`` − 1 holding rows.
+
+    Their fields and rows go to ``fields`` and ``mass`` from ``k`` on (the positions before
+    ``lo`` holding rows), which they fit exactly (the pool counts them as it moves); each
+    group's first bucket, code and rows are returned (at most ``groups`` groups).
+    """
+    shift = np.uint64(bits)
+    mask = (np.uint64(1) << shift) - np.uint64(1)
+    starts = np.empty(groups, np.int64)
+    codes = np.empty(groups, np.uint64)
+    totals = np.zeros(groups, np.int64)
+    g = -1
+    for i in range(lo, hi):
+        if count[i] != 0:
+            if k == fields.size:
+                raise ValueError("a pool holds more positions than it counted")
+            group = words[i] >> shift
+            if g < 0 or group != codes[g]:
+                g += 1
+                codes[g] = group
+                starts[g] = k
+            rows = pos[i] + neg[i]
+            fields[k] = words[i] & mask
+            mass[k] = rows
+            totals[g] += rows
+            k += 1
+    return starts[: g + 1].copy(), codes[: g + 1].copy(), totals[: g + 1].copy(), k
+
+
+def index_of(names: Sequence[str], wanted: Sequence[str]) -> list[int]:
+    """The positions of ``wanted`` among ``names``."""
+    return [list(names).index(name) for name in wanted]
 
 
 @dataclass

@@ -43,6 +43,7 @@ shape: (1, 3)
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +51,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..kernels.drift import group_drift, weighed_runs
+from ..kernels.groups import GroupCodes
 from ..kernels.runs import Runs
 from ..resample_draw import REPLICATE
 from ..spec import Spec
@@ -74,12 +76,15 @@ class Sorted:
 
     ``keys`` holds a row per group (the id columns and ``_n``, its rows); group ``g``'s buckets
     of weight are ``bucket[starts[g]:starts[g + 1]]`` (ascending), their weight ``mass``.
+    The buckets are ordered score keys, or (``coding`` not None) the score fields of the
+    coding named there, which only a histogram of the same coding is compared with.
     """
 
     keys: pl.DataFrame
     starts: npt.NDArray[np.int64]
-    bucket: npt.NDArray[np.int64]
+    bucket: npt.NDArray[np.int64] | npt.NDArray[np.uint64]
     mass: npt.NDArray[np.float64]
+    coding: object = None
 
     @classmethod
     def of_frame(cls, hist: pl.DataFrame, ids: list[str]) -> Sorted:
@@ -128,10 +133,26 @@ class Sorted:
         ([0, 2, 3], [4, 9, 4], [1.0, 3.0, 2.0], [4, 2])
         """
         pos, neg = (runs.pos.astype(np.int64, copy=False), runs.neg.astype(np.int64, copy=False))
-        fields, mass, starts, codes, totals = weighed_runs(runs.value, pos, neg, runs.score_bits)
-        decoded = runs.groups.decode(codes) if keys else []
+        parts = weighed_runs(runs.value, pos, neg, runs.score_bits)
+        fields = cls.of_weighed(parts, runs.groups, keys, coding=runs)
+        return replace(fields, bucket=runs.score.decode(fields.bucket), coding=None)  # type: ignore[arg-type]
+
+    @classmethod
+    def of_weighed(
+        cls,
+        parts: tuple[npt.NDArray[Any], ...],
+        groups: GroupCodes,
+        keys: list[str],
+        coding: object,
+    ) -> Sorted:
+        """The histogram of :func:`~streameval.kernels.drift.weighed_runs`' ``parts``.
+
+        Its buckets are the score fields of ``coding`` (the codes' ``groups`` name the keys).
+        """
+        fields, mass, starts, codes, totals = parts
+        decoded = groups.decode(codes) if keys else []
         frame = pl.DataFrame([*decoded, pl.Series(_N, totals, pl.Int64)])
-        return cls(frame, starts, runs.score.decode(fields), mass)
+        return cls(frame, starts, fields, mass, coding)
 
 
 def drift(
@@ -177,9 +198,11 @@ def drift(
     cur = current if isinstance(current, Sorted) else Sorted.of_frame(current, ids)
     if baseline is None:  # (the shape of the table, without a baseline to measure)
         keys = cur.keys.select(on).clear().with_columns(pl.lit(0, pl.Int64).alias(_N))
-        base = Sorted(keys, np.zeros(1, np.int64), cur.bucket[:0], cur.mass[:0])
+        base = Sorted(keys, np.zeros(1, np.int64), cur.bucket[:0], cur.mass[:0], cur.coding)
     else:
         base = baseline if isinstance(baseline, Sorted) else Sorted.of_frame(baseline, on)
+    if base.coding is not cur.coding:  # (score fields of another coding are not comparable)
+        raise ValueError("expected two score histograms of one coding")
     one = pl.lit(0).alias(_ONE)  # (every group joins its baseline on some key)
     bases = base.keys.rename({_N: "baseline_n"}).with_row_index("_b").with_columns(one)
     groups = (
