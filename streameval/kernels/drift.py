@@ -19,30 +19,55 @@ the bins, the KS statistic and its bound (see :mod:`streameval.stats.drift`).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numba
 import numpy as np
+import numpy.typing as npt
+
+from . import each
+
+Array = npt.NDArray[Any]
 
 jit = numba.njit(cache=True, nogil=True)
 
 
-@jit
-def group_drift(  # type: ignore[no-untyped-def]
-    starts, buckets, mass, baseline, base_starts, base_buckets, base_mass, bins, exact, floor
-):
+def group_drift(
+    starts: Array,
+    buckets: Array,
+    mass: Array,
+    baseline: Array,
+    base_starts: Array,
+    base_buckets: Array,
+    base_mass: Array,
+    bins: int,
+    exact: bool,
+    floor: float,
+) -> tuple[Array, Array, Array, Array, Array]:
     """Per current group: PSI, JS distance, KS statistic, KS bound and bins formed (NaN: none).
 
-    ``mass`` and ``base_mass`` are each bucket's weight (rows of weight 0 left out).
+    ``mass`` and ``base_mass`` are each bucket's weight (rows of weight 0 left out). Two
+    threads walk half of the current buckets each (their groups apart).
     """
     groups = starts.size - 1
-    psi = np.full(groups, np.nan)
-    js = np.full(groups, np.nan)
-    ks = np.full(groups, np.nan)
-    bound = np.full(groups, np.nan)
-    formed = np.full(groups, np.nan)
+    out = np.full((5, groups), np.nan)
+    middle = int(np.searchsorted(starts, starts[-1] // 2)) if groups > 1 else groups
+    halves = [(0, min(middle, groups)), (min(middle, groups), groups)]
+    args = (starts, buckets, mass, baseline, base_starts, base_buckets, base_mass, bins, exact)
+    each(lambda half: _group_drift(*args, floor, *half, out), [h for h in halves if h[1] > h[0]])
+    return out[0], out[1], out[2], out[3], out[4]
+
+
+@jit
+def _group_drift(  # type: ignore[no-untyped-def]
+    starts, buckets, mass, baseline, base_starts, base_buckets, base_mass, bins, exact, floor,
+    first, last, out,
+):  # fmt: skip
+    """:func:`group_drift` of groups ``first`` … ``last`` − 1, into the rows of ``out``."""
+    psi, js, ks, bound, formed = out[0], out[1], out[2], out[3], out[4]
     c_bin = np.zeros(bins)
     b_bin = np.zeros(bins)
-    for g in range(groups):
+    for g in range(first, last):
         b = baseline[g]
         if b < 0:
             continue
@@ -112,7 +137,6 @@ def group_drift(  # type: ignore[no-untyped-def]
         ks[g] = gap_max
         bound[g] = 0.0 if exact else widest - gap_max
         formed[g] = count
-    return psi, js, ks, bound, formed
 
 
 @jit
