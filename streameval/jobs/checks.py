@@ -69,6 +69,8 @@ CHECKS_FORMAT = 1
 SAVE_EVERY = 0.5  # seconds between manifest writes while days are judged
 #: The sorted score histograms kept for drift checks: a day's window and its baselines.
 HISTOGRAMS_HELD = 4
+#: The baselines made of the job's own days (pooled where their states are).
+DAYS = ("previous", "history")
 #: Statuses that leave a slice's day out of a ``history`` baseline.
 REJECTED = ("fail", "warn")
 #: The checks table's columns after the keys (see docs/checks.md).
@@ -139,11 +141,8 @@ class Checks:
 
     def reach(self) -> int:
         """The most days a check's window and its baseline reach over (0: none pooled)."""
-        pooled = ("previous", "history")
-        return max(
-            (c.window.days + c.lookback for c in self.checks.values() if c.baseline in pooled),
-            default=0,
-        )
+        spans = [c.window.days + c.lookback for c in self.checks.values() if c.baseline in DAYS]
+        return max(spans, default=0)
 
     def drifts(self) -> bool:
         """Whether drift checks read the pools' histograms (a previous window or a history).
@@ -151,10 +150,7 @@ class Checks:
         Such a run pools its days on an index (:class:`.DayPools`) even for one new day:
         the histograms of both sides are read from it, no pool summed for them alone.
         """
-        pooled = ("previous", "history")
-        return bool(self.key) and any(
-            c.drift and c.baseline in pooled for c in self.checks.values()
-        )
+        return bool(self.key) and any(c.drift and c.baseline in DAYS for c in self.checks.values())
 
     def name(self, entry: Entry) -> str:
         """A day's name in the manifest: the partition value (one ``*`` without a key)."""
@@ -283,7 +279,7 @@ class Checks:
         if not members:
             return pl.DataFrame()
         slices = [k for k in self.by]
-        every = check.baseline in ("previous", "history")  # (the window's own slices)
+        every = check.baseline in DAYS  # (the window's own slices)
         if check.drift:
             try:
                 rows = self._pooled_drift(check, entries, i, known, members, every)
@@ -501,7 +497,7 @@ class Checks:
         (the caller merges them).
         """
         pools = self._history
-        if pools is None or check.baseline not in ("previous", "history"):
+        if pools is None or check.baseline not in DAYS:
             return None
         rejected: dict[int, pl.DataFrame] = {}
         if check.baseline == "previous":
