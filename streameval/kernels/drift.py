@@ -147,11 +147,10 @@ def weighed_runs(value, pos, neg, bits):  # type: ignore[no-untyped-def]
     counts. Returns the score field and the weight (pos + neg, as a float) of each run of
     weight, each group's first such run (and their count, last), and each group's code and
     rows: the parts of :class:`streameval.stats.drift.Sorted`, in one pass to count and one
-    to copy.
+    to copy (:func:`weigh_range`).
     """
     n = value.size
     shift = np.uint64(bits)
-    mask = (np.uint64(1) << shift) - np.uint64(1)
     kept = 0
     groups = 0
     last = np.uint64(0)
@@ -164,14 +163,33 @@ def weighed_runs(value, pos, neg, bits):  # type: ignore[no-untyped-def]
             kept += 1
     fields = np.empty(kept, np.uint64)
     mass = np.empty(kept, np.float64)
-    starts = np.empty(groups + 1, np.int64)
+    starts, codes, totals, _ = weigh_range(value, pos, neg, bits, 0, n, 0, fields, mass, groups)
+    starts = np.append(starts, np.int64(kept))
+    return fields, mass, starts, codes, totals
+
+
+@jit
+def weigh_range(  # type: ignore[no-untyped-def]
+    value, pos, neg, bits, lo, hi, k, fields, mass, groups
+):  # pragma: no cover - compiled
+    """Runs ``lo`` … ``hi`` − 1 of weight into ``fields`` and ``mass`` from ``k`` on.
+
+    ``value``, ``pos`` and ``neg`` as :func:`weighed_runs`' (a pool's positions: their words
+    and counts, none without rows). The runs of weight fit the arrays exactly (an error
+    otherwise); each group's first bucket, code and rows are returned (at most ``groups``
+    groups), and where the next range's runs go.
+    """
+    shift = np.uint64(bits)
+    mask = (np.uint64(1) << shift) - np.uint64(1)
+    starts = np.empty(groups, np.int64)
     codes = np.empty(groups, np.uint64)
     totals = np.zeros(groups, np.int64)
-    k = 0
     g = -1
-    for r in range(n):
+    for r in range(lo, hi):
         rows = pos[r] + neg[r]
         if rows != 0:
+            if k == fields.size:
+                raise ValueError("more runs of weight than counted")
             group = value[r] >> shift
             if g < 0 or group != codes[g]:
                 g += 1
@@ -181,5 +199,4 @@ def weighed_runs(value, pos, neg, bits):  # type: ignore[no-untyped-def]
             mass[k] = rows
             totals[g] += rows
             k += 1
-    starts[groups] = kept
-    return fields, mass, starts, codes, totals
+    return starts[: g + 1].copy(), codes[: g + 1].copy(), totals[: g + 1].copy(), k

@@ -44,7 +44,7 @@ import polars as pl
 from ..spec import Spec
 from . import compiled, each
 from .collect import packed_rows
-from .drift import weighed_runs
+from .drift import weigh_range, weighed_runs
 from .groups import GroupCodes
 from .runs import F64, I64, U64, GroupSums, Runs
 from .scorekeys import ScoreField
@@ -402,11 +402,8 @@ class Pool:
         """
         index = self.index
         left = self._left(without)
-        slots = {
-            day: np.searchsorted(index.coding.codes, codes)
-            for day, codes in (without or {}).items()
-            if day in self.days and codes.size
-        }
+        out = without or {}
+        slots = {day: np.searchsorted(index.coding.codes, out[day]) for day, _ in left}
         for day, rows in left:
             self._slide(day, -1, rows)
         kept, counts = _kept(self.count, self.held, index.words, self.sums)
@@ -456,7 +453,7 @@ class Pool:
         mass = np.empty(fields.size, np.float64)
         ranges = [(0, split, 0), (split, count.size, before)]
         parts = each(
-            lambda r: _weighed_range(words, count, pos, neg, bits, *r, fields, mass, groups),
+            lambda r: weigh_range(words, pos, neg, bits, *r, fields, mass, groups),
             ranges,
         )
         if parts[0][3] != before or parts[1][3] != fields.size:
@@ -465,39 +462,6 @@ class Pool:
         codes = np.concatenate([parts[0][1], parts[1][1]])
         totals = np.concatenate([parts[0][2], parts[1][2]])
         return fields, mass, starts, codes, totals
-
-
-@numba.njit(cache=True, nogil=True)
-def _weighed_range(  # type: ignore[no-untyped-def]
-    words, count, pos, neg, bits, lo, hi, k, fields, mass, groups
-):  # pragma: no cover - compiled
-    """:func:`~.drift.weighed_runs` of a pool's positions ``lo`` … ``hi`` − 1 holding rows.
-
-    Their fields and rows go to ``fields`` and ``mass`` from ``k`` on (the positions before
-    ``lo`` holding rows), which they fit exactly (the pool counts them as it moves); each
-    group's first bucket, code and rows are returned (at most ``groups`` groups).
-    """
-    shift = np.uint64(bits)
-    mask = (np.uint64(1) << shift) - np.uint64(1)
-    starts = np.empty(groups, np.int64)
-    codes = np.empty(groups, np.uint64)
-    totals = np.zeros(groups, np.int64)
-    g = -1
-    for i in range(lo, hi):
-        if count[i] != 0:
-            if k == fields.size:
-                raise ValueError("a pool holds more positions than it counted")
-            group = words[i] >> shift
-            if g < 0 or group != codes[g]:
-                g += 1
-                codes[g] = group
-                starts[g] = k
-            rows = pos[i] + neg[i]
-            fields[k] = words[i] & mask
-            mass[k] = rows
-            totals[g] += rows
-            k += 1
-    return starts[: g + 1].copy(), codes[: g + 1].copy(), totals[: g + 1].copy(), k
 
 
 def index_of(names: Sequence[str], wanted: Sequence[str]) -> list[int]:
