@@ -23,7 +23,7 @@ from .states.data import StateData
 from .stats.classification import binary_reports, class_reports, label_reports
 from .stats.compare import paired_test, unpaired_test
 from .stats.disparity import disparity, fairness
-from .stats.drift import Sorted, check_comparable, drift, sample, sample_keys
+from .stats.drift import Counted, Sorted, check_comparable, drift, sample, sample_keys
 from .stats.proportions import check_level
 from .stats.summary import binary_summary, multiclass_summary
 from .stats.tables import check_ci, per_class
@@ -1329,21 +1329,25 @@ def drift_table(
     bins: int,
     *,
     every: bool = False,
-    histogram: Callable[[State], Sorted] | None = None,
+    histogram: Callable[[State], Sorted | Counted] | None = None,
 ) -> pl.DataFrame:
     """:meth:`State.drift`, and with ``every`` a row for each baseline group ``state`` lacks.
 
     Those rows (when both states have the same keys) have a null ``n``: a group whose rows
     stopped coming. Without a baseline, every group's measures are null. ``histogram`` gives
     a state's sorted score histogram (by default :func:`score_histogram`; a caller judging
-    day after day keeps the ones it will read again).
+    day after day keeps the ones it will read again; a baseline's may be counts read in
+    place).
     """
     on = check_comparable(state.spec, (state if baseline is None else baseline).spec, bins)
     sort = histogram or score_histogram
     keys = sample_keys(state.spec)
     model = ["model"] if offers(state.spec.kind, "models") else []
+    current = sort(state)
+    if not isinstance(current, Sorted):
+        raise ValueError("expected the current state's histogram sorted, not counts in place")
     return drift(
-        sort(state),
+        current,
         None if baseline is None else sort(baseline),
         [*keys, *model],
         [*on, *model],

@@ -19,7 +19,7 @@ import streameval as se
 from streameval.jobs.pools import DayPools, PooledState
 from streameval.kernels import compiled
 from streameval.state import drift_table
-from streameval.stats.drift import drift
+from streameval.stats.drift import Counted, Sorted, drift
 
 SEGMENTS = ["a", "b", "c", None]
 
@@ -164,15 +164,22 @@ def test_a_pool_moved_anywhere_equals_the_merge_of_its_days(
                 atol=1e-12,
                 err_msg=c,
             )
-        # the histograms read from the index (buckets: its score fields), bit for bit
+        # the histograms read from the index (buckets: its positions), bit for bit, and the
+        # pool's counts read in place as the baseline (the slices left out for the moment)
         base, now = pools.histogram(members, left), pools.histogram([7], {})
         if not sliding or optional:  # (summed pools, rows without a label: merged)
             assert base is None and now is None
             continue
         assert base is not None and now is not None and base.coding is now.coding
         exact = states[0].spec.exact
+        want = drift_table(current, merged, 4, every=True)
         read = drift(now, base, ["segment"], ["segment"], bins=4, exact=exact, every=True)
-        assert read.equals(drift_table(current, merged, 4, every=True))
+        assert read.equals(want)
+        with pools.baseline(members, left) as counts:
+            assert isinstance(counts, Counted if len(members) > 1 else Sorted)
+            read = drift(now, counts, ["segment"], ["segment"], bins=4, exact=exact, every=True)
+        assert read.equals(want)
+        assert pools.histogram(members, left).mass.tolist() == base.mass.tolist()  # (put back)
 
 
 @pytest.mark.parametrize("optional", [False, True])
@@ -335,9 +342,9 @@ def test_tagged_pools_finalize_as_their_tagged_tables():
 @pytest.mark.parametrize("key", ["string", "int"])
 def test_a_days_histogram_on_the_index_is_its_own_in_any_row_order(key):
     """A day's score histogram read from the index (its rows' positions, sorted when the
-    table's rows are not in word order) holds the state's own buckets, rows and groups."""
+    table's rows are not in word order) holds the state's own buckets, rows and groups: its
+    buckets are positions on the index, whose words are the group's and the bucket's."""
     from streameval.kernels.pooled import DayIndex
-    from streameval.stats.drift import Sorted
     from streameval.tasks.binary import state as binary_state
 
     states = day_states(7, 4, 11, key)
@@ -349,7 +356,13 @@ def test_a_days_histogram_on_the_index_is_its_own_in_any_row_order(key):
         assert not np.all(np.diff(index.at[day]) > 0) or state.table.height < 3
         got = Sorted.of_weighed(index.weighed(day), index.coding.groups, ["segment"], index)
         want = se.state.score_histogram(state)
-        buckets = index.coding.score.decode(got.bucket)
+        bits = np.uint64(index.coding.score.bits)
+        words = index.words[got.bucket]
+        buckets = index.coding.score.decode(words & ((np.uint64(1) << bits) - np.uint64(1)))
+        spans = np.diff(got.starts)
+        owners = np.repeat(np.arange(spans.size), spans)
+        codes = index.coding.groups.decode(words >> bits)[0].to_list()
+        assert codes == [got.keys["segment"][int(g)] for g in owners]
         assert got.keys.sort("segment").equals(want.keys.sort("segment"))
 
         def groups(h: Sorted, bucket: np.ndarray) -> dict[object, tuple[list, list]]:
@@ -357,3 +370,27 @@ def test_a_days_histogram_on_the_index_is_its_own_in_any_row_order(key):
             return {g: (bucket[a:b].tolist(), h.mass[a:b].tolist()) for g, a, b in spans}
 
         assert groups(got, buckets) == groups(want, want.bucket)
+
+
+def test_a_pools_sums_in_32_or_64_bits_are_the_same(monkeypatch):
+    """A pool keeps its sums in 32 bits where no sum can pass 2^31 − 1 (half the memory a
+    walk reads), else in 64: the same pooled sums, metrics and drift either way."""
+    import streameval.kernels.pooled as pooled
+
+    states = day_states(5, 8, 11, "string")
+    members, left = [1, 2, 3, 4, 5], {3: pl.DataFrame({"segment": ["b"]})}
+    seen = {}
+    for narrow in (pooled.NARROW, 0):
+        monkeypatch.setattr(pooled, "NARROW", narrow)
+        pools = DayPools(lambda j: states[j], len(states), True)
+        state = pools.state(members, left)
+        assert isinstance(state, PooledState)
+        now = pools.histogram([7], {})
+        with pools.baseline(members, left) as counts:
+            assert isinstance(counts, Counted)
+            wide = counts.pos.dtype == np.int64
+            read = drift(now, counts, ["segment"], ["segment"], bins=4, exact=False, every=True)
+        seen[wide] = (state._pooled.counts(), state.metrics(ci="wilson"), read)
+    assert set(seen) == {False, True}  # (one pool of each width)
+    for a, b in zip(seen[False], seen[True], strict=True):
+        assert a.equals(b)

@@ -492,9 +492,9 @@ class Checks:
     ) -> pl.DataFrame | None:
         """A drift check's rows against the previous window or a history, from the pools.
 
-        Both score histograms are read from the sliding pools' index (their buckets its score
-        fields), neither state merged nor snapshot taken. None where the days are not pooled
-        (the caller merges them).
+        Both score histograms are read from the sliding pools' index (their buckets its
+        positions; a pool's counts where they are), neither state merged nor snapshot taken.
+        None where the days are not pooled (the caller merges them).
         """
         pools = self._history
         if pools is None or check.baseline not in DAYS:
@@ -509,13 +509,15 @@ class Checks:
         if not base or not pools.covers(min(base[0], members[0]), members[-1]):
             return None
         current = pools.histogram(members, {})
-        baseline = pools.histogram(base, rejected)
-        if current is None or baseline is None:
+        if current is None:
             return None
-        window = LazyState(self._spec(members), lambda: self._merged(members))  # type: ignore[arg-type, return-value]
-        before = LazyState(self._spec(base), lambda: merge([self._state(j) for j in base]))
-        histograms = {id(window): current, id(before): baseline}
-        return drift_rows(window, before, check, every, lambda s: histograms[id(s)])
+        with pools.baseline(base, rejected) as baseline:  # (a pool's counts, read in place)
+            if baseline is None:
+                return None
+            window = LazyState(self._spec(members), lambda: self._merged(members))  # type: ignore[arg-type, return-value]
+            before = LazyState(self._spec(base), lambda: merge([self._state(j) for j in base]))
+            histograms = {id(window): current, id(before): baseline}
+            return drift_rows(window, before, check, every, lambda s: histograms[id(s)])
 
     def _spec(self, members: list[int]) -> Spec:
         """The merged spec of the entries ``members`` (no state read)."""

@@ -30,7 +30,7 @@ from ..errors import InputError
 from ..measure import declaration, kept_rows, measured, narrowed_metrics
 from ..state import State, drift_table
 from ..stats.compare import paired_moments
-from ..stats.drift import Sorted
+from ..stats.drift import Counted, Sorted
 from .checkconfig import CheckConfig
 
 MEASURED = ("value", "se", "n", "positives")
@@ -115,7 +115,7 @@ def drift_rows(
     baseline: State | None,
     check: CheckConfig,
     every: bool,
-    histogram: Callable[[State], Sorted] | None = None,
+    histogram: Callable[[State], Sorted | Counted] | None = None,
 ) -> pl.DataFrame:
     """Per slice (and model): the window's score drift from its baseline as ``value``.
 

@@ -22,19 +22,20 @@ windows' pooled states in one call (:class:`TaggedPools`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 
 import polars as pl
 
 from ..kernels.collect import pairs_fit, state_runs
 from ..kernels.metrics import runs_grouped
-from ..kernels.pooled import DayIndex, Pool, Pooled
-from ..kernels.runs import U64, Grouped, TaggedRuns
+from ..kernels.pooled import DayIndex, Pool, Pooled, index_of
+from ..kernels.runs import I64, Grouped, TaggedRuns
 from ..spec import Spec, merged_spec
 from ..state import State, merge
 from ..states import kind_module
-from ..stats.drift import Sorted
+from ..stats.drift import Counted, Sorted
 from ..tasks.binary import state as binary_state
 
 
@@ -146,6 +147,8 @@ class DayPools:
         self._pools: list[Pool] = []
         #: The last days' histograms on this index (by its day).
         self._days: dict[int, Sorted] = {}
+        #: The index's groups of the slices left out of its pools (by table).
+        self._slotted: dict[int, tuple[pl.DataFrame, I64]] = {}
         self._failed = False
 
     def state(self, members: Sequence[int], without: Mapping[int, pl.DataFrame]) -> State | None:
@@ -177,19 +180,14 @@ class DayPools:
     ) -> Sorted | None:
         """The score histogram of entries ``members`` (sorted) less each one's ``without[j]``.
 
-        Its buckets are the index's score fields: only a histogram of this index (another
+        Its buckets are positions on the index: only a histogram of this index (another
         call's, while the index stands) is compared with it. None where these states are
         not pooled, or hold rows without a label (which the pool does not count).
         """
-        spec = merged_spec([self._spec(j) for j in members])
-        if not self._sliding or spec.unlabeled:
-            return None
-        index = self._indexed(members[0], members[-1])
+        index, keys = self._readable(members)
         if index is None:
             return None
-        if spec.found:
-            binary_state.check_found(spec)
-        keys, groups = list(spec.keys), index.coding.groups
+        groups = index.coding.groups
         first = members[0] - self._first
         if len(members) == 1 and not any(k.height for k in without.values()):
             if first not in self._days:  # (a day's: read again as the next day's baseline)
@@ -198,14 +196,53 @@ class DayPools:
                     del self._days[next(iter(self._days))]
             return self._days[first]
         pool = self._moved(members, index)
-        return Sorted.of_weighed(pool.weighed(self._codes(without)), groups, keys, index)
+        return Sorted.of_weighed(pool.weighed(self._slots(without)), groups, keys, index)
+
+    @contextmanager
+    def baseline(
+        self, members: Sequence[int], without: Mapping[int, pl.DataFrame]
+    ) -> Iterator[Sorted | Counted | None]:
+        """:meth:`histogram`, for the block: a pool's read in place (no histogram copied).
+
+        Against days that a pool holds, the block reads the pool's counts where they are
+        (:class:`~streameval.stats.drift.Counted`), the rows ``without`` names taken out
+        until it ends; nothing may move the pools meanwhile.
+        """
+        if len(members) == 1:
+            yield self.histogram(members, without)
+            return
+        index, keys = self._readable(members)
+        if index is None:
+            yield None
+            return
+        pool = self._moved(members, index)
+        pos, neg = index_of(index.int_names, ("pos", "neg"))
+        with pool.without(self._slots(without)):
+            rows = pool.group_sums[pos] + pool.group_sums[neg]
+            yield Counted.of_counts(
+                index.groups(), keys, rows, index.starts, pool.sums[pos], pool.sums[neg], index
+            )
+
+    def _readable(self, members: Sequence[int]) -> tuple[DayIndex | None, list[str]]:
+        """The index holding entries ``members`` and their keys, where drift reads it.
+
+        No index where these states are not pooled, or hold rows without a label (which
+        the pool does not count).
+        """
+        spec = merged_spec([self._spec(j) for j in members])
+        if not self._sliding or spec.unlabeled:
+            return None, []
+        index = self._indexed(members[0], members[-1])
+        if index is not None and spec.found:
+            binary_state.check_found(spec)
+        return index, list(spec.keys)
 
     def _slid(self, members: Sequence[int], without: Mapping[int, pl.DataFrame]) -> Pooled | None:
         """The sums of a pool moved to ``members``, less the slices ``without``."""
         index = self._indexed(members[0], members[-1])
         if index is None:
             return None
-        return self._moved(members, index).pooled(self._codes(without))
+        return self._moved(members, index).pooled(self._slots(without))
 
     def _moved(self, members: Sequence[int], index: DayIndex) -> Pool:
         """The pool that holds ``members`` with the fewest days moved (a new one: all of them).
@@ -220,11 +257,22 @@ class DayPools:
             self._pools.append(pool)
         return pool.move(days)
 
-    def _codes(self, without: Mapping[int, pl.DataFrame]) -> dict[int, U64]:
-        """The index's group codes of the slices ``without`` names, by the index's day."""
+    def _slots(self, without: Mapping[int, pl.DataFrame]) -> dict[int, I64]:
+        """The index's groups of the slices ``without`` names, by the index's day.
+
+        Kept while the index stands, by table: a day's rejected slices are the same table
+        for every pool that leaves them out.
+        """
         assert self._index is not None
-        index = self._index
-        return {j - self._first: index.group_codes(k) for j, k in without.items() if k.height}
+        out = {}
+        for j, keys in without.items():
+            if keys.height:
+                held = self._slotted.get(id(keys))
+                if held is None or held[0] is not keys:
+                    held = (keys, self._index.group_slots(keys))
+                    self._slotted[id(keys)] = held
+                out[j - self._first] = held[1]
+        return out
 
     def _indexed(self, first: int, last: int) -> DayIndex | None:
         """An index holding entries ``first`` … ``last`` (built again when it does not).
@@ -246,6 +294,7 @@ class DayPools:
             stored = list(binary_state.merge_ops(states[0].spec))
             self._index = DayIndex.build([s.table for s in states], states[0].spec, stored)
             self._first, self._end, self._pools, self._days = start, end, [], {}
+            self._slotted.clear()
             if self._index is None:
                 self._failed = True
         return self._index

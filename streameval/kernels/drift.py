@@ -43,25 +43,71 @@ def group_drift(
     bins: int,
     exact: bool,
     floor: float,
+    base_more: Array | None = None,
+    base_rows: Array | None = None,
 ) -> tuple[Array, Array, Array, Array, Array]:
     """Per current group: PSI, JS distance, KS statistic, KS bound and bins formed (NaN: none).
 
-    ``mass`` and ``base_mass`` are each bucket's weight (rows of weight 0 left out). Two
+    ``mass`` and ``base_mass`` are each bucket's weight (rows of weight 0 left out). With
+    ``base_more`` and ``base_rows``, the baseline is counts read in place on an index: its
+    entry ``j`` is the index's position ``j`` (``base_buckets`` unused; the current buckets
+    are positions on the same index), of weight ``base_mass[j] + base_more[j]`` (positions
+    of weight 0 are no bucket), and ``base_rows`` holds each baseline group's weight. Two
     threads walk half of the current buckets each (their groups apart).
     """
     groups = starts.size - 1
     out = np.full((5, groups), np.nan)
     middle = int(np.searchsorted(starts, starts[-1] // 2)) if groups > 1 else groups
     halves = [(0, min(middle, groups)), (min(middle, groups), groups)]
-    args = (starts, buckets, mass, baseline, base_starts, base_buckets, base_mass, bins, exact)
-    each(lambda half: _group_drift(*args, floor, *half, out), [h for h in halves if h[1] > h[0]])
+    if (base_more is None) != (base_rows is None):
+        raise ValueError("expected a baseline's two counts with its groups' rows, or neither")
+    args = (starts, buckets, mass, baseline, base_starts, base_buckets, base_mass, base_more)
+    each(
+        lambda half: _group_drift(*args, base_rows, bins, exact, floor, *half, out),
+        [h for h in halves if h[1] > h[0]],
+    )
     return out[0], out[1], out[2], out[3], out[4]
 
 
 @jit
+def _weight(base_mass, base_more, j):  # type: ignore[no-untyped-def]
+    """The weight of baseline entry ``j`` (counted: its two counts added).
+
+    (Whether ``base_more`` is None is known as the loop compiles: one branch is kept.)
+    """
+    if base_more is None:
+        return float(base_mass[j])
+    return float(base_mass[j] + base_more[j])
+
+
+@jit
+def _before(base_buckets, base_more, j, x, equal):  # type: ignore[no-untyped-def]
+    """Whether baseline entry ``j``'s bucket is below bucket ``x`` (``equal``: is ``x``).
+
+    (Counted, with ``base_more``: the bucket is the position ``j``.)
+    """
+    if base_more is None:
+        return base_buckets[j] == x if equal else base_buckets[j] < x
+    return j == x if equal else j < x
+
+
+@jit
+def _bin(cum, bins, total):  # type: ignore[no-untyped-def]
+    """The bin ``⌊bins · cum / total⌋`` (at most the last) and a weight below which it stays.
+
+    Below the returned edge (a relative 1e-9 under the next bin's start), the bin is
+    certainly the same, so a walk computes it again only near an edge: the same bins as
+    computing each one, without a division per bucket.
+    """
+    at = min(math.floor(cum * bins / total), bins - 1)
+    edge = math.inf if at == bins - 1 else (at + 1) * total / bins * (1.0 - 1e-9)
+    return at, edge
+
+
+@jit
 def _group_drift(  # type: ignore[no-untyped-def]
-    starts, buckets, mass, baseline, base_starts, base_buckets, base_mass, bins, exact, floor,
-    first, last, out,
+    starts, buckets, mass, baseline, base_starts, base_buckets, base_mass, base_more, base_rows,
+    bins, exact, floor, first, last, out,
 ):  # fmt: skip
     """:func:`group_drift` of groups ``first`` … ``last`` − 1, into the rows of ``out``."""
     psi, js, ks, bound, formed = out[0], out[1], out[2], out[3], out[4]
@@ -77,29 +123,41 @@ def _group_drift(  # type: ignore[no-untyped-def]
         for i in range(lo, hi):
             total += mass[i]
         b_total = 0.0
-        for j in range(b_lo, b_hi):
-            b_total += base_mass[j]
+        if base_rows is None:
+            for j in range(b_lo, b_hi):
+                b_total += base_mass[j]
+        else:  # (counted: the group's rows, an integer, as summed bucket by bucket)
+            b_total = float(base_rows[b])
         if not (total > 0 and b_total > 0):
             continue
         c_bin[:] = 0.0
         b_bin[:] = 0.0
-        j, at = b_lo, 0
+        j, at, edge = b_lo, 0, 0.0
         cum_b, cum_c = 0.0, 0.0
         widest, gap_max = 0.0, 0.0
         i = lo
         while i < hi:
             x = buckets[i]
-            while j < b_hi and base_buckets[j] < x:
-                at = min(math.floor(cum_b * bins / b_total), bins - 1)
-                b_bin[at] += base_mass[j]
-                cum_b += base_mass[j]
+            while j < b_hi and _before(base_buckets, base_more, j, x, False):
+                m = _weight(base_mass, base_more, j)
+                if m > 0:  # (a counted position without rows is no bucket)
+                    if cum_b >= edge:
+                        at, edge = _bin(cum_b, bins, b_total)
+                    b_bin[at] += m
+                    cum_b += m
                 j += 1
             fb_lt = cum_b / b_total
-            if j < b_hi and base_buckets[j] == x:
-                at = min(math.floor(cum_b * bins / b_total), bins - 1)
-                while j < b_hi and base_buckets[j] == x:  # (rows of one bucket: summed)
-                    b_bin[at] += base_mass[j]
-                    cum_b += base_mass[j]
+            if (
+                j < b_hi
+                and _before(base_buckets, base_more, j, x, True)
+                and _weight(base_mass, base_more, j) > 0
+            ):
+                if cum_b >= edge:
+                    at, edge = _bin(cum_b, bins, b_total)
+                while j < b_hi and _before(base_buckets, base_more, j, x, True):  # (summed)
+                    m = _weight(base_mass, base_more, j)
+                    b_bin[at] += m
+                    cum_b += m
                     j += 1
             fb = cum_b / b_total
             fc_lt = cum_c / total
@@ -114,9 +172,12 @@ def _group_drift(  # type: ignore[no-untyped-def]
             gap_max = max(gap_max, gap)
             widest = max(widest, gap, fc - fb_lt, fb - fc_lt)
         while j < b_hi:  # the baseline's buckets above the group's last
-            at = min(math.floor(cum_b * bins / b_total), bins - 1)
-            b_bin[at] += base_mass[j]
-            cum_b += base_mass[j]
+            m = _weight(base_mass, base_more, j)
+            if m > 0:
+                if cum_b >= edge:
+                    at, edge = _bin(cum_b, bins, b_total)
+                b_bin[at] += m
+                cum_b += m
             j += 1
         p, half, count = 0.0, 0.0, 0
         for k in range(bins):
@@ -170,12 +231,13 @@ def weighed_runs(value, pos, neg, bits):  # type: ignore[no-untyped-def]
 
 @jit
 def weigh_range(  # type: ignore[no-untyped-def]
-    value, pos, neg, bits, lo, hi, k, fields, mass, groups
+    value, pos, neg, bits, lo, hi, k, fields, mass, groups, positions=False
 ):  # pragma: no cover - compiled
     """Runs ``lo`` … ``hi`` − 1 of weight into ``fields`` and ``mass`` from ``k`` on.
 
     ``value``, ``pos`` and ``neg`` as :func:`weighed_runs`' (a pool's positions: their words
-    and counts, none without rows). The runs of weight fit the arrays exactly (an error
+    and counts, none without rows); with ``positions``, a run's bucket is its position ``r``
+    (on the pool's index), not its score field. The runs of weight fit the arrays exactly (an error
     otherwise); each group's first bucket, code and rows are returned (at most ``groups``
     groups), and where the next range's runs go.
     """
@@ -195,7 +257,7 @@ def weigh_range(  # type: ignore[no-untyped-def]
                 g += 1
                 codes[g] = group
                 starts[g] = k
-            fields[k] = value[r] & mask
+            fields[k] = np.uint64(r) if positions else value[r] & mask
             mass[k] = rows
             totals[g] += rows
             k += 1

@@ -32,8 +32,9 @@ without coding a state table again.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numba
@@ -44,25 +45,36 @@ import polars as pl
 from ..spec import Spec
 from . import compiled, each
 from .collect import packed_rows
-from .drift import weigh_range, weighed_runs
+from .drift import weigh_range
 from .groups import GroupCodes
 from .runs import F64, I64, U64, GroupSums, Runs
 from .scorekeys import ScoreField
 
 I32 = npt.NDArray[np.int32]
-#: A score histogram's parts (:func:`~.drift.weighed_runs`): fields, rows, starts, codes, rows.
-Weighed = tuple[U64, F64, I64, U64, I64]
+#: The largest sum a pool keeps in 32 bits.
+NARROW = 2**31 - 1
+#: A score histogram on an index (:func:`~.drift.weighed_runs`' parts, each bucket's
+#: position for its field): positions, rows, starts, codes, rows.
+Weighed = tuple[I64, F64, I64, U64, I64]
 
 
 @numba.njit(cache=True, nogil=True)
 def _slide(
-    at: I64, rows: I64, sign: int, ints: I64, count: I32, held: I64, sums: I64
+    at: I64,
+    slot: I32,
+    rows: I64,
+    sign: int,
+    ints: I64,
+    count: I32,
+    held: I64,
+    sums: I64,
+    group_sums: I64,
 ) -> None:  # pragma: no cover - compiled
     """Add (``sign`` 1) or take away (−1) the rows ``rows`` of a day at their index ``at``.
 
-    ``ints`` are the day's columns (columns × rows); ``sums`` the index's (columns ×
-    positions), ``count`` its rows per position and ``held`` how many positions of each
-    half of the index hold rows.
+    ``ints`` are the day's columns (columns × rows) and ``slot`` its rows' groups; ``sums``
+    the index's (columns × positions) and ``group_sums`` the same per group, ``count`` its
+    rows per position and ``held`` how many positions of each half of the index hold rows.
     """
     half = count.size // 2
     for r in rows:
@@ -73,6 +85,7 @@ def _slide(
             held[int(i >= half)] += sign
         for c in range(ints.shape[0]):
             sums[c, i] += sign * ints[c, r]
+            group_sums[c, slot[r]] += sign * ints[c, r]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -153,8 +166,11 @@ class DayIndex:
         The distinct (group, bucket) words of all days, sorted.
     at : list of ndarray of int64
         Each day's rows' positions in ``words``.
-    group : list of ndarray of uint64
-        Each day's rows' group codes.
+    slot : list of ndarray of int32
+        Each day's rows' groups (their positions in ``coding.codes``).
+    starts : ndarray of int64
+        Each group's first position in ``words`` (by its place in ``coding.codes``), and
+        the number of words.
     ints : list of ndarray of int64
         Each day's integer columns (columns × rows).
     floats : list of ndarray of float64
@@ -168,12 +184,15 @@ class DayIndex:
     coding: Coding
     words: U64
     at: list[I64]
-    group: list[U64]
+    slot: list[I32]
+    starts: I64
     ints: list[I64]
     floats: list[F64]
     int_names: list[str]
     float_names: list[str]
     known: pl.DataFrame | None = None
+    widest: int | None = None
+    rows_of: dict[tuple[int, bytes], I64] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -208,52 +227,114 @@ class DayIndex:
             Coding(spec, groups, score, key_min, key_max, codes),
             words,
             [at[bounds[i] : bounds[i + 1]] for i in days],
-            [groups.codes[bounds[i] : bounds[i + 1]] for i in days],
+            [slot[bounds[i] : bounds[i + 1]] for i in days],
+            np.append(np.searchsorted(words, codes << np.uint64(score.bits)), words.size),
             [_columns(t, ints, np.int64) for t in tables],
             [group_sums(i) for i in days],
             ints,
             floats,
         )
 
-    def weighed(self, day: int) -> Weighed:
-        """Day ``day``'s rows as a score histogram on the index's coding.
+    def sum_type(self) -> type:
+        """The integer type of a pool's sums: 32-bit where no sum can pass 2^31 − 1.
 
-        :func:`~.drift.weighed_runs`' parts: each bucket's score field (ordered as the
-        scores, and comparable with another histogram's only on this index), its rows, each
-        group's first bucket, code and rows.
+        (A position's sum is at most its column's sum over every day.)
         """
-        at = self.at[day]
+        if self.widest is None:
+            columns = [ints.sum(axis=1) for ints in self.ints if ints.size]
+            self.widest = int(np.sum(columns, axis=0).max(initial=0)) if columns else 0
+        return np.int32 if self.widest <= NARROW else np.int64
+
+    def weighed(self, day: int) -> Weighed:
+        """Day ``day``'s rows as a score histogram on the index.
+
+        :func:`~.drift.weighed_runs`' parts, with each bucket's position on the index for
+        its score field (ordered as the scores within a group, and comparable with another
+        histogram's only on this index): its rows, each group's first bucket, code and rows.
+        """
+        at, slot = self.at[day], self.slot[day]
         pos, neg = (self.ints[day][c] for c in index_of(self.int_names, ("pos", "neg")))
-        if at.size > 1 and not bool(np.all(at[1:] > at[:-1])):  # (rows not in word order)
+        if not _ascending(at):  # (rows not in word order)
             order = np.argsort(at, kind="stable")
-            at, pos, neg = at[order], pos[order], neg[order]
-        return weighed_runs(self.words[at], pos, neg, self.coding.score.bits)  # type: ignore[no-any-return]
+            at, slot, pos, neg = at[order], slot[order], pos[order], neg[order]
+        return _day_runs(at, slot, pos, neg, self.coding.codes)
 
-    def of_groups(self, day: int, codes: U64) -> npt.NDArray[np.bool_]:
-        """Whether each of the day's rows is of a group among ``codes``."""
-        group = self.group[day]
-        if self.coding.groups.bits > 24:  # (too many codes for a table of them)
-            return np.isin(group, codes)
-        table = np.zeros(1 << self.coding.groups.bits, np.bool_)
-        table[codes.astype(np.intp)] = True
-        out: npt.NDArray[np.bool_] = table[group.astype(np.intp)]
-        return out
+    def rows(self, day: int, slots: I64) -> I64:
+        """The day's rows of the groups ``slots`` (sorted positions in ``coding.codes``).
 
-    def group_codes(self, keys: pl.DataFrame) -> U64:
-        """The codes of the groups ``keys`` names (rows of the key columns) that the days hold."""
+        Kept: a day's rejected slices are taken out of every pool that holds the day.
+        """
+        key = (day, slots.tobytes())
+        if key not in self.rows_of:
+            table = np.zeros(self.coding.codes.size, np.bool_)
+            table[slots] = True
+            self.rows_of[key] = np.flatnonzero(table[self.slot[day]])
+        return self.rows_of[key]
+
+    def group_slots(self, keys: pl.DataFrame) -> I64:
+        """The groups ``keys`` names (rows of the key columns) that the days hold.
+
+        Their positions in ``coding.codes``, sorted.
+        """
         found = keys.select(self.coding.spec.keys).join(
-            self._known(), on=list(self.coding.spec.keys), how="inner", nulls_equal=True
+            self.groups(), on=list(self.coding.spec.keys), how="inner", nulls_equal=True
         )
-        return np.unique(found["_code"].to_numpy().astype(np.uint64))
+        return np.unique(found["_b"].to_numpy().astype(np.int64))
 
-    def _known(self) -> pl.DataFrame:
-        """Every group's keys and code (decoded once)."""
+    def groups(self) -> pl.DataFrame:
+        """Every group's keys and ``_b``, its position in ``coding.codes`` (decoded once)."""
         if self.known is None:
             codes = self.coding.codes
-            self.known = pl.DataFrame(self.coding.groups.decode(codes)).with_columns(
-                pl.Series("_code", codes)
-            )
+            keys = self.coding.groups.decode(codes) if self.coding.spec.keys else []
+            self.known = pl.DataFrame([*keys, pl.Series("_b", np.arange(codes.size))])
         return self.known
+
+
+@numba.njit(cache=True, nogil=True)
+def _ascending(at: I64) -> bool:  # pragma: no cover - compiled
+    """Whether ``at`` rises strictly."""
+    r = 1
+    while r < at.size and at[r] > at[r - 1]:
+        r += 1
+    return r >= at.size
+
+
+@numba.njit(cache=True, nogil=True)
+def _day_runs(
+    at: I64, slot: I32, pos: I64, neg: I64, codes: U64
+) -> Weighed:  # pragma: no cover - compiled
+    """A day's rows (``at`` ascending, of groups ``slot``) as a histogram of positions.
+
+    :func:`~.drift.weighed_runs`' parts, a run's position for its score field: one pass to
+    count the runs of weight and their groups, one to copy them.
+    """
+    kept, groups, last = 0, 0, -1
+    for r in range(at.size):
+        if pos[r] + neg[r] != 0:
+            kept += 1
+            if slot[r] != last:
+                groups += 1
+                last = slot[r]
+    positions = np.empty(kept, np.int64)
+    mass = np.empty(kept, np.float64)
+    starts = np.empty(groups + 1, np.int64)
+    group_codes = np.empty(groups, np.uint64)
+    totals = np.zeros(groups, np.int64)
+    k, g, last = 0, -1, -1
+    for r in range(at.size):
+        rows = pos[r] + neg[r]
+        if rows != 0:
+            if slot[r] != last:
+                g += 1
+                last = slot[r]
+                group_codes[g] = codes[last]
+                starts[g] = k
+            positions[k] = at[r]
+            mass[k] = rows
+            totals[g] += rows
+            k += 1
+    starts[groups] = kept
+    return positions, mass, starts, group_codes, totals
 
 
 def _columns(frame: pl.DataFrame, names: list[str], dtype: type) -> npt.NDArray[Any]:
@@ -356,7 +437,9 @@ class Pool:
         size = index.words.size
         self.count = np.zeros(size, np.int32)  # (the days' rows at a position)
         self.held = np.zeros(2, np.int64)  # (positions holding rows in each half)
-        self.sums = np.zeros((len(index.int_names), size), np.int64)
+        # (32-bit where no sum can pass 2^31 − 1: half the memory a walk of the pool reads)
+        self.sums: npt.NDArray[Any] = np.zeros((len(index.int_names), size), index.sum_type())
+        self.group_sums = np.zeros((len(index.int_names), index.coding.codes.size), np.int64)
 
     def moves(self, days: Sequence[int]) -> int:
         """How many days :meth:`move` would add or take away to hold ``days``."""
@@ -368,7 +451,7 @@ class Pool:
         wanted = set(days)
         gone, new = self.days - wanted, wanted - self.days
         if len(gone) + len(new) > len(wanted):  # (starting again is less work)
-            for a in (self.count, self.held, self.sums):
+            for a in (self.count, self.held, self.sums, self.group_sums):
                 a.fill(0)
             gone, new = set(), wanted
         for day in sorted(gone):
@@ -382,59 +465,61 @@ class Pool:
         """Add or take away a day's rows (``rows`` of them: all)."""
         index = self.index
         every = np.arange(index.at[day].size, dtype=np.int64) if rows is None else rows
-        _slide(index.at[day], every, sign, index.ints[day], self.count, self.held, self.sums)
+        _slide(
+            index.at[day], index.slot[day], every, sign, index.ints[day], self.count,
+            self.held, self.sums, self.group_sums,
+        )  # fmt: skip
 
-    def _left(self, without: Mapping[int, U64] | None) -> list[tuple[int, I64]]:
-        """The rows of each held day of the group codes ``without[day]`` (their positions)."""
-        index = self.index
-        return [
-            (day, np.flatnonzero(index.of_groups(day, codes)))
-            for day, codes in (without or {}).items()
-            if day in self.days and codes.size
-        ]
+    @contextmanager
+    def without(self, slots: Mapping[int, I64] | None) -> Iterator[Pool]:
+        """The pool less each held day's rows of the groups ``slots[day]``, for the block.
 
-    def pooled(self, without: Mapping[int, U64] | None = None) -> Pooled:
-        """The pooled sums, less each day's rows of the group codes ``without[day]``.
-
-        Those rows are taken away for the snapshot and added back after it (no copy of the
-        pool). The float sums are the days' per-group sums added in day order (those of the
-        groups ``without`` names left out on their day).
+        Those rows are taken away and added back after it (no copy of the pool).
         """
         index = self.index
-        left = self._left(without)
-        out = without or {}
-        slots = {day: np.searchsorted(index.coding.codes, out[day]) for day, _ in left}
+        left = [
+            (day, index.rows(day, groups))
+            for day, groups in (slots or {}).items()
+            if day in self.days and groups.size
+        ]
         for day, rows in left:
             self._slide(day, -1, rows)
-        kept, counts = _kept(self.count, self.held, index.words, self.sums)
-        for day, rows in left:
-            self._slide(day, 1, rows)
+        try:
+            yield self
+        finally:
+            for day, rows in left:
+                self._slide(day, 1, rows)
+
+    def pooled(self, without: Mapping[int, I64] | None = None) -> Pooled:
+        """The pooled sums, less each day's rows of the groups ``without[day]`` (slots).
+
+        The float sums are the days' per-group sums added in day order (those of the groups
+        ``without`` names left out on their day).
+        """
+        index = self.index
+        with self.without(without):
+            kept, counts = _kept(self.count, self.held, index.words, self.sums)
         sums = np.zeros((len(index.float_names), index.coding.codes.size))
+        out = without or {}
         for day in sorted(self.days):
             day_sums = index.floats[day]
-            if day in slots:
+            if day in out and out[day].size:
                 day_sums = day_sums.copy()
-                day_sums[:, slots[day]] = 0.0
+                day_sums[:, out[day]] = 0.0
             sums += day_sums
         ints = dict(zip(index.int_names, counts, strict=True))
         floats = dict(zip(index.float_names, sums, strict=True))
         return Pooled(index.coding, kept, ints, floats)
 
-    def weighed(self, without: Mapping[int, U64] | None = None) -> Weighed:
+    def weighed(self, without: Mapping[int, I64] | None = None) -> Weighed:
         """The pooled rows per (group, bucket) as a histogram, less the rows ``without`` names.
 
-        Read from the pool's counts in place (no snapshot); the buckets are the index's
-        score fields (see :meth:`DayIndex.weighed`).
+        Read from the pool's counts (no snapshot); the buckets are positions on the index
+        (see :meth:`DayIndex.weighed`).
         """
         pos, neg = index_of(self.index.int_names, ("pos", "neg"))
-        left = self._left(without)
-        for day, rows in left:
-            self._slide(day, -1, rows)
-        try:
+        with self.without(without):
             return self._weighed(self.sums[pos], self.sums[neg])
-        finally:
-            for day, rows in left:
-                self._slide(day, 1, rows)
 
     def _weighed(self, pos: I64, neg: I64) -> Weighed:
         """The positions holding rows as a histogram: two threads, each over whole groups.
@@ -453,7 +538,7 @@ class Pool:
         mass = np.empty(fields.size, np.float64)
         ranges = [(0, split, 0), (split, count.size, before)]
         parts = each(
-            lambda r: weigh_range(words, pos, neg, bits, *r, fields, mass, groups),
+            lambda r: weigh_range(words, pos, neg, bits, *r, fields, mass, groups, True),
             ranges,
         )
         if parts[0][3] != before or parts[1][3] != fields.size:
@@ -461,7 +546,7 @@ class Pool:
         starts = np.concatenate([parts[0][0], parts[1][0], [fields.size]]).astype(np.int64)
         codes = np.concatenate([parts[0][1], parts[1][1]])
         totals = np.concatenate([parts[0][2], parts[1][2]])
-        return fields, mass, starts, codes, totals
+        return fields.view(np.int64), mass, starts, codes, totals
 
 
 def index_of(names: Sequence[str], wanted: Sequence[str]) -> list[int]:

@@ -69,6 +69,8 @@ _MASS, _ROWS = pl.col("_mass"), pl.col("_rows")
 #: A sorted histogram's rows per group.
 _N = "_n"
 
+Array = npt.NDArray[Any]
+
 
 @dataclass
 class Sorted:
@@ -85,6 +87,10 @@ class Sorted:
     bucket: npt.NDArray[np.int64] | npt.NDArray[np.uint64]
     mass: npt.NDArray[np.float64]
     coding: object = None
+
+    def entries(self) -> tuple[Array, Array, Array | None, Array | None]:
+        """As :func:`~streameval.kernels.drift.group_drift` reads a baseline: buckets, weight."""
+        return self.bucket, self.mass, None, None
 
     @classmethod
     def of_frame(cls, hist: pl.DataFrame, ids: list[str]) -> Sorted:
@@ -155,9 +161,55 @@ class Sorted:
         return cls(frame, starts, fields, mass, coding)
 
 
+@dataclass
+class Counted:
+    """A score histogram of counts read in place on an index (a pool's, not copied).
+
+    Bucket ``j`` is the index's position ``j``, of weight ``pos[j] + neg[j]`` (none where
+    that is 0); group ``g``'s positions are ``starts[g]`` to ``starts[g + 1]``, its weight
+    ``rows[g]``. ``keys`` holds
+    a row per group of weight (the id columns, ``_n`` its rows and ``_b``, its ``g``). Only a
+    histogram of positions on the same index (``coding``) is compared with it, and only while
+    the counts stand.
+    """
+
+    keys: pl.DataFrame
+    starts: npt.NDArray[np.int64]
+    pos: npt.NDArray[np.int64]
+    neg: npt.NDArray[np.int64]
+    rows: npt.NDArray[np.int64]
+    coding: object
+
+    @classmethod
+    def of_counts(
+        cls,
+        groups: pl.DataFrame,
+        ids: list[str],
+        rows: npt.NDArray[np.int64],
+        starts: npt.NDArray[np.int64],
+        pos: npt.NDArray[np.int64],
+        neg: npt.NDArray[np.int64],
+        coding: object,
+    ) -> Counted:
+        """The counts ``pos`` and ``neg`` of an index's groups.
+
+        ``groups`` holds the ``ids`` and ``_b`` of each group of ``starts``; those of
+        ``rows`` > 0 hold weight.
+        """
+        keys = groups.select(*ids, "_b").with_columns(pl.Series(_N, rows)).filter(pl.col(_N) > 0)
+        return cls(keys, starts, pos, neg, rows, coding)
+
+    def entries(self) -> tuple[Array, Array, Array | None, Array | None]:
+        """As :func:`~streameval.kernels.drift.group_drift` reads a baseline.
+
+        No buckets (they are the positions), the weight as two counts, each group's weight.
+        """
+        return self.pos[:0], self.pos, self.neg, self.rows
+
+
 def drift(
     current: pl.DataFrame | Sorted,
-    baseline: pl.DataFrame | Sorted | None,
+    baseline: pl.DataFrame | Sorted | Counted | None,
     ids: list[str],
     on: list[str],
     *,
@@ -173,7 +225,8 @@ def drift(
         Score histograms: the id columns, ``bucket`` (ordered score keys, of the same
         precision and cuts in both), ``_mass`` (the rows' weight) and ``_rows``, or the same
         already sorted (:class:`Sorted`: a histogram used again need not be sorted again).
-        No baseline (None): every group's measures are null.
+        The baseline may be counts on an index (:class:`Counted`, against a current
+        histogram of positions on it). No baseline (None): every group's measures are null.
     ids : list of str
         ``current``'s id columns (its groups).
     on : list of str
@@ -196,15 +249,17 @@ def drift(
 
     """
     cur = current if isinstance(current, Sorted) else Sorted.of_frame(current, ids)
+    base: Sorted | Counted
     if baseline is None:  # (the shape of the table, without a baseline to measure)
         keys = cur.keys.select(on).clear().with_columns(pl.lit(0, pl.Int64).alias(_N))
         base = Sorted(keys, np.zeros(1, np.int64), cur.bucket[:0], cur.mass[:0], cur.coding)
     else:
-        base = baseline if isinstance(baseline, Sorted) else Sorted.of_frame(baseline, on)
-    if base.coding is not cur.coding:  # (score fields of another coding are not comparable)
+        base = Sorted.of_frame(baseline, on) if isinstance(baseline, pl.DataFrame) else baseline
+    if base.coding is not cur.coding:  # (buckets of another coding are not comparable)
         raise ValueError("expected two score histograms of one coding")
     one = pl.lit(0).alias(_ONE)  # (every group joins its baseline on some key)
-    bases = base.keys.rename({_N: "baseline_n"}).with_row_index("_b").with_columns(one)
+    bases = base.keys.rename({_N: "baseline_n"})
+    bases = (bases if "_b" in bases.columns else bases.with_row_index("_b")).with_columns(one)
     groups = (
         cur.keys.rename({_N: "n"})
         .with_columns(one)
@@ -216,17 +271,20 @@ def drift(
             maintain_order="left",
         )
     )
+    base_buckets, base_mass, base_more, base_rows = base.entries()
     psi, js, ks, bound, formed = group_drift(
         cur.starts,
         cur.bucket,
         cur.mass,
         groups["_b"].fill_null(-1).cast(pl.Int64).to_numpy(),
         base.starts,
-        base.bucket,
-        base.mass,
+        base_buckets,
+        base_mass,
         bins,
         exact,
         PSI_FLOOR,
+        base_more,
+        base_rows,
     )
     measures = (
         pl.DataFrame(
