@@ -788,3 +788,47 @@ def test_a_changed_reference_or_a_damaged_check_file_is_judged_again(tmp_path):
     report = run_job(path, quiet=True)  # the damaged rows are judged again from the states
     assert report.judged == 1 and report.failures == []
     assert checks_table(tmp_path).height == 2 * len(SEGMENTS)
+
+
+def test_each_row_that_did_not_pass_gets_its_own_reason():
+    """A reason that depends on the check alone is formatted once per check and status, the
+    others per row: each row's reason is the one formatted for it alone."""
+    from streameval.jobs.checkconfig import read_checks
+    from streameval.jobs.judge import _reason, verdicts
+    from streameval.jobs.task import read_task
+
+    items = [
+        {"name": "floor", "metric": "roc_auc", "min": 0.7, "min_n": 100},
+        {"name": "drop", "metric": "recall", "max_drop": 0.01, "baseline": "previous",
+         "significance": 0.05, "severity": "warn"},
+    ]  # fmt: skip
+    task = read_task("job.toml", {"kind": "binary", "label": "y", "score": "p", "by": ["g"]})
+    checks = {c.name: c for c in read_checks("job.toml", items, task, "day", ".")}
+    statuses = [None, "too_small", "no_baseline", "undefined", "undefined", "no_data", None]
+    rows = pl.DataFrame(
+        {
+            "check": ["floor", "floor", "drop", "drop", "floor", "drop", "drop"] * 3,
+            "severity": ["error", "error", "warn", "warn", "error", "warn", "warn"] * 3,
+            "status": statuses * 3,
+            "value": [0.6, 0.9, 0.5, None, 0.4, None, 0.3] * 3,
+            "baseline": [None, None, None, 0.5, None, None, 0.6] * 3,
+            "baseline_n": [n for k in range(3) for n in (None, None, None, 40, None, 17 + k, 90)],
+            "difference": [None, None, None, None, None, None, -0.3] * 3,
+            "tolerance": [None, None, None, None, None, None, 0.01] * 3,
+            "p_adjusted": [None, None, None, None, None, None, 0.001] * 3,
+            "_bound": [True, False, False, False, False, False, False] * 3,
+            "_drop": [False, False, False, False, False, False, True] * 3,
+        },
+        schema_overrides={"baseline_n": pl.Int64},
+    )
+    got = verdicts(rows, checks)
+    assert got["status"].to_list()[:7] == [
+        "fail", "too_small", "no_baseline", "undefined", "undefined", "no_data", "warn"
+    ]  # fmt: skip
+    dropped = [False] * 6 + [True]
+    want = [
+        None if r["status"] == "pass" else _reason(r | {"_dropped": d}, checks[r["check"]])
+        for r, d in zip(got.iter_rows(named=True), dropped * 3, strict=True)
+    ]
+    assert got["reason"].to_list() == want
+    assert len(set(want[:7])) == 7  # (each status its own reason)

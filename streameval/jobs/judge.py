@@ -268,17 +268,36 @@ def verdicts(rows: pl.DataFrame, checks: dict[str, CheckConfig]) -> pl.DataFrame
     out = rows.with_columns(
         status.alias("status"), dropped.fill_null(False).alias("_dropped")
     ).with_row_index("_row")
-    # a reason for each row that did not pass (most pass: only those few are formatted)
-    shown = out.filter(pl.col("status") != "pass")
-    reasons = pl.DataFrame(
-        {
-            "_row": shown["_row"],
-            "reason": [_reason(r, checks[r["check"]]) for r in shown.iter_rows(named=True)],
-        },
-        schema={"_row": pl.UInt32, "reason": pl.String},
+    # a reason for each row that did not pass (most pass: only those few are formatted, and
+    # a reason that depends on the check alone once per check)
+    shown = out.filter(pl.col("status") != "pass").with_columns(
+        pl.col("value").is_null().alias("_null")
+    )
+    alike = pl.col("status").is_in(_CHECK_ALONE)
+    kinds = ["check", "status", "_null"]
+    once = shown.filter(alike).unique(kinds, keep="first", maintain_order=True)
+    each = shown.filter(~alike)
+    reasons = pl.concat(
+        [
+            shown.filter(alike)
+            .select("_row", *kinds)
+            .join(_reasons(once, checks, kinds), on=kinds, how="left", nulls_equal=True)
+            .select("_row", "reason"),
+            _reasons(each, checks, ["_row"]),
+        ]
     )
     out = out.join(reasons, on="_row", how="left", maintain_order="left")
     return out.drop("_row", "_bound", "_drop", "_dropped")
+
+
+#: The statuses whose reason depends on the check alone (and on whether the value is null).
+_CHECK_ALONE = ("too_small", "no_baseline", "undefined")
+
+
+def _reasons(rows: pl.DataFrame, checks: dict[str, CheckConfig], ids: list[str]) -> pl.DataFrame:
+    """The ``ids`` of ``rows`` and each one's :func:`_reason`."""
+    text = [_reason(r, checks[r["check"]]) for r in rows.iter_rows(named=True)]
+    return rows.select(ids).with_columns(pl.Series("reason", text, pl.String))
 
 
 def _reason(row: dict[str, Any], check: CheckConfig) -> str | None:

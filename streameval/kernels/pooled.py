@@ -6,7 +6,8 @@ Here every day state's rows are coded once, on one sorted index of (group, bucke
 (:class:`DayIndex`), and a :class:`Pool` holds the index's sums over a set of days. Moving
 the pool to the next judged day's days adds the day that came in and takes away the day that
 left, row by row: the work of two days, not of 28. Integer sums (the unweighted counts) are
-kept per (group, bucket) word and are exact whatever the order of additions and removals.
+kept per (group, bucket) word (in 32 bits where no sum can pass 2^31 − 1) and per group, and
+are exact whatever the order of additions and removals.
 Float sums (log loss, Brier, the score sum and hinge) are kept per group only, where the
 metrics read them: the index holds each day's sums per group, and a snapshot adds the days it
 holds in day order, so its float sums depend on its days alone, not on the moves that
