@@ -78,8 +78,9 @@ class Sorted:
 
     ``keys`` holds a row per group (the id columns and ``_n``, its rows); group ``g``'s buckets
     of weight are ``bucket[starts[g]:starts[g + 1]]`` (ascending), their weight ``mass``.
-    The buckets are ordered score keys, or (``coding`` not None) the score fields of the
-    coding named there, which only a histogram of the same coding is compared with.
+    The buckets are ordered score keys, or (``coding`` not None) buckets of the coding named
+    there (its score fields, or positions on an index), which only a histogram of the same
+    coding is compared with.
     """
 
     keys: pl.DataFrame
@@ -153,7 +154,9 @@ class Sorted:
     ) -> Sorted:
         """The histogram of :func:`~streameval.kernels.drift.weighed_runs`' ``parts``.
 
-        Its buckets are the score fields of ``coding`` (the codes' ``groups`` name the keys).
+        Its buckets are those of ``parts`` (score fields of ``coding``, or positions on it, an
+        index), compared only with another histogram of ``coding`` (the codes' ``groups``
+        name the keys).
         """
         fields, mass, starts, codes, totals = parts
         decoded = groups.decode(codes) if keys else []
@@ -165,18 +168,17 @@ class Sorted:
 class Counted:
     """A score histogram of counts read in place on an index (a pool's, not copied).
 
-    Bucket ``j`` is the index's position ``j``, of weight ``pos[j] + neg[j]`` (none where
-    that is 0); group ``g``'s positions are ``starts[g]`` to ``starts[g + 1]``, its weight
-    ``rows[g]``. ``keys`` holds
-    a row per group of weight (the id columns, ``_n`` its rows and ``_b``, its ``g``). Only a
-    histogram of positions on the same index (``coding``) is compared with it, and only while
-    the counts stand.
+    Bucket ``j`` is the index's position ``j``, of weight ``pos[j] + neg[j]`` (integer
+    counts; none where that is 0); group ``g``'s positions are ``starts[g]`` to
+    ``starts[g + 1]``, its weight ``rows[g]``. ``keys`` holds a row per group of weight (the
+    id columns, ``_n`` its rows and ``_b``, its ``g``). Only a histogram of positions on the
+    same index (``coding``) is compared with it, and only while the counts stand.
     """
 
     keys: pl.DataFrame
     starts: npt.NDArray[np.int64]
-    pos: npt.NDArray[np.int64]
-    neg: npt.NDArray[np.int64]
+    pos: Array
+    neg: Array
     rows: npt.NDArray[np.int64]
     coding: object
 
@@ -187,8 +189,8 @@ class Counted:
         ids: list[str],
         rows: npt.NDArray[np.int64],
         starts: npt.NDArray[np.int64],
-        pos: npt.NDArray[np.int64],
-        neg: npt.NDArray[np.int64],
+        pos: Array,
+        neg: Array,
         coding: object,
     ) -> Counted:
         """The counts ``pos`` and ``neg`` of an index's groups.
