@@ -89,6 +89,10 @@ class Sorted:
     mass: npt.NDArray[np.float64]
     coding: object = None
 
+    def numbered(self) -> pl.DataFrame:
+        """``keys`` with ``_b``, each group's number (its row)."""
+        return self.keys.with_row_index("_b")
+
     def entries(self) -> tuple[Array, Array, Array | None, Array | None]:
         """As :func:`~streameval.kernels.drift.group_drift` reads a baseline: buckets, weight."""
         return self.bucket, self.mass, None, None
@@ -201,6 +205,10 @@ class Counted:
         keys = groups.select(*ids, "_b").with_columns(pl.Series(_N, rows)).filter(pl.col(_N) > 0)
         return cls(keys, starts, pos, neg, rows, coding)
 
+    def numbered(self) -> pl.DataFrame:
+        """``keys``, whose ``_b`` numbers each group (its place among ``starts``)."""
+        return self.keys
+
     def entries(self) -> tuple[Array, Array, Array | None, Array | None]:
         """As :func:`~streameval.kernels.drift.group_drift` reads a baseline.
 
@@ -260,8 +268,7 @@ def drift(
     if base.coding is not cur.coding:  # (buckets of another coding are not comparable)
         raise ValueError("expected two score histograms of one coding")
     one = pl.lit(0).alias(_ONE)  # (every group joins its baseline on some key)
-    bases = base.keys.rename({_N: "baseline_n"})
-    bases = (bases if "_b" in bases.columns else bases.with_row_index("_b")).with_columns(one)
+    bases = base.numbered().rename({_N: "baseline_n"}).with_columns(one)
     groups = (
         cur.keys.rename({_N: "n"})
         .with_columns(one)
