@@ -7,8 +7,10 @@ day, against the segment's 28 days of accepted history, and a recall drop), with
 drift checks (the PSI against the previous day, the KS statistic against 28 days of
 history). Two runs of each are timed: the first run (every day computed and judged) and a
 nightly run (one new day). Prints a Markdown table with each run's time and the time its
-checks took within it (``RunReport.checks_seconds``: what they added to the run, measured
-inside it rather than as the difference of two noisy runs), and their share of the run.
+checks took within it (``RunReport.checks_seconds``: judging, writing the checks table and
+answering for the failures; what they added to the run, measured inside it rather than as
+the difference of two runs, which on this 2-core machine differ by several seconds from
+round to round), and their share of the run.
 ``--checks-only`` instead times one plain first run and each check set judging the stored
 days alone (``streameval run --checks-only``): the checks' own cost, measured apart from the
 noise of whole runs.

@@ -141,7 +141,7 @@ def test_kernel_replicates_match_the_state_path(data, precision, threshold, by_i
     assert_same(ours, theirs)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     regression_frames(),
     st.sampled_from([1, 4, 11]),
@@ -166,7 +166,7 @@ def test_regression_kernel_replicates_match_the_state_path(data, precision, by_i
     assert_same(ours, theirs)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     multiclass_frames(),
     st.sampled_from([1, 4, 11]),

@@ -393,6 +393,36 @@ def test_checks_read_the_rollups_aggregates_as_they_would_compute_them(tmp_path,
     assert (history["status"] == "warn").any()
 
 
+def test_the_rollups_keep_the_aggregates_of_the_windows_checks_read_alone(tmp_path, monkeypatch):
+    """Of the rollups' 1d, 2d and 4d windows, checks of 1d windows with a 4-day history read
+    the 1d and 4d ones: those are kept (with DeLong's variance), the 2d ones are not; a job
+    whose checks are all score drifts keeps none."""
+    from streameval.jobs import aggregates
+    from streameval.jobs.checks import Checks
+
+    kept: list[tuple[int, int]] = []
+    remember = aggregates.WindowAggregates.remember
+
+    def spied(self, members, grouped, store_as=None):
+        assert "_var" in grouped.frame.columns
+        kept.append((len(members), members[-1]))
+        return remember(self, members, grouped, store_as)
+
+    monkeypatch.setattr(aggregates.WindowAggregates, "remember", spied)
+    drift = '[[checks]]\nname = "psi"\nmetric = "psi"\nmax = 0.2\nbaseline = "previous"\n'
+    outputs = '\n[[outputs]]\npath = "metrics"\nwindows = ["1d", "2d", "4d"]\n'
+    for checks, lengths in ((ROLLED_CHECKS, {1, 4}), (drift, set())):
+        root = tmp_path / str(len(lengths))
+        write_days(root, 9, rows=80, seed=3)
+        path = job(root, checks)
+        path.write_text(path.read_text() + outputs)
+        assert Checks(load_job(path), None, {}, print).read_windows() == lengths  # type: ignore[arg-type]
+        kept.clear()
+        assert run_job(path, quiet=True).judged == 9
+        # (from the fourth day on, a 2d window has 2 days and a 4d window 4)
+        assert {n for n, last in kept if last >= 3} == lengths
+
+
 @pytest.mark.parametrize("key_type", ["String", "Int32", "Categorical"])
 def test_a_nightly_run_reads_the_aggregates_the_last_run_stored(
     tmp_path, monkeypatch, capsys, key_type

@@ -79,7 +79,7 @@ def test_spark_keys_of_every_power_of_two_and_its_neighbours(spark_classic, ansi
         spark_classic.conf.set("spark.sql.ansi.enabled", before)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     values=st.lists(st.floats(allow_nan=False), min_size=1, max_size=40),
     bits=st.integers(0, 52),

@@ -139,6 +139,23 @@ class Checks:
                 lengths.add(c.days)
         return frozenset(lengths)
 
+    def read_windows(self) -> frozenset[int]:
+        """The lengths of the windows whose aggregates this run's checks read.
+
+        A metric check reads its window's and its ``previous`` window's, and its ``history``
+        (not by weekday: those days are no window); the next run's (:meth:`next_windows`)
+        are stored. The rollups keep these windows' aggregates, with DeLong's variance,
+        and no other's. Drift checks read histograms, not aggregates.
+        """
+        lengths = set(self.next_windows())
+        for c in self.checks.values():
+            if c.drift:
+                continue
+            lengths.add(c.window.days)
+            if c.baseline == "history" and not c.same_weekday:
+                lengths.add(c.days)
+        return frozenset(lengths)
+
     def reach(self) -> int:
         """The most days a check's window and its baseline reach over (0: none pooled)."""
         spans = [c.window.days + c.lookback for c in self.checks.values() if c.baseline in DAYS]

@@ -371,20 +371,24 @@ class TaggedPools(LazyState):
     ``spec`` is the states' spec with the tag columns appended to its keys; ``parts`` holds
     each state (pooled, or a :class:`DayRuns`) and a one-row frame of its tags' values (a
     rollup window's name, end day and days). The metric table comes from the states' runs
-    in one vectorized finalize, which keeps each part's aggregates with ``keep``
-    (:meth:`grouped`); the table, the states' tables tagged, is built only if asked for.
+    in one vectorized finalize, which keeps the aggregates of each part ``keep`` flags (one
+    flag per part; :meth:`grouped`); the table, the states' tables tagged, is built only if
+    asked for.
     """
 
     _parts: list[tuple[State, pl.DataFrame]]
-    _keep: bool
+    _keep: tuple[bool, ...]
     _coded: TaggedRuns | None
 
     def __init__(
-        self, spec: Spec, parts: list[tuple[State, pl.DataFrame]], keep: bool = False
+        self,
+        spec: Spec,
+        parts: list[tuple[State, pl.DataFrame]],
+        keep: Sequence[bool] = (),
     ) -> None:
         super().__init__(spec, self._tagged)
         object.__setattr__(self, "_parts", parts)
-        object.__setattr__(self, "_keep", keep)
+        object.__setattr__(self, "_keep", tuple(keep) or (False,) * len(parts))
         object.__setattr__(self, "_coded", None)
 
     def _tagged(self) -> State:
@@ -418,12 +422,15 @@ class TaggedPools(LazyState):
         object.__setattr__(self, "_coded", coded)
         return coded
 
-    def grouped(self) -> list[Grouped]:
-        """Each part's aggregates as its metric table read them ([]: none were computed)."""
+    def grouped(self) -> list[Grouped | None]:
+        """Each part's aggregates as its metric table read them, None where not kept.
+
+        ([]: none were computed.)
+        """
         coded = self._coded
         if coded is None or len(coded.grouped) != len(self._parts):
             return []
-        return [Grouped(frame, coded.thresholds) for frame in coded.grouped]
+        return [None if f is None else Grouped(f, coded.thresholds) for f in coded.grouped]
 
 
 def _alike(states: Sequence[State]) -> bool:

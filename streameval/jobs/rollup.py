@@ -111,7 +111,7 @@ class StateCache:
         self,
         store: Store,
         entries: Sequence[Entry],
-        keep: bool = False,
+        keep: frozenset[int] = frozenset(),
         records: dict[str, Any] | None = None,
         settings: Any = None,
         next_windows: frozenset[int] = frozenset(),
@@ -120,7 +120,8 @@ class StateCache:
     ) -> None:
         """The cache of ``entries``' states.
 
-        ``keep``: the rollups keep their windows' aggregates (the run has checks);
+        ``keep``: the lengths (days) of the trailing windows whose aggregates the rollups
+        keep (those the run's checks read, :meth:`.Checks.read_windows`);
         ``records``: the manifest's stored aggregates (read, and replaced by those of the
         last day's windows of ``next_windows`` days, which the next run's checks read);
         ``settings``: what else they depend on (the store's spec); ``reach``: the most
@@ -375,13 +376,18 @@ class Rollups:
             for version, finalized in sorted(pools.items()):
                 at = replace(spec, schema_version=version)
                 states = [(st, tags) for st, tags, _ in finalized]
-                tagged = TaggedPools(at, states, keep=keep is not None)
+                lengths = keep.keep if keep is not None else frozenset()
+                kept = [self._window(tags).days in lengths for _, tags, _ in finalized]
+                tagged = TaggedPools(at, states, keep=kept)
                 outs.append(tagged.metrics(**self.metric_kwargs))
                 if keep is not None:
-                    # (each window's, or none where the states were finalized from their tables)
+                    # (each kept window's, or none where the states were finalized from their
+                    # tables)
                     for (_, tags, members), grouped in zip(
                         finalized, tagged.grouped(), strict=False
                     ):
+                        if grouped is None:
+                            continue
                         store_as = self._stored_as(entries, tags, members, keep.next_windows)
                         keep.aggregates.remember(members, grouped, store_as)
         for w in caught:
@@ -403,6 +409,10 @@ class Rollups:
             )
         save()
 
+    def _window(self, tags: pl.DataFrame) -> Window:
+        """The window of a part's ``tags``."""
+        return {w.name: w for w in self.windows}[tags["window"][0]]
+
     def _stored_as(
         self,
         entries: Sequence[Entry],
@@ -414,7 +424,7 @@ class Rollups:
 
         Those of the last day's trailing windows of ``lengths`` days.
         """
-        window = {w.name: w for w in self.windows}[tags["window"][0]]
+        window = self._window(tags)
         last = len(entries) - 1
         if window.running or window.days not in lengths or not members or members[-1] != last:
             return None

@@ -102,7 +102,9 @@ class RunReport:
         Days whose checks were judged (again).
     checks_seconds : float
         Of ``seconds``, the time judging them (reading the stored states the run had not
-        read already included): what the checks added to the run.
+        read already included), writing the checks table and answering for the failures.
+        Not in it: the DeLong variances the rollups compute, in their own pass, for the
+        windows whose aggregates the checks read again (:meth:`.Checks.read_windows`).
     failures : list of dict
         The check rows that failed or warned on the days the run answers for: the last
         day, and the days of the partitions it computed (see ``docs/checks.md``).
@@ -320,7 +322,7 @@ def _run(
         # windows the next run's checks read stored for it)
         records = manifest.setdefault("aggregates", {}) if lengths else None
         states = StateCache(
-            store, stored, bool(job.checks), records, manifest.get("spec"), lengths, reach,
+            store, stored, checks.read_windows(), records, manifest.get("spec"), lengths, reach,
             checks.drifts(),
         )  # fmt: skip
         rollups.states = checks.states = states
@@ -336,7 +338,9 @@ def _run(
             computed = {
                 checks.name(e) for e in stored if e.value in set(report.new + report.changed)
             }
+            answering = time.monotonic()
             _answer(job, checks, stored, computed, report)
+            report.checks_seconds += published.checks_seconds + time.monotonic() - answering
             break
         except DamagedStateError as exc:
             _repair(job, store, manifest, parts, exc, progress, warn)
@@ -375,6 +379,7 @@ def _judge_only(
         judged = list(dict.fromkeys(checks.name(e) for e in stored))
         published = publish(job, store, manifest, [], save, judged, metrics=False)
         _answer(job, checks, stored, set(), report)
+        report.checks_seconds = time.monotonic() - judging
     except DamagedStateError as exc:
         raise StoreError(
             f"{exc}; hint: run the job without --checks-only to repair the store"

@@ -394,19 +394,21 @@ def tagged_grouped(
 ) -> pl.DataFrame | None:
     """The grouped frames of :func:`runs_grouped` of each part, tagged and concatenated.
 
-    Each part's groups get its tag columns' values; None when a part's runs give none. With
-    ``tagged.keep``, each part's frame is kept in ``tagged.grouped``, with DeLong's variance
-    (``_var``) whether or not ``variance`` asks for it: a job's checks read them again.
+    Each part's groups get its tag columns' values; None when a part's runs give none. The
+    frame of each part ``tagged.keep`` flags is kept in ``tagged.grouped``, with DeLong's
+    variance (``_var``) whether or not ``variance`` asks for it: a job's checks read them
+    again (the variance is computed for those parts alone).
     """
     frames, tagged.grouped, tagged.thresholds = [], [], tuple(thresholds)
-    for runs, tags in tagged.parts:
-        grouped = runs_grouped(runs, tagged.spec, thresholds, variance or tagged.keep)
+    keep = tagged.keep or (False,) * len(tagged.parts)
+    for (runs, tags), kept in zip(tagged.parts, keep, strict=True):
+        grouped = runs_grouped(runs, tagged.spec, thresholds, variance or kept)
         if grouped is None:
             return None
-        if tagged.keep:
-            tagged.grouped.append(grouped)
+        tagged.grouped.append(grouped if kept else None)
+        if kept and not variance:
+            grouped = grouped.drop("_var")
         if not tagged.spec.keys:
             grouped = grouped.drop(ALL)
         frames.append(grouped.with_columns(row_literals(tags)))
-    out = pl.concat(frames, how="vertical") if frames else None
-    return out if out is None or variance or not tagged.keep else out.drop("_var")
+    return pl.concat(frames, how="vertical") if frames else None

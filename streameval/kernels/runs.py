@@ -122,10 +122,11 @@ class TaggedRuns:
 
     spec: Spec
     parts: list[tuple[Runs, pl.DataFrame]]
-    #: Whether to keep each part's grouped frame (in :attr:`grouped`).
-    keep: bool = False
-    #: Each part's grouped frame (untagged, with DeLong's ``_var``), kept as computed.
-    grouped: list[pl.DataFrame] = field(default_factory=list)
+    #: Which parts' grouped frames to keep (in :attr:`grouped`), one flag per part.
+    keep: tuple[bool, ...] = ()
+    #: Each part's grouped frame (untagged, with DeLong's ``_var``), kept as computed (None
+    #: where :attr:`keep` is False).
+    grouped: list[pl.DataFrame | None] = field(default_factory=list)
     #: The thresholds the grouped frames hold the confusion counts at.
     thresholds: tuple[float, ...] = ()
 
