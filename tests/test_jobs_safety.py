@@ -18,6 +18,7 @@ from jobs_support import ENV, cli, tree, write_day, write_job, write_log
 
 from streameval.jobs import run_job
 from streameval.jobs.config import JobConfigError, load_job
+from streameval.jobs.store import file_digest
 
 
 @pytest.fixture
@@ -251,6 +252,38 @@ def test_damaged_stored_metric_rows_are_recomputed(setup):
     assert result.returncode == 0, result.stderr
     assert "recomputing it" in result.stderr
     assert tree(job.parent / "out") == expected
+
+
+def test_a_parquet_output_of_every_window_is_the_stored_rows_bytes(setup, monkeypatch):
+    """An output taking every window of the job gets each day's stored rows file as it is
+    (checked against its digest, not decoded and encoded again); one taking fewer windows
+    gets those rows alone."""
+    from streameval.jobs import outputs as outputs_module
+
+    _tmp, _source, job = setup
+    job.write_text(job.read_text() + '\n[[outputs]]\npath = "out/daily"\nwindows = ["1d"]\n')
+    encoded: list[set[str]] = []
+    serialize = outputs_module.serialize
+
+    def spied(table: pl.DataFrame, fmt: str) -> bytes:
+        if fmt == "parquet":
+            encoded.append(set(table["window"]))
+        return serialize(table, fmt)
+
+    monkeypatch.setattr(outputs_module, "serialize", spied)
+    run_job(job, quiet=True)
+    assert encoded and all(windows == {"1d"} for windows in encoded)  # (the daily output's)
+    store = job.parent / "store"
+    manifest = json.loads((store / "manifest.json").read_text())
+    stored = {e["blake2b"] for e in manifest["rollups"].values()}
+    outputs = {Path(p).name: r for p, r in manifest["outputs"].items()}
+    assert set(outputs["metrics"]["files"].values()) == stored
+    for path in outputs["metrics"]["files"]:
+        assert file_digest(path) in stored
+    daily = pl.concat([pl.read_parquet(p) for p in sorted(outputs["daily"]["files"])])
+    every = pl.concat([pl.read_parquet(p) for p in sorted(outputs["metrics"]["files"])])
+    assert daily.equals(every.filter(pl.col("window") == "1d"))
+    assert set(outputs["daily"]["files"].values()).isdisjoint(stored)
 
 
 def test_an_empty_lock_left_by_a_killed_run_is_taken_over_at_once(setup):

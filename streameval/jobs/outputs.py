@@ -103,9 +103,11 @@ def publish(
     """Write every output from the rollups of ``names`` (the output days, in order).
 
     The checks table (``[checking] output``) is written from the stored check rows of the
-    days ``judged``; ``metrics=False`` writes it alone. Before a Parquet output gains files,
-    the manifest records them as ``pending`` (and is saved), so that a run killed while
-    writing them still knows which files are its own.
+    days ``judged``; ``metrics=False`` writes it alone. A Parquet output that takes every
+    row of a day (the checks table; metric rows of every window the job computes) gets
+    the stored file's bytes, checked against their digest, as they are. Before a Parquet
+    output gains files, the manifest records them as ``pending`` (and is saved), so that a
+    run killed while writing them still knows which files are its own.
     """
     done = Published()
     key = job.source.partition_key
@@ -119,15 +121,29 @@ def publish(
         del records[name]
     tables: dict[tuple[str, str], pl.DataFrame] = {}
 
+    every = {w.name for w in job.windows}
+
+    def what(name: str, cache: str) -> str:
+        return f"the stored {'metric' if cache == 'rollups' else 'check'} rows of {name!r}"
+
     def rows(name: str, output: OutputConfig, cache: str) -> pl.DataFrame:
         if (cache, name) not in tables:
             entry = manifest[cache][name]
-            what = f"the stored {'metric' if cache == 'rollups' else 'check'} rows of {name!r}"
-            tables[cache, name] = store.read_table(entry["file"], entry.get("blake2b"), what)
+            tables[cache, name] = store.read_table(
+                entry["file"], entry.get("blake2b"), what(name, cache)
+            )
         if not output.windows:
             return tables[cache, name]
         wanted = [w.name for w in output.windows]
         return tables[cache, name].filter(pl.col("window").is_in(wanted))
+
+    def parquet(name: str, output: OutputConfig, cache: str) -> bytes:
+        """A day's rows as Parquet: the stored file's bytes where the output takes them all."""
+        entry = manifest[cache][name]
+        whole = not output.windows or {w.name for w in output.windows} == every
+        if whole and entry.get("blake2b") and (cache, name) not in tables:
+            return store.read_bytes(entry["file"], entry["blake2b"], what(name, cache))
+        return serialize(rows(name, output, cache), "parquet")
 
     for output, cache, names in targets:
         started = time.monotonic()
@@ -150,8 +166,7 @@ def publish(
                     done.unchanged += 1
                     files[path] = recorded[path]
                     continue
-                table = rows(n, output, cache)
-                files[path] = _put(path, serialize(table, "parquet"), done, store.tag)
+                files[path] = _put(path, parquet(n, output, cache), done, store.tag)
             stale = owned - set(expected.values())
             done.removed += _remove_others(output.path, stale, recorded, store.tag)
         else:

@@ -358,6 +358,20 @@ class Store:
                 relative,
             ) from None
 
+    def read_bytes(self, relative: str, digest: str, what: str) -> bytes:
+        """The bytes of a file written by :meth:`write_table`, checked against its digest."""
+        path = self.path(relative)
+        try:
+            data = Path(path).read_bytes()
+            if bytes_digest(data) != digest:
+                raise ValueError("its content does not match the digest the manifest records")
+            return data
+        except (OSError, ValueError) as exc:
+            raise DamagedStateError(
+                f"{what}: cannot read {path!r} ({exc}); hint: run again to recompute it",
+                relative,
+            ) from None
+
     def referenced(self, manifest: dict[str, Any]) -> set[str]:
         """Every file the manifest names, relative to the store."""
         names = {e["state"] for e in manifest.get("partitions", {}).values()}
