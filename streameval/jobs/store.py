@@ -29,6 +29,7 @@ temporaries.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -348,29 +349,28 @@ class Store:
     def read_table(self, relative: str, digest: str | None, what: str) -> pl.DataFrame:
         """Read a table written by :meth:`write_table`, checked against its recorded digest."""
         path = self.path(relative)
+        source = path if digest is None else io.BytesIO(self.read_bytes(relative, digest, what))
         try:
-            if digest is not None and file_digest(path) != digest:
-                raise ValueError("its content does not match the digest the manifest records")
-            return pl.read_parquet(path)
-        except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
-            raise DamagedStateError(
-                f"{what}: cannot read {path!r} ({exc}); hint: run again to recompute it",
-                relative,
-            ) from None
+            return pl.read_parquet(source)
+        except (OSError, pl.exceptions.PolarsError) as exc:
+            raise self._damaged(relative, what, exc) from None
 
     def read_bytes(self, relative: str, digest: str, what: str) -> bytes:
         """The bytes of a file written by :meth:`write_table`, checked against its digest."""
-        path = self.path(relative)
         try:
-            data = Path(path).read_bytes()
-            if bytes_digest(data) != digest:
-                raise ValueError("its content does not match the digest the manifest records")
-            return data
-        except (OSError, ValueError) as exc:
-            raise DamagedStateError(
-                f"{what}: cannot read {path!r} ({exc}); hint: run again to recompute it",
-                relative,
-            ) from None
+            data = Path(self.path(relative)).read_bytes()
+        except OSError as exc:
+            raise self._damaged(relative, what, exc) from None
+        if bytes_digest(data) != digest:
+            problem = "its content does not match the digest the manifest records"
+            raise self._damaged(relative, what, problem) from None
+        return data
+
+    def _damaged(self, relative: str, what: str, problem: object) -> DamagedStateError:
+        path = self.path(relative)
+        return DamagedStateError(
+            f"{what}: cannot read {path!r} ({problem}); hint: run again to recompute it", relative
+        )
 
     def referenced(self, manifest: dict[str, Any]) -> set[str]:
         """Every file the manifest names, relative to the store."""
