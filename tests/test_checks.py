@@ -356,20 +356,37 @@ ROLLED_OUTPUTS = '\n[[outputs]]\npath = "metrics"\nwindows = ["1d", "4d"]\n'
 def test_checks_read_the_rollups_aggregates_as_they_would_compute_them(tmp_path, monkeypatch):
     """A run's rollups keep each window's aggregates; its checks read those of their own
     windows and histories (a history of 4 days is the previous day's 4d window; the slices
-    it rejected on some day summed again from their accepted days): the checks table is the
-    one they give computing every window themselves, bit for bit."""
-    from streameval.jobs import aggregates
+    it rejected on some day summed again from their accepted days; the days' own windows
+    tagged and finalized in one pass, and the rows of the checks that read no verdict judged
+    for every day at once): the checks table is the one they give computing every window
+    and day by itself, bit for bit."""
+    from streameval.jobs import aggregates, checks
 
     read: list[bool] = []
     grouped = aggregates.WindowAggregates.grouped
+    finalized: list[int] = []
+    metric_table = checks.metric_table
 
     def spied(self, *args):
         out = grouped(self, *args)
         read.append(out is not None)
         return out
 
+    def counted(*args):
+        finalized.append(1)
+        return metric_table(*args)
+
+    compared: list[int] = []
+    compare = checks.compare
+
+    def compared_once(*args):
+        compared.append(1)
+        return compare(*args)
+
     monkeypatch.setattr(aggregates.WindowAggregates, "grouped", spied)
-    tables, hits = {}, {}
+    monkeypatch.setattr(checks, "metric_table", counted)
+    monkeypatch.setattr(checks, "compare", compared_once)
+    tables, hits, finalizes, compares = {}, {}, {}, {}
     for name in ("kept", "a few kept", "not kept"):
         if name == "a few kept":
             monkeypatch.setattr(aggregates, "KEPT_ROWS", 20)  # (the first windows' alone)
@@ -380,13 +397,23 @@ def test_checks_read_the_rollups_aggregates_as_they_would_compute_them(tmp_path,
         path = job(root, ROLLED_CHECKS)
         path.write_text(path.read_text() + ROLLED_OUTPUTS)
         read.clear()
+        finalized.clear()
+        compared.clear()
         assert run_job(path, quiet=True).judged == 9
         hits[name] = sum(read)
+        finalizes[name] = len(finalized)
+        compares[name] = len(compared)
         tables[name] = checks_table(root)
     # each day's 1d window (the next day's previous: the same table), and every history
     # of the 8 days after the first (slices rejected on some day or not)
     assert hits["kept"] == 9 + 8 and 0 < hits["a few kept"] < hits["kept"]
     assert hits["not kept"] == 0
+    # the 9 days' windows (of the floor and recall checks, and recall's previous) in one
+    # finalize, or one each; the histories one each
+    assert finalizes == {"kept": 1 + 8, "a few kept": finalizes["a few kept"], "not kept": 9 + 8}
+    assert 1 + 8 < finalizes["a few kept"] < 9 + 8
+    # and the floor and recall checks' rows of the 9 days compared as one table each
+    assert compares["kept"] == 1 + 1 + 9 and compares["not kept"] == 9 + 9 + 9
     assert tables["kept"].equals(tables["not kept"])
     assert tables["a few kept"].equals(tables["not kept"])
     history = tables["kept"].filter(pl.col("check") == "history")
@@ -777,6 +804,92 @@ def test_a_relative_tolerance_is_a_share_of_the_baselines_magnitude():
     sd = math.sqrt(0.01**2 + (1.1 * 0.01) ** 2)
     assert row["excess"] == pytest.approx(0.08)
     assert row["p_value"] == pytest.approx(stats.norm.sf(0.08 / sd), rel=1e-12)
+
+
+_MAYBE = st.one_of(
+    st.none(), st.just(float("nan")), st.floats(-2, 2, allow_nan=False), st.just(0.0)
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(st.tuples(_MAYBE, _MAYBE, _MAYBE, _MAYBE), min_size=1, max_size=6),
+    check=st.sampled_from(
+        [
+            'metric = "roc_auc"\nmax_drop = 0.02\nbaseline = "previous"\nsignificance = 0.05',
+            'metric = "error_rate"\nmax_relative_drop = 0.1\nbaseline = "previous"\nmin = 0.1',
+            'metric = "r2"\nmax_relative_drop = 0.1\nbaseline = "previous"\nmin = 0.0',
+            'metric = "recall"\nmax_relative_drop = 0.1\nbaseline = "previous"\nsignificance = 0.2',
+            'metric = "mean_error"\nmax_drop = 0.01\nbaseline = "previous"\nmax = 0.5',
+        ]
+    ),
+)
+def test_compare_and_screen_keep_nulls_and_nan_row_by_row(rows, check):
+    """Each row as the definitions say, computed alone: null where an input is null, NaN
+    kept, a NaN excess a drop and a NaN value above ``max`` (Polars orders NaN above every
+    number), the p-value the normal tail of excess / sd, statuses as :func:`screen` lists."""
+    from streameval.jobs.checkconfig import read_checks
+    from streameval.jobs.judge import compare, screen
+    from streameval.jobs.task import read_task
+    from streameval.measure import declaration
+
+    kind = "regression" if "r2" in check or "mean_error" in check else "binary"
+    task = {"kind": kind, "label": "y", "by": ["g"]}
+    task |= {"prediction": "p"} if kind == "regression" else {"score": "p"}
+    c = read_checks("job.toml", [tomllib_loads(check)], read_task("job.toml", task), "day", ".")[0]
+    frame = pl.DataFrame(
+        [(*r, 500.0, 200.0, 500.0, 200.0) for r in rows],
+        schema={k: pl.Float64 for k in ("value", "baseline", "se", "baseline_se", *BASE_COUNTS)},
+        orient="row",
+    )
+    got = screen(compare(frame, c, kind), c)
+    direction = declaration(kind, c.metric).direction
+    z = stats.norm.ppf(1 - (c.significance or 0.05) / 2)
+
+    for (v, b, sv, sb), out in zip(rows, got.iter_rows(named=True), strict=True):
+        r = c.max_relative_drop
+        tol = None if r is not None and b is None else (abs(b) * r if r is not None else c.max_drop)
+        diff = None if v is None or b is None else v - b
+        if direction == "zero":
+            excess = None if diff is None or tol is None else abs(v) - abs(b) - tol
+            var = None
+        else:
+            s = -1.0 if direction == "higher" else 1.0
+            excess = None if diff is None or tol is None else s * v - s * b - tol
+            k = None if b is None else -s - (r or 0.0) * float(np.sign(b))
+            var = None if None in (sv, sb, k) else sv**2 + (k * sb) ** 2
+        sd_diff = None if None in (sv, sb) else math.sqrt(max(sv**2 + sb**2, 0.0))
+        lo = None if None in (diff, sd_diff) else diff - z * sd_diff
+        for name, want in (("difference", diff), ("difference_lo", lo), ("excess", excess)):
+            have = out[name]
+            assert (have is None) == (want is None), (name, have, want)
+            if want is not None:
+                assert (math.isnan(have) and math.isnan(want)) or have == pytest.approx(want)
+        assert out["tolerance"] == pytest.approx(tol, nan_ok=True) if tol is not None else True
+        assert out["_drop"] == (excess is not None and (math.isnan(excess) or excess > 0))
+        outside = v is not None and (
+            (c.min is not None and not math.isnan(v) and v < c.min)
+            or (c.max is not None and (math.isnan(v) or v > c.max))
+        )
+        assert out["_bound"] == outside
+        sd = None if var is None else math.sqrt(max(var, 0.0)) if not math.isnan(var) else var
+        judged = c.significance is not None and b is not None and v is not None
+        if excess is None or sd is None or math.isnan(excess) or math.isnan(sd) or not judged:
+            p = None
+        elif sd > 0:
+            p = stats.norm.sf(excess / sd)
+        else:
+            p = 1.0 if excess <= 0 else 0.0
+        status = "undefined" if v is None else "no_baseline" if b is None and not outside else None
+        if status is None and c.significance is not None and p is None and not outside:
+            status = "undefined"
+        assert out["status"] == status
+        assert (out["p_value"] is None) == (p is None or status is not None)
+        if out["p_value"] is not None:
+            assert out["p_value"] == pytest.approx(p, rel=1e-12, abs=1e-300)
+
+
+BASE_COUNTS = ("n", "positives", "baseline_n", "baseline_positives")
 
 
 def test_a_high_significance_never_fails_an_improvement_and_no_se_is_undefined():

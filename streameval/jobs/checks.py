@@ -34,6 +34,7 @@ from typing import Any
 import polars as pl
 
 from ..errors import InputError
+from ..kernels.runs import Grouped
 from ..report import write_report
 from ..spec import Spec, merged_spec
 from ..state import State, merge, read_state, score_histogram
@@ -112,6 +113,8 @@ class Checks:
         self._states = StateCache(store, [])
         self._merges: dict[tuple[int, ...], State | None] = {}
         self._tables: dict[tuple[int, ...], pl.DataFrame] = {}
+        #: The rows of the checks judged for every stale day at once (by check and entry).
+        self._prejudged: dict[tuple[str, int], pl.DataFrame] = {}
         #: The slices each check rejected on each judged day (a history reads them daily).
         self._rejections: dict[tuple[str, int], pl.DataFrame | None] = {}
         self._pools: dict[tuple[int, ...], State | None] = {}
@@ -203,6 +206,7 @@ class Checks:
         judged: list[str] = []
         verdicts_by_day: dict[int, pl.DataFrame] = {}
         self._tables.clear()  # (a retry after a repair: the entries may have changed)
+        self._prejudged.clear()
         self._merges.clear()
         self._rejections.clear()
         self._states = self.states if self.states is not None else StateCache(self.store, entries)
@@ -215,6 +219,8 @@ class Checks:
         pooled = self.key and (history or self.drifts())
         sliding = len(stale) >= POOLED_DAYS or self._states.slide
         self._history = self._states.pools(sliding) if pooled else None
+        self._tabulate(entries, [i for _, i in stale])
+        self._prejudge(entries, [i for _, i in stale])
         saved = time.monotonic()
         for n, i in stale:
             name = self.name(entries[i])
@@ -230,6 +236,7 @@ class Checks:
         if judged:
             save()
         self._tables.clear()
+        self._prejudged.clear()
         self._merges.clear()
         self._rejections.clear()
         self._pools.clear()
@@ -290,6 +297,8 @@ class Checks:
     def _judge(
         self, check: CheckConfig, entries: Sequence[Entry], i: int, known: dict[int, pl.DataFrame]
     ) -> pl.DataFrame:
+        if (check.name, i) in self._prejudged:
+            return self._prejudged.pop((check.name, i))
         kind = self.job.task.kind
         end = entries[i].day
         members = self._window(check, entries, i)
@@ -320,15 +329,7 @@ class Checks:
                 ks = [c for c in ("k",) if c in current.columns and c in baseline_rows.columns]
                 on = [*on, *ks]
             rows = compare(with_baseline(current, baseline_rows, on, every), check, kind)
-        rows = screen(rows, check)
-        return rows.with_columns(
-            pl.lit(check.name).alias("check"),
-            pl.lit(check.severity).alias("severity"),
-            pl.lit(check.window.name).alias("window"),
-            pl.lit(check.metric).alias("metric"),
-            pl.lit(check.baseline, pl.String).alias("baseline_kind"),
-            pl.lit(end, pl.Date).alias("_day"),
-        )
+        return screen(rows, check, [*_labels(check), pl.lit(end, pl.Date).alias("_day")])
 
     def _window(self, check: CheckConfig, entries: Sequence[Entry], i: int) -> list[int]:
         """The entries of the check's window ending at entry ``i``."""
@@ -365,6 +366,93 @@ class Checks:
             metrics = [c for c in self.checks.values() if not c.drift]
             self._tables[key] = metric_table(state, metrics, self.kwargs)
         return self._tables[key]
+
+    def _prejudge(self, entries: Sequence[Entry], days: list[int]) -> None:
+        """The rows of the checks no verdict bears on, judged for all ``days`` at once.
+
+        A metric check against bounds or its ``previous`` window reads no verdict of an
+        earlier day: where the metric tables of all its windows are at hand
+        (:meth:`_tabulate`), its rows of every day are measured, joined with their
+        baselines and compared as one table, tagged by day (each row reads its own alone),
+        instead of one small table a day. A day's family is adjusted as before.
+        """
+        if not self.key or not self.by or len(days) < 2:
+            return  # (without slices, a day's one row: judged day by day)
+        kind, slices = self.job.task.kind, list(self.by)
+        by_day = {entries[i].day: i for i in days}
+        for check in self.checks.values():
+            if check.drift or check.baseline not in (None, "previous"):
+                continue
+            windows = [(i, self._window(check, entries, i)) for i in days]
+            before = [(i, self._previous(check, entries, i)) for i in days if check.baseline]
+            before = [(i, m) for i, m in before if m]  # (the first day has none)
+            if any(tuple(m) not in self._tables for _, m in [*windows, *before]):
+                continue  # (a window finalized alone: judged day by day)
+            on = [*slices, "_day"]
+            current = measure(self._tagged(entries, windows), check, kind, on)
+            baseline = measure(self._tagged(entries, before), check, kind, on) if before else None
+            if baseline is not None:  # (a ranking task's rows: one per cutoff k)
+                on += [c for c in ("k",) if c in current.columns and c in baseline.columns]
+            rows = with_baseline(current, baseline, on, every=check.baseline is not None)
+            rows = screen(compare(rows, check, kind), check, _labels(check))
+            for (day,), part in rows.partition_by("_day", as_dict=True).items():
+                self._prejudged[check.name, by_day[day]] = part
+
+    def _tagged(
+        self, entries: Sequence[Entry], windows: list[tuple[int, list[int]]]
+    ) -> pl.DataFrame:
+        """The metric tables of ``windows`` (entries, by the entry judged), tagged by its day."""
+        tables = [
+            self._tables[tuple(m)].with_columns(pl.lit(entries[i].day, pl.Date).alias("_day"))
+            for i, m in windows
+        ]
+        return pl.concat(tables, how="vertical")
+
+    def _tabulate(self, entries: Sequence[Entry], days: list[int]) -> None:
+        """The metric tables of the windows the ``days``' checks read, finalized as one.
+
+        The windows whose aggregates the rollups kept (or stored) are tagged and finalized
+        in one vectorized pass: each row of the aggregates reads that row alone, so each
+        window's part is its own table (:meth:`_table`), without a finalize per day.
+        """
+        metrics = [c for c in self.checks.values() if not c.drift]
+        windows: set[tuple[int, ...]] = set()
+        for i in days if self.key else []:
+            for check in metrics:
+                windows.add(tuple(self._window(check, entries, i)))
+                if check.baseline == "previous":
+                    windows.add(tuple(self._previous(check, entries, i)))
+        parts: list[tuple[tuple[int, ...], GroupedState]] = []
+        for members in sorted(windows):
+            state = self._aggregated(list(members)) if members else None
+            if isinstance(state, GroupedState) and members not in self._tables:
+                parts.append((members, state))
+        spec = parts[0][1].spec if parts else None
+        if len(parts) < 2 or any(state.spec != spec for _, state in parts):
+            return  # (one window, or windows of specs that differ: each finalized alone)
+        assert spec is not None
+        frames = []
+        for n, (_, state) in enumerate(parts):
+            grouped = state.coded()
+            assert isinstance(grouped, Grouped)
+            frames.append(grouped.frame.with_columns(pl.lit(n, pl.Int32).alias(_WINDOW)))
+        if any(frame.schema != frames[0].schema for frame in frames):
+            return  # (keys typed apart, say: each window finalized alone)
+        tagged = Grouped(pl.concat(frames, how="vertical"), self._thresholds)
+        keyed = replace(spec, keys=(_WINDOW, *spec.keys))
+
+        def whole() -> State:  # (the windows' states, tagged: built if something reads it)
+            merged = [self._merged(list(members)) for members, _ in parts]
+            tables = [
+                s.table.with_columns(pl.lit(n, pl.Int32).alias(_WINDOW))
+                for n, s in enumerate(merged)
+                if s
+            ]
+            return State(keyed, pl.concat(tables, how="vertical_relaxed"))
+
+        table = metric_table(GroupedState(keyed, tagged, whole), metrics, self.kwargs)
+        for (n,), part in table.partition_by(_WINDOW, as_dict=True, include_key=False).items():
+            self._tables[parts[n][0]] = part
 
     def _aggregated(
         self,
@@ -662,6 +750,21 @@ class Checks:
                 f"cannot write the checks report {path!r} ({exc.strerror}); hint: check that "
                 "its folder exists and is writable"
             ) from None
+
+
+def _labels(check: CheckConfig) -> list[pl.Expr]:
+    """The columns naming ``check`` on each of its rows."""
+    return [
+        pl.lit(check.name).alias("check"),
+        pl.lit(check.severity).alias("severity"),
+        pl.lit(check.window.name).alias("window"),
+        pl.lit(check.metric).alias("metric"),
+        pl.lit(check.baseline, pl.String).alias("baseline_kind"),
+    ]
+
+
+#: The column tagging each window's rows in :meth:`Checks._tabulate`.
+_WINDOW = "__se_window"
 
 
 def _merged_in(

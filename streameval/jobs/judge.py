@@ -20,11 +20,13 @@ baseline to be measured against (its bounds are still judged).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
+import pyarrow as pa
 
 from ..errors import InputError
 from ..measure import declaration, kept_rows, measured, narrowed_metrics
@@ -34,6 +36,7 @@ from ..stats.drift import Counted, Sorted
 from .checkconfig import CheckConfig
 
 MEASURED = ("value", "se", "n", "positives")
+Array = npt.NDArray[Any]
 
 
 def metric_table(state: State, checks: list[CheckConfig], kwargs: dict[str, Any]) -> pl.DataFrame:
@@ -167,85 +170,147 @@ def compare(rows: pl.DataFrame, check: CheckConfig, kind: str) -> pl.DataFrame:
     ``rows`` come from :func:`with_baseline` (or :func:`champion_rows`, with ``_cov``).
     Adds ``difference`` (value − baseline), ``difference_lo``/``_hi`` (two-sided, at
     1 − ``significance``, else 95%), ``tolerance``, ``excess``, ``p_value`` and the raw
-    ``_bound`` (outside min/max) and ``_drop`` (excess > 0) verdicts.
+    ``_bound`` (outside min/max) and ``_drop`` (excess > 0) verdicts. (Arithmetic on a few
+    thousand rows per check and day: numpy's, with Polars' nulls, in one ``with_columns``.)
     """
     from scipy import special  # (not scipy.stats: 0.7 s to import; the same values)
 
     direction = declaration(kind, check.metric).direction
-    v, b = pl.col("value"), pl.col("baseline")
-    if "_cov" not in rows.columns:
-        rows = rows.with_columns(pl.lit(0.0).alias("_cov"))
+    v, b = _Floats.column(rows, "value"), _Floats.column(rows, "baseline")
+    se_v, se_b = _Floats.column(rows, "se"), _Floats.column(rows, "baseline_se")
+    n = rows.height
+    cov = _Floats.column(rows, "_cov") if "_cov" in rows.columns else _Floats.constant(0.0, n)
     r = check.max_relative_drop or 0.0
     # the tolerance: absolute, or a share of the baseline's magnitude
-    tolerance = b.abs() * r if check.max_relative_drop is not None else pl.lit(check.max_drop)
-    se_v, se_b, cov = pl.col("se"), pl.col("baseline_se"), pl.col("_cov")
-    if direction in ("higher", "lower"):
-        # excess = worsening − tolerance = c·v + k·b, so Var = c²·Vv + k²·Vb + 2ck·Cov
-        c = -1.0 if direction == "higher" else 1.0
-        k = -c - r * b.sign()
-        variance = se_v**2 + (k * se_b) ** 2 + 2 * c * k * cov
-        excess = c * v - c * b - tolerance
-    else:  # closest to zero: the magnitude's growth (no analytic variance)
-        variance = pl.lit(None, pl.Float64)
-        excess = v.abs() - b.abs() - tolerance
-    sd_diff = (se_v**2 + se_b**2 - 2 * cov).clip(0.0).sqrt()
-    z = special.ndtri(1 - (check.significance or 0.05) / 2)  # (the normal quantile)
-    out = rows.with_columns(
-        (v - b).alias("difference"),
-        (v - b - z * sd_diff).alias("difference_lo"),
-        (v - b + z * sd_diff).alias("difference_hi"),
-        tolerance.cast(pl.Float64).alias("tolerance"),
-        excess.alias("excess"),
-        variance.clip(0.0).sqrt().alias("_sd"),
-        _outside(check).alias("_bound"),
-    ).with_columns((pl.col("excess") > 0).fill_null(False).alias("_drop"))
-    if check.significance is None or check.baseline is None:
-        return out.with_columns(pl.lit(None, pl.Float64).alias("p_value")).drop("_sd", "_cov")
-    excess_np = out["excess"].to_numpy().astype(np.float64)
-    sd_np = out["_sd"].to_numpy().astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        # a standard error of 0 (every row alike): the excess's sign decides
-        zs = np.where(sd_np > 0, excess_np / sd_np, np.where(excess_np > 0, np.inf, -np.inf))
-        p = np.where(np.isnan(excess_np) | np.isnan(sd_np), np.nan, special.ndtr(-zs))
-    return out.with_columns(pl.Series("p_value", p).fill_nan(None)).drop("_sd", "_cov")
+    if check.max_relative_drop is not None:
+        tolerance = b.map(lambda x: np.abs(x) * r)
+    else:
+        absolute = None if check.max_drop is None else float(check.max_drop)
+        tolerance = _Floats.constant(absolute, n)
+    with np.errstate(invalid="ignore", over="ignore"):
+        if direction in ("higher", "lower"):
+            # excess = worsening − tolerance = c·v + k·b, so Var = c²·Vv + k²·Vb + 2ck·Cov
+            c = -1.0 if direction == "higher" else 1.0
+            k = b.map(lambda x: -c - r * np.sign(x))
+            variance = _Floats.of(
+                lambda sv, sb, k_, cv: sv**2 + (k_ * sb) ** 2 + 2 * c * k_ * cv, se_v, se_b, k, cov
+            )
+            excess = _Floats.of(lambda x, y, t: c * x - c * y - t, v, b, tolerance)
+        else:  # closest to zero: the magnitude's growth (no analytic variance)
+            variance = _Floats.constant(None, n)
+            excess = _Floats.of(lambda x, y, t: np.abs(x) - np.abs(y) - t, v, b, tolerance)
+        sd_diff = _Floats.of(
+            lambda sv, sb, cv: np.sqrt(_clip(sv**2 + sb**2 - 2 * cv)), se_v, se_b, cov
+        )
+        z = special.ndtri(1 - (check.significance or 0.05) / 2)  # (the normal quantile)
+        difference = _Floats.of(lambda x, y: x - y, v, b)
+        lo = _Floats.of(lambda x, y, s: x - y - z * s, v, b, sd_diff)
+        hi = _Floats.of(lambda x, y, s: x - y + z * s, v, b, sd_diff)
+        sd = variance.map(lambda x: np.sqrt(_clip(x)))
+        # (Polars orders NaN above every number: a NaN excess is a drop, as there)
+        drop = ~excess.null & ((excess.values > 0) | np.isnan(excess.values))
+        columns = [
+            difference.series("difference"), lo.series("difference_lo"),
+            hi.series("difference_hi"), tolerance.series("tolerance"), excess.series("excess"),
+            _outside(check).alias("_bound"), pl.Series("_drop", drop),
+        ]  # fmt: skip
+        if check.significance is None or check.baseline is None:
+            p = np.full(n, np.nan)
+        else:
+            e, s = excess.nan(), sd.nan()
+            with np.errstate(divide="ignore"):
+                # a standard error of 0 (every row alike): the excess's sign decides
+                zs = np.where(s > 0, e / s, np.where(e > 0, np.inf, -np.inf))
+            p = np.where(np.isnan(e) | np.isnan(s), np.nan, special.ndtr(-zs))
+    columns.append(pl.Series("p_value", p, pl.Float64, nan_to_null=True))
+    return rows.with_columns(columns).drop("_cov", strict=False)
 
 
-def screen(rows: pl.DataFrame, check: CheckConfig) -> pl.DataFrame:
+def screen(rows: pl.DataFrame, check: CheckConfig, also: Sequence[pl.Expr] = ()) -> pl.DataFrame:
     """The rows' statuses before the family's adjustment (null: to be judged).
 
     ``too_small``, ``undefined`` or ``no_baseline``; the p-values of rows not judged are
-    dropped, so they stay out of the day's family.
+    dropped, so they stay out of the day's family. ``also``: more columns to add.
     """
-    small = pl.lit(False)
-    if check.min_n:
-        small = small | (pl.col("n") < check.min_n)
-        if check.baseline is not None:
-            small = small | (pl.col("baseline_n") < check.min_n)
-    if check.min_positives:
-        small = small | (pl.col("positives") < check.min_positives)
-        if check.baseline is not None:
-            small = small | (pl.col("baseline_positives") < check.min_positives)
+
+    def below(name: str, limit: float) -> Array:
+        column = _Floats.column(rows, name)
+        return ~column.null & (column.values < limit)
+
+    def null(name: str) -> Array:
+        return rows[name].is_null().to_numpy()
+
+    small = np.zeros(rows.height, bool)
+    for limit, names in (
+        (check.min_n, ("n", "baseline_n")),
+        (check.min_positives, ("positives", "baseline_positives")),
+    ):
+        if limit:
+            small |= below(names[0], limit)
+            if check.baseline is not None:
+                small |= below(names[1], limit)
     # (a score drift's baseline is a state: only its rows are known)
-    base = pl.col("baseline_n" if check.drift else "baseline")
-    missing = pl.lit(check.baseline is not None) & base.is_null()
+    missing = null("baseline_n" if check.drift else "baseline") & (check.baseline is not None)
     # (a score drift without a baseline has no value either: no_baseline, not undefined)
-    undefined = pl.col("value").is_null() & (~missing if check.drift else pl.lit(True))
+    undefined = null("value") & (~missing if check.drift else True)
     # with significance, a worsening without a standard error cannot be tested
-    untestable = pl.lit(check.significance is not None) & ~missing & pl.col("p_value").is_null()
-    status = (
-        pl.when(pl.col("n").is_null())  # a slice of the baseline with no rows in the window
-        .then(pl.lit("no_data"))
-        .when(small.fill_null(False))
-        .then(pl.lit("too_small"))
-        .when(undefined | (untestable & ~pl.col("_bound")))
-        .then(pl.lit("undefined"))
-        .when(missing & ~pl.col("_bound"))
-        .then(pl.lit("no_baseline"))
+    p = _Floats.column(rows, "p_value")
+    untestable = ~missing & p.null & (check.significance is not None)
+    bound = rows["_bound"].to_numpy()
+    code = np.select(
+        [null("n"), small, undefined | (untestable & ~bound), missing & ~bound],
+        [1, 2, 3, 4],  # a slice of the baseline with no rows in the window: no data
+        0,
     )
-    out = rows.with_columns(status.alias("status"))
-    return out.with_columns(
-        pl.when(pl.col("status").is_null() & ~missing).then(pl.col("p_value")).alias("p_value")
+    p.null = p.null | (code != 0) | missing
+    return rows.with_columns(
+        pl.Series("status", _SCREENED[code].tolist(), pl.String), p.series("p_value"), *also
     )
+
+
+#: :func:`screen`'s statuses by code (0: to be judged).
+_SCREENED = np.array([None, "no_data", "too_small", "undefined", "no_baseline"], dtype=object)
+
+
+def _clip(x: Array) -> Array:
+    """``x`` clipped below at 0, NaN kept (Polars' ``clip(0.0)``)."""
+    return np.where(x < 0, 0.0, x)
+
+
+class _Floats:
+    """A float column as numpy values and a null mask, for arithmetic that keeps the nulls."""
+
+    def __init__(self, values: Array, null: Array) -> None:
+        self.values, self.null = values, null
+
+    @classmethod
+    def column(cls, rows: pl.DataFrame, name: str) -> _Floats:
+        """Column ``name`` of ``rows`` (as floats)."""
+        column = rows[name].cast(pl.Float64)
+        return cls(column.to_numpy(), column.is_null().to_numpy())
+
+    @classmethod
+    def constant(cls, value: float | None, n: int) -> _Floats:
+        """``n`` rows of ``value`` (None: of null)."""
+        return cls(np.full(n, np.nan if value is None else value), np.full(n, value is None))
+
+    @classmethod
+    def of(cls, f: Callable[..., Array], *columns: _Floats) -> _Floats:
+        """``f`` of the columns' values, null where any of them is."""
+        null = np.logical_or.reduce([c.null for c in columns])
+        return cls(np.asarray(f(*(c.values for c in columns)), np.float64), null)
+
+    def map(self, f: Callable[[Array], Array]) -> _Floats:
+        """``f`` of the values, null where they are."""
+        return _Floats.of(f, self)
+
+    def nan(self) -> Array:
+        """The values, NaN where null."""
+        return np.where(self.null, np.nan, self.values)
+
+    def series(self, name: str) -> pl.Series:
+        """A Float64 column of the values, null where null (a NaN value stays NaN)."""
+        return pl.Series(name, pa.array(self.values, mask=self.null, type=pa.float64()))
 
 
 def verdicts(rows: pl.DataFrame, checks: dict[str, CheckConfig]) -> pl.DataFrame:
@@ -265,39 +330,32 @@ def verdicts(rows: pl.DataFrame, checks: dict[str, CheckConfig]) -> pl.DataFrame
         .then(pl.col("status"))
         .otherwise(verdict.otherwise(pl.lit("pass")))
     )
+    # a reason for each row that did not pass: one that depends on the check alone (and on
+    # whether the value is null) formatted once, the others (few: most rows pass) row by row
+    alone = {
+        f"{name}\0{status}\0{int(null)}": _reason(
+            {"status": status, "value": None if null else 0.0}, c
+        )
+        for name, c in checks.items()
+        for status in _CHECK_ALONE
+        for null in (False, True)
+    }
+    null = pl.col("value").is_null().cast(pl.UInt8)
+    key = pl.concat_str(pl.col("check"), status, null, separator="\0")
     out = rows.with_columns(
-        status.alias("status"), dropped.fill_null(False).alias("_dropped")
-    ).with_row_index("_row")
-    # a reason for each row that did not pass (most pass: only those few are formatted, and
-    # a reason that depends on the check alone once per check)
-    shown = out.filter(pl.col("status") != "pass").with_columns(
-        pl.col("value").is_null().alias("_null")
+        status.alias("status"),
+        dropped.fill_null(False).alias("_dropped"),
+        key.replace_strict(alone, default=None, return_dtype=pl.String).alias("reason"),
     )
-    alike = pl.col("status").is_in(_CHECK_ALONE)
-    kinds = ["check", "status", "_null"]
-    once = shown.filter(alike).unique(kinds, keep="first", maintain_order=True)
-    each = shown.filter(~alike)
-    reasons = pl.concat(
-        [
-            shown.filter(alike)
-            .select("_row", *kinds)
-            .join(_reasons(once, checks, kinds), on=kinds, how="left", nulls_equal=True)
-            .select("_row", "reason"),
-            _reasons(each, checks, ["_row"]),
-        ]
-    )
-    out = out.join(reasons, on="_row", how="left", maintain_order="left")
-    return out.drop("_row", "_bound", "_drop", "_dropped")
+    each = out.select(pl.arg_where(~pl.col("status").is_in(["pass", *_CHECK_ALONE]))).to_series()
+    if each.len():
+        texts = [_reason(out.row(at, named=True), checks[out["check"][at]]) for at in each]
+        out = out.with_columns(out["reason"].scatter(each, texts))
+    return out.drop("_bound", "_drop", "_dropped")
 
 
 #: The statuses whose reason depends on the check alone (and on whether the value is null).
 _CHECK_ALONE = ("too_small", "no_baseline", "undefined")
-
-
-def _reasons(rows: pl.DataFrame, checks: dict[str, CheckConfig], ids: list[str]) -> pl.DataFrame:
-    """The ``ids`` of ``rows`` and each one's :func:`_reason`."""
-    text = [_reason(r, checks[r["check"]]) for r in rows.iter_rows(named=True)]
-    return rows.select(ids).with_columns(pl.Series("reason", text, pl.String))
 
 
 def _reason(row: dict[str, Any], check: CheckConfig) -> str | None:
