@@ -629,6 +629,45 @@ def test_a_second_run_judges_nothing_and_a_new_day_only_itself(tmp_path):
     assert checks_table(tmp_path)["day"].n_unique() == 4
 
 
+def test_days_judged_together_are_the_days_judged_one_by_one(tmp_path, monkeypatch):
+    """Without a history baseline no check reads an earlier verdict: a first run judges all
+    its days at once (each day's p-values still one family), and its checks table is, bit
+    for bit, the one runs adding a day at a time write."""
+    import shutil
+
+    from streameval.jobs.checks import Checks
+
+    checks = (
+        '[[checks]]\nname = "floor"\nmetric = "roc_auc"\nmin = 0.7\nmin_n = 100\n'
+        '[[checks]]\nname = "auc"\nmetric = "roc_auc"\nmax_drop = 0.0\nbaseline = "previous"\n'
+        'significance = 0.3\n'
+        '[[checks]]\nname = "recall"\nmetric = "recall"\nmax_relative_drop = 0.01\n'
+        'baseline = "previous"\nseverity = "warn"\n'
+        '[[checks]]\nname = "psi"\nmetric = "psi"\nmax = 0.05\nbaseline = "previous"\n'
+    )
+    together, apart = tmp_path / "together", tmp_path / "apart"
+    write_days(together, 5, rows=120, seed=4, drops={(3, "b"): 0.0})
+    calls: list[int] = []
+    judge_days = Checks.judge_days
+
+    def spied(self, entries, days, known):
+        calls.append(len(days))
+        return judge_days(self, entries, days, known)
+
+    monkeypatch.setattr(Checks, "judge_days", spied)
+    assert run_job(job(together, checks), quiet=True).judged == 5
+    assert calls == [5]
+    (apart / "preds").mkdir(parents=True)
+    path = job(apart, checks)
+    for day in sorted((together / "preds").iterdir()):
+        shutil.copytree(day, apart / "preds" / day.name)
+        assert run_job(path, quiet=True).judged == 1
+    assert calls == [5, 1, 1, 1, 1, 1]
+    table = checks_table(together)
+    assert table.equals(checks_table(apart))
+    assert set(table["status"]) >= {"pass", "fail", "warn", "no_baseline"}
+
+
 @pytest.mark.parametrize(
     ("check", "message"),
     [

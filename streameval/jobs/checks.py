@@ -31,6 +31,7 @@ from dataclasses import replace
 from datetime import date, timedelta
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from ..errors import InputError
@@ -221,10 +222,12 @@ class Checks:
         self._history = self._states.pools(sliding) if pooled else None
         self._tabulate(entries, [i for _, i in stale])
         self._prejudge(entries, [i for _, i in stale])
+        # (no check reads an earlier day's verdicts: every day judged first, then written)
+        ready = self.judge_days(entries, [i for _, i in stale], {}) if not history else {}
         saved = time.monotonic()
         for n, i in stale:
             name = self.name(entries[i])
-            rows = self.judge_day(entries, i, verdicts_by_day)
+            rows = ready.pop(i) if i in ready else self.judge_days(entries, [i], verdicts_by_day)[i]
             label = day_label(self.key, entries[i])
             cached[name] = self.store.write_rows(rows, "checks", label, digests[n])
             verdicts_by_day[i] = rows
@@ -274,25 +277,46 @@ class Checks:
 
     # -- one day -------------------------------------------------------------------------
 
-    def judge_day(
-        self, entries: Sequence[Entry], i: int, known: dict[int, pl.DataFrame]
-    ) -> pl.DataFrame:
-        """Every check's rows at entry ``i``, the day's p-values adjusted together."""
-        self._pools.clear()  # (the previous day's history pools: not read again)
-        parts = []
-        for check in self.checks.values():
-            rows = self._judge(check, entries, i, known)
-            parts.append(rows)
-        parts = [p for p in parts if p.width]
-        if not parts:  # (each day is in its own windows: a check always has rows to judge)
-            return self._order(pl.DataFrame({"_day": [entries[i].day]}).clear(), entries[i])
-        day = pl.concat(parts, how="diagonal_relaxed")
-        adjusted = adjust(
-            day["p_value"].fill_null(float("nan")).to_numpy(), self.job.checking.correction
-        )
-        day = day.with_columns(pl.Series("p_adjusted", adjusted).fill_nan(None))
-        day = verdicts(day, self.checks)
-        return self._order(day, entries[i])
+    def judge_days(
+        self, entries: Sequence[Entry], days: list[int], known: dict[int, pl.DataFrame]
+    ) -> dict[int, pl.DataFrame]:
+        """Every check's rows at each entry of ``days``, each day's p-values adjusted together.
+
+        Each day is one family; the verdicts and the order are computed once for all the
+        days (each row reads its own alone). ``known``: the judged days' rows (a ``history``
+        baseline reads the earlier days' verdicts, so such days are judged one at a time).
+        """
+        parts, spans, start = [], [], 0
+        for i in days:
+            self._pools.clear()  # (the previous day's history pools: not read again)
+            judged = [self._judge(check, entries, i, known) for check in self.checks.values()]
+            judged = [p for p in judged if p.width]
+            if len(days) > 1:
+                self._forget(entries, i)
+            if judged:  # (each day is in its own windows: a check always has rows to judge)
+                day = pl.concat(judged, how="diagonal_relaxed")
+                parts.append(day)
+                spans.append((start, start + day.height))
+                start += day.height
+        done: dict[int, pl.DataFrame] = {}
+        if parts:
+            rows = pl.concat(parts, how="diagonal_relaxed")
+            p = rows["p_value"].fill_null(float("nan")).to_numpy()
+            correction = self.job.checking.correction
+            adjusted = [adjust(p[a:b], correction) for a, b in spans]
+            rows = rows.with_columns(
+                pl.Series("p_adjusted", np.concatenate(adjusted)).fill_nan(None)
+            )
+            rows = self._order(verdicts(rows, self.checks))
+            if not self.key:
+                return {days[0]: rows}
+            index = {entries[i].day: i for i in days}
+            for (day,), part in rows.partition_by(self.key, as_dict=True).items():
+                done[index[day]] = part
+        for i in days:
+            if i not in done:
+                done[i] = self._order(pl.DataFrame({"_day": [entries[i].day]}).clear())
+        return done
 
     def _judge(
         self, check: CheckConfig, entries: Sequence[Entry], i: int, known: dict[int, pl.DataFrame]
@@ -696,7 +720,8 @@ class Checks:
             self.references[check.name] = state
         return self.references[check.name]
 
-    def _order(self, day: pl.DataFrame, entry: Entry) -> pl.DataFrame:
+    def _order(self, day: pl.DataFrame) -> pl.DataFrame:
+        """The checks table's columns and types, its rows in one fixed order (day by day)."""
         head = ["check", "severity"]
         if self.key:
             day = day.rename({"_day": self.key})
@@ -718,8 +743,9 @@ class Checks:
         # inputs give equal bytes
         rank = {name: i for i, name in enumerate(self.checks)}
         order = pl.col("check").replace_strict(rank, return_dtype=pl.Int32)
+        days = [self.key] if self.key else []
         return day.select(columns).sort(
-            [order, *self.by, *ids], nulls_last=False, maintain_order=True
+            [*days, order, *self.by, *ids], nulls_last=False, maintain_order=True
         )
 
     def write_report(self, entries: Sequence[Entry]) -> None:
