@@ -640,7 +640,7 @@ def test_days_judged_together_are_the_days_judged_one_by_one(tmp_path, monkeypat
     checks = (
         '[[checks]]\nname = "floor"\nmetric = "roc_auc"\nmin = 0.7\nmin_n = 100\n'
         '[[checks]]\nname = "auc"\nmetric = "roc_auc"\nmax_drop = 0.0\nbaseline = "previous"\n'
-        'significance = 0.3\n'
+        "significance = 0.3\n"
         '[[checks]]\nname = "recall"\nmetric = "recall"\nmax_relative_drop = 0.01\n'
         'baseline = "previous"\nseverity = "warn"\n'
         '[[checks]]\nname = "psi"\nmetric = "psi"\nmax = 0.05\nbaseline = "previous"\n'
