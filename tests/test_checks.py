@@ -357,9 +357,9 @@ def test_checks_read_the_rollups_aggregates_as_they_would_compute_them(tmp_path,
     """A run's rollups keep each window's aggregates; its checks read those of their own
     windows and histories (a history of 4 days is the previous day's 4d window; the slices
     it rejected on some day summed again from their accepted days; the days' own windows
-    tagged and finalized in one pass, and the rows of the checks that read no verdict judged
-    for every day at once): the checks table is the one they give computing every window
-    and day by itself, bit for bit."""
+    tagged and finalized in one pass a block of days, and the rows of the checks that read no
+    verdict judged for the block's days at once): the checks table is the one they give
+    computing every window and day by itself, bit for bit."""
     from streameval.jobs import aggregates, checks
 
     read: list[bool] = []
@@ -409,11 +409,12 @@ def test_checks_read_the_rollups_aggregates_as_they_would_compute_them(tmp_path,
     assert hits["kept"] == 9 + 8 and 0 < hits["a few kept"] < hits["kept"]
     assert hits["not kept"] == 0
     # the 9 days' windows (of the floor and recall checks, and recall's previous) in one
-    # finalize, or one each; the histories one each
-    assert finalizes == {"kept": 1 + 8, "a few kept": finalizes["a few kept"], "not kept": 9 + 8}
-    assert 1 + 8 < finalizes["a few kept"] < 9 + 8
-    # and the floor and recall checks' rows of the 9 days compared as one table each
-    assert compares["kept"] == 1 + 1 + 9 and compares["not kept"] == 9 + 9 + 9
+    # finalize a block of days (the first two, then the rest), or one each; the histories
+    # one each
+    assert finalizes == {"kept": 2 + 8, "a few kept": finalizes["a few kept"], "not kept": 9 + 8}
+    assert 2 + 8 < finalizes["a few kept"] < 9 + 8
+    # and the floor and recall checks' rows of a block's days compared as one table each
+    assert compares["kept"] == 2 + 2 + 9 and compares["not kept"] == 9 + 9 + 9
     assert tables["kept"].equals(tables["not kept"])
     assert tables["a few kept"].equals(tables["not kept"])
     history = tables["kept"].filter(pl.col("check") == "history")
@@ -629,13 +630,19 @@ def test_a_second_run_judges_nothing_and_a_new_day_only_itself(tmp_path):
     assert checks_table(tmp_path)["day"].n_unique() == 4
 
 
-def test_days_judged_together_are_the_days_judged_one_by_one(tmp_path, monkeypatch):
-    """Without a history baseline no check reads an earlier verdict: a first run judges all
-    its days at once (each day's p-values still one family), and its checks table is, bit
-    for bit, the one runs adding a day at a time write."""
+@pytest.mark.parametrize(("rows", "blocks"), [(None, [2, 3]), (1, [2, 2, 1])])
+def test_days_judged_together_are_the_days_judged_one_by_one(tmp_path, monkeypatch, rows, blocks):
+    """Without a history baseline no check reads an earlier verdict: a first run judges its
+    days in blocks at once (two days, then as many as make about ``BATCH_ROWS`` rows; each
+    day's p-values still one family), and its checks table is, bit for bit, the one runs
+    adding a day at a time write."""
     import shutil
 
+    from streameval.jobs import checks as module
     from streameval.jobs.checks import Checks
+
+    if rows is not None:
+        monkeypatch.setattr(module, "BATCH_ROWS", rows)
 
     checks = (
         '[[checks]]\nname = "floor"\nmetric = "roc_auc"\nmin = 0.7\nmin_n = 100\n'
@@ -656,13 +663,13 @@ def test_days_judged_together_are_the_days_judged_one_by_one(tmp_path, monkeypat
 
     monkeypatch.setattr(Checks, "judge_days", spied)
     assert run_job(job(together, checks), quiet=True).judged == 5
-    assert calls == [5]
+    assert calls == blocks
     (apart / "preds").mkdir(parents=True)
     path = job(apart, checks)
     for day in sorted((together / "preds").iterdir()):
         shutil.copytree(day, apart / "preds" / day.name)
         assert run_job(path, quiet=True).judged == 1
-    assert calls == [5, 1, 1, 1, 1, 1]
+    assert calls == [*blocks, 1, 1, 1, 1, 1]
     table = checks_table(together)
     assert table.equals(checks_table(apart))
     assert set(table["status"]) >= {"pass", "fail", "warn", "no_baseline"}

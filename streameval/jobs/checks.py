@@ -69,6 +69,8 @@ from .store import Store, digest_of
 
 CHECKS_FORMAT = 1
 SAVE_EVERY = 0.5  # seconds between manifest writes while days are judged
+#: About the most check rows judged together (days of a block judged at once).
+BATCH_ROWS = 500_000
 #: The sorted score histograms kept for drift checks: a day's window and its baselines.
 HISTOGRAMS_HELD = 4
 #: The baselines made of the job's own days (pooled where their states are).
@@ -220,22 +222,36 @@ class Checks:
         pooled = self.key and (history or self.drifts())
         sliding = len(stale) >= POOLED_DAYS or self._states.slide
         self._history = self._states.pools(sliding) if pooled else None
-        self._tabulate(entries, [i for _, i in stale])
-        self._prejudge(entries, [i for _, i in stale])
-        # (no check reads an earlier day's verdicts: every day judged first, then written)
-        ready = self.judge_days(entries, [i for _, i in stale], {}) if not history else {}
         saved = time.monotonic()
-        for n, i in stale:
-            name = self.name(entries[i])
-            rows = ready.pop(i) if i in ready else self.judge_days(entries, [i], verdicts_by_day)[i]
-            label = day_label(self.key, entries[i])
-            cached[name] = self.store.write_rows(rows, "checks", label, digests[n])
-            verdicts_by_day[i] = rows
-            judged.append(name)
-            self._forget(entries, i)
-            if time.monotonic() - saved >= SAVE_EVERY:  # a killed run resumes from here
-                save()
-                saved = time.monotonic()
+        # the stale days in blocks judged together, of about BATCH_ROWS check rows (the
+        # first of two days: a day's rows are counted then)
+        start, block = 0, 2
+        while start < len(stale):
+            part = stale[start : start + block]
+            start += len(part)
+            days = [i for _, i in part]
+            self._tabulate(entries, days)
+            self._prejudge(entries, days)
+            # (no check reads an earlier day's verdicts: the block's days judged at once)
+            ready = self.judge_days(entries, days, {}) if not history else {}
+            most = 1
+            for n, i in part:
+                name = self.name(entries[i])
+                rows = (
+                    ready.pop(i)
+                    if i in ready
+                    else self.judge_days(entries, [i], verdicts_by_day)[i]
+                )
+                label = day_label(self.key, entries[i])
+                cached[name] = self.store.write_rows(rows, "checks", label, digests[n])
+                verdicts_by_day[i] = rows
+                judged.append(name)
+                most = max(most, rows.height)
+                self._forget(entries, i)
+                if time.monotonic() - saved >= SAVE_EVERY:  # a killed run resumes from here
+                    save()
+                    saved = time.monotonic()
+            block = max(2, BATCH_ROWS // most)
         if judged:
             save()
         self._tables.clear()
@@ -447,9 +463,9 @@ class Checks:
                 if check.baseline == "previous":
                     windows.add(tuple(self._previous(check, entries, i)))
         parts: list[tuple[tuple[int, ...], GroupedState]] = []
-        for members in sorted(windows):
+        for members in sorted(windows - set(self._tables)):
             state = self._aggregated(list(members)) if members else None
-            if isinstance(state, GroupedState) and members not in self._tables:
+            if isinstance(state, GroupedState):
                 parts.append((members, state))
         spec = parts[0][1].spec if parts else None
         if len(parts) < 2 or any(state.spec != spec for _, state in parts):
