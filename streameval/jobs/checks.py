@@ -116,7 +116,7 @@ class Checks:
         self._states = StateCache(store, [])
         self._merges: dict[tuple[int, ...], State | None] = {}
         self._tables: dict[tuple[int, ...], pl.DataFrame] = {}
-        #: The rows of the checks judged for every stale day at once (by check and entry).
+        #: The rows of the checks judged for a block of days at once (by check and entry).
         self._prejudged: dict[tuple[str, int], pl.DataFrame] = {}
         #: The slices each check rejected on each judged day (a history reads them daily).
         self._rejections: dict[tuple[str, int], pl.DataFrame | None] = {}
