@@ -247,7 +247,6 @@ class Checks:
                 verdicts_by_day[i] = rows
                 judged.append(name)
                 most = max(most, rows.height)
-                self._forget(entries, i)
                 if time.monotonic() - saved >= SAVE_EVERY:  # a killed run resumes from here
                     save()
                     saved = time.monotonic()
@@ -307,8 +306,7 @@ class Checks:
             self._pools.clear()  # (the previous day's history pools: not read again)
             judged = [self._judge(check, entries, i, known) for check in self.checks.values()]
             judged = [p for p in judged if p.width]
-            if len(days) > 1:
-                self._forget(entries, i)
+            self._forget(entries, i)  # (the states and tables no later day reads)
             if judged:  # (each day is in its own windows: a check always has rows to judge)
                 day = pl.concat(judged, how="diagonal_relaxed")
                 parts.append(day)
@@ -365,10 +363,7 @@ class Checks:
         else:
             current = measure(self._table(members), check, kind, slices)
             baseline_rows, on = self._baseline(check, entries, i, known, slices)
-            if baseline_rows is not None:  # (a ranking task's rows: one per cutoff k)
-                ks = [c for c in ("k",) if c in current.columns and c in baseline_rows.columns]
-                on = [*on, *ks]
-            rows = compare(with_baseline(current, baseline_rows, on, every), check, kind)
+            rows = _compared(current, baseline_rows, on, check, kind, every)
         return screen(rows, check, [*_labels(check), pl.lit(end, pl.Date).alias("_day")])
 
     def _window(self, check: CheckConfig, entries: Sequence[Entry], i: int) -> list[int]:
@@ -431,10 +426,8 @@ class Checks:
             on = [*slices, "_day"]
             current = measure(self._tagged(entries, windows), check, kind, on)
             baseline = measure(self._tagged(entries, before), check, kind, on) if before else None
-            if baseline is not None:  # (a ranking task's rows: one per cutoff k)
-                on += [c for c in ("k",) if c in current.columns and c in baseline.columns]
-            rows = with_baseline(current, baseline, on, every=check.baseline is not None)
-            rows = screen(compare(rows, check, kind), check, _labels(check))
+            rows = _compared(current, baseline, on, check, kind, check.baseline is not None)
+            rows = screen(rows, check, _labels(check))
             for (day,), part in rows.partition_by("_day", as_dict=True).items():
                 self._prejudged[check.name, by_day[day]] = part
 
@@ -792,6 +785,23 @@ class Checks:
                 f"cannot write the checks report {path!r} ({exc.strerror}); hint: check that "
                 "its folder exists and is writable"
             ) from None
+
+
+def _compared(
+    current: pl.DataFrame,
+    baseline: pl.DataFrame | None,
+    on: list[str],
+    check: CheckConfig,
+    kind: str,
+    every: bool,
+) -> pl.DataFrame:
+    """A metric check's measured rows beside their baseline's (joined ``on``), compared.
+
+    A ranking task's rows are one per cutoff ``k``: those join on it too.
+    """
+    if baseline is not None:
+        on = [*on, *(c for c in ("k",) if c in current.columns and c in baseline.columns)]
+    return compare(with_baseline(current, baseline, on, every), check, kind)
 
 
 def _labels(check: CheckConfig) -> list[pl.Expr]:
