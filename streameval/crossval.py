@@ -16,6 +16,7 @@ import polars as pl
 
 from .errors import InputError
 from .metrics.registry import is_bound
+from .ordered import ORDERED
 from .state import State
 from .states import kind_module
 
@@ -50,9 +51,9 @@ def drop_keys(state: State, keys: Sequence[str]) -> State:
     group = [*spec.keys, *kind.group_columns(spec)]
     table = (
         state.table.lazy()
-        .group_by(group)
+        .group_by(group, maintain_order=True)
         .agg([getattr(pl.col(c), op)() for c, op in ops.items()])
-        .collect()
+        .collect(engine="in-memory", optimizations=ORDERED)
     )
     return State(spec, table.select([c for c in state.table.columns if c not in keys]))
 
@@ -202,11 +203,13 @@ def fold_metrics(
         t = t.with_columns(pl.col(values).cast(pl.Float64))
         if not [*keys, *extra]:
             return t.with_columns(pl.lit(per_fold.height, pl.UInt32).alias("n_folds"))
-        n = per_fold.group_by([*keys, *extra]).agg(pl.len().alias("n_folds"))
-        return t.join(n, on=[*keys, *extra], how="left", nulls_equal=True)
+        n = per_fold.group_by([*keys, *extra], maintain_order=True).agg(pl.len().alias("n_folds"))
+        return t.join(
+            n, on=[*keys, *extra], how="left", nulls_equal=True, maintain_order="left_right"
+        )
 
     parts = [per_fold.with_columns(pl.lit(1, pl.UInt32).alias("n_folds"), _estimate("fold"))]
-    summary = per_fold.group_by(groups).agg(
+    summary = per_fold.group_by(groups, maintain_order=True).agg(
         pl.len().alias("n_folds"),
         *[_strict(pl.col(c), pl.col(c).mean()) for c in values],
         *[_strict(pl.col(c), pl.col(c).std(ddof)).alias(f"_sd_{c}") for c in values],

@@ -213,7 +213,7 @@ def _oob_table(
     require_columns(schema, ids, role="row id")
     counts = lf.group_by(ids).agg(pl.len().alias(WEIGHT))
     w = pl.col(common["weight"]).cast(pl.Float64) if common["weight"] else pl.lit(1.0)
-    lf = lf.join(counts, on=ids, how="left", nulls_equal=True)
+    lf = lf.join(counts, on=ids, how="left", nulls_equal=True, maintain_order="left")
     lf = lf.with_columns((w / pl.col(WEIGHT)).alias(WEIGHT))
     state = accumulate(lf, by=keys, **{**common, "weight": WEIGHT})
     return state.metrics(thresholds, **options)
@@ -233,12 +233,14 @@ def _combine(
     oob = oob.select(*keys, *[pl.col(c).cast(pl.Float64).alias(f"_o_{c}") for c in values])
     g = gammas.select(*keys, *[pl.col(c).alias(f"_g_{c}") for c in values if c in gammas.columns])
     both = (
-        resub.join(oob, on=keys, how="left", nulls_equal=True)
+        resub.join(oob, on=keys, how="left", nulls_equal=True, maintain_order="left_right")
         if keys
-        else resub.join(oob, how="cross")
+        else resub.join(oob, how="cross", maintain_order="left_right")
     )
     both = (
-        both.join(g, on=keys, how="left", nulls_equal=True) if keys else both.join(g, how="cross")
+        both.join(g, on=keys, how="left", nulls_equal=True, maintain_order="left_right")
+        if keys
+        else both.join(g, how="cross", maintain_order="left_right")
     )
     rows: dict[str, list[pl.Expr]] = {e: [] for e in ESTIMATES.categories}
     for c in values:

@@ -23,27 +23,92 @@ import polars as pl
 
 from .bucketing import EPS
 from .metrics.registry import TABLES
-from .source import Engine
+from .ordered import ORDERED
+from .source import BATCH_ROWS, Engine, collect_batches
 from .state import State
 from .tasks.registry import offers
 
 
 def _moments(
-    lf: pl.LazyFrame, keys: list[str], exprs: list[pl.Expr], engine: Engine
+    lf: pl.LazyFrame,
+    keys: list[str],
+    w: pl.Expr | None,
+    values: dict[str, pl.Expr],
+    engine: Engine,
 ) -> pl.DataFrame:
-    query = lf.group_by(keys).agg(exprs) if keys else lf.select(exprs)
-    return query.collect(engine=engine)
+    """Per group: the total weight, and each value's weighted mean and squared deviations.
+
+    The columns are ``_w``, then per name of ``values`` its mean (``<name>``) and the
+    weighted sum of its squared deviations from that mean (``<name>_ss``).
+
+    Streaming, the rows come in batches (:data:`streameval.source.BATCH_ROWS`) whose moments
+    are computed in memory and then combined in the batches' order: the means weighted by
+    the batches' weights, the squares as the batches' own plus each batch's weight times its
+    mean's squared offset from the whole mean (Chan, Golub & LeVeque). The streaming engine's
+    own group-by would add the rows in an order that changes from run to run
+    (:mod:`streameval.ordered`).
+
+    >>> lf = pl.LazyFrame({"g": [1, 1, 1, 2], "x": [1.0, 2.0, 6.0, 5.0]})
+    >>> _moments(lf, ["g"], None, {"x": pl.col("x")}, "in-memory").rows()
+    [(1, 3.0, 3.0, 14.0), (2, 1.0, 5.0, 0.0)]
+    """
+    groups = keys or ["_all"]
+    weight = (pl.lit(1.0) if w is None else w).alias("_w")
+    rows = lf.select(*keys, *([] if keys else [pl.lit(0).alias("_all")]), weight, **values)
+
+    def mean(x: pl.Expr) -> pl.Expr:
+        return (pl.col("_w") * x).sum() / pl.col("_w").sum()
+
+    def batch(part: pl.LazyFrame) -> pl.DataFrame:
+        centred = part.with_columns(mean(pl.col(n)).over(groups).alias(f"_m_{n}") for n in values)
+        return (
+            centred.group_by(groups, maintain_order=True)
+            .agg(
+                pl.col("_w").sum(),
+                *(pl.col(f"_m_{n}").first().alias(n) for n in values),
+                *(
+                    (pl.col("_w") * (pl.col(n) - pl.col(f"_m_{n}")) ** 2).sum().alias(f"{n}_ss")
+                    for n in values
+                ),
+            )
+            .collect(engine="in-memory", optimizations=ORDERED)
+        )
+
+    if engine == "streaming":
+        parts = [batch(b.lazy()) for b in collect_batches(rows, None, rows=BATCH_ROWS)]
+    else:
+        parts = [batch(rows)]
+    if not parts:
+        parts = [batch(rows.clear())]
+    if len(parts) == 1:
+        out = parts[0]
+    else:
+        both = (
+            pl.concat(parts)
+            .lazy()
+            .with_columns(mean(pl.col(n)).over(groups).alias(f"_m_{n}") for n in values)
+        )
+        out = (
+            both.group_by(groups, maintain_order=True)
+            .agg(
+                pl.col("_w").sum(),
+                *(pl.col(f"_m_{n}").first().alias(n) for n in values),
+                *(
+                    (pl.col(f"{n}_ss") + pl.col("_w") * (pl.col(n) - pl.col(f"_m_{n}")) ** 2)
+                    .sum()
+                    .alias(f"{n}_ss")
+                    for n in values
+                ),
+            )
+            .collect(engine="in-memory", optimizations=ORDERED)
+        )
+    return out if keys else out.drop("_all")
 
 
 def _join(left: pl.DataFrame, right: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     if not keys:
-        return left.join(right, how="cross")
-    return left.join(right, on=keys, how="left", nulls_equal=True)
-
-
-def _mean(w: pl.Expr | None, x: pl.Expr) -> pl.Expr:
-    """The (weighted) mean of ``x`` in an aggregation (a literal weight would not broadcast)."""
-    return x.mean() if w is None else (w * x).sum() / w.sum()
+        return left.join(right, how="cross", maintain_order="left_right")
+    return left.join(right, on=keys, how="left", nulls_equal=True, maintain_order="left_right")
 
 
 def gamma_table(
@@ -69,17 +134,13 @@ def gamma_table(
         err = p1 * (1 - q1) + (1 - p1) * q1
         p = pl.col(str(spec.score)).cast(pl.Float64)
         clipped = p.clip(EPS, 1 - EPS)
-        moments = _moments(
-            lf,
-            keys,
-            [
-                _mean(w, p**2).alias("_p2"),
-                _mean(w, (1 - p) ** 2).alias("_q2"),
-                _mean(w, clipped.log()).alias("_lp"),
-                _mean(w, (1 - clipped).log()).alias("_lq"),
-            ],
-            engine,
-        )
+        terms = {
+            "_p2": p**2,
+            "_q2": (1 - p) ** 2,
+            "_lp": clipped.log(),
+            "_lq": (1 - clipped).log(),
+        }
+        moments = _moments(lf, keys, w, terms, engine)
         with_pi = _join(
             table.select(*keys, *extra, p1.alias("_pi"), err.alias("_err")), moments, keys
         )
@@ -96,13 +157,18 @@ def gamma_table(
         )
     elif offers(spec.kind, "classes"):
         cells = state.confusion_matrix()
-        actual = cells.group_by(*keys, "actual").agg(pl.col("count").sum().alias("_p"))
-        predicted = cells.group_by(*keys, "predicted").agg(pl.col("count").sum().alias("_q"))
+        actual = cells.group_by(*keys, "actual", maintain_order=True).agg(
+            pl.col("count").sum().alias("_p")
+        )
+        predicted = cells.group_by(*keys, "predicted", maintain_order=True).agg(
+            pl.col("count").sum().alias("_q")
+        )
         margins = actual.join(
             predicted.rename({"predicted": "actual"}),
             on=[*keys, "actual"],
             how="left",
             nulls_equal=True,
+            maintain_order="left_right",
         ).with_columns(pl.col("_q").fill_null(0.0))
         total = pl.col("_p").sum()
         share = (pl.col("_p") * pl.col("_q")).sum() / total**2
@@ -113,13 +179,16 @@ def gamma_table(
             share.alias("accuracy"),
             (present.sum() / present.len() / total).alias("balanced_accuracy"),
         ]
-        gammas = margins.group_by(keys).agg(agg) if keys else margins.select(agg)
+        gammas = (
+            margins.group_by(keys, maintain_order=True).agg(agg) if keys else margins.select(agg)
+        )
     else:
         y = pl.col(spec.label).cast(pl.Float64)
         f = pl.col(str(spec.prediction)).cast(pl.Float64)
-        my, mf = _mean(w, y), _mean(w, f)
-        mse = _mean(w, (y - my) ** 2) + _mean(w, (f - mf) ** 2) + (my - mf) ** 2
-        gammas = _moments(lf, keys, [mse.alias("mse")], engine)
+        moments = _moments(lf, keys, w, {"_y": y, "_f": f}, engine)
+        total = pl.col("_w")
+        mse = pl.col("_y_ss") / total + pl.col("_f_ss") / total + (pl.col("_y") - pl.col("_f")) ** 2
+        gammas = moments.select(*keys, mse.alias("mse"))
     shared = [c for c in gammas.columns if c in table.columns and c not in (*keys, *extra)]
     on = [*keys, *(extra if set(extra) <= set(gammas.columns) else [])]
     return _join(out, gammas.select(*on, *shared), on).drop("_row")

@@ -18,11 +18,14 @@ from .kernels.runs import Runs, runs_state
 from .kernels.scatter import Scatter, Shard
 from .kernels.staged import Staged
 from .options import Accumulation
+from .ordered import ORDERED
 from .source import (
+    BATCH_ROWS,
     Engine,
     Source,
     Unit,
     collect,
+    collect_batches,
     diagnose_files,
     hive_units,
     require_columns,
@@ -33,7 +36,7 @@ from .source import (
     to_lazyframe,
 )
 from .spec import Spec, parse_precision
-from .state import State
+from .state import State, summed
 from .tasks.binary.metrics import as_thresholds
 from .tasks.common import Inputs, Opened, TaskPlan, label_fields
 from .tasks.registry import offering, offers, task_of
@@ -286,12 +289,48 @@ def state_table(plan: Plan, unit: Unit | None, runs: Runs | None) -> pl.DataFram
 
 
 def _query_table(plan: Plan, lf: pl.LazyFrame, constants: Mapping[str, Any]) -> pl.DataFrame:
-    """The state table of ``lf`` by the task's Polars query; bad rows raise their error."""
-    query, finish = plan.task.build(lf, constants)
-    table = finish(collect(query, plan.engine, plan.files, plan.wanted))
+    """The state table of ``lf`` by the task's Polars query; bad rows raise their error.
+
+    Streaming, the source's rows come in batches of :data:`BATCH_ROWS` and the query
+    runs on each in memory, the batches' tables summed in their order as they come
+    (:func:`streameval.state.summed`): the streaming engine's own group-by adds a group's
+    rows in the order its threads deliver them, which changes the last bits of float sums
+    from run to run (:mod:`streameval.ordered`). A task read whole (ranking) runs as one query.
+    """
+    if plan.engine == "streaming" and not plan.task.whole:
+        table = _batched_table(plan, lf, constants)
+    else:
+        query, finish = plan.task.build(lf, constants)
+        table = finish(collect(query, plan.engine, plan.files, plan.wanted))
     if plan.task.invalid(table):
         raise plan.task.diagnose()
     return table
+
+
+def _batched_table(plan: Plan, lf: pl.LazyFrame, constants: Mapping[str, Any]) -> pl.DataFrame:
+    """The state query's table of ``lf``, summed batch by batch (see :func:`_query_table`).
+
+    Only the columns the query may read are streamed: the source's columns in a role or a
+    key, and those ``lf`` adds (a replicate pass's). The tables summed so far are summed
+    again whenever the new ones outgrow them, so memory holds about twice the state.
+    """
+    names = lf.collect_schema().names()
+    read = lf.select(c for c in names if c in plan.wanted or c not in plan.schema)
+
+    def table_of(rows: pl.LazyFrame) -> pl.DataFrame:
+        query, finish = plan.task.build(rows, constants)
+        return finish(query.collect(engine="in-memory", optimizations=ORDERED))
+
+    done: list[pl.DataFrame] = []
+    new: list[pl.DataFrame] = []
+    for batch in collect_batches(read, plan.files, plan.wanted, rows=BATCH_ROWS):
+        new.append(table_of(batch.lazy()))
+        if sum(t.height for t in new) > max(sum(t.height for t in done), BATCH_ROWS):
+            done, new = [summed(plan.spec, [*done, *new])], []
+    if not done and not new:
+        return table_of(read.clear())
+    parts = [*done, *new]
+    return parts[0] if len(parts) == 1 else summed(plan.spec, parts)
 
 
 def units_staged(plan: Plan) -> Iterator[tuple[Unit, Staged | None]]:

@@ -188,7 +188,7 @@ def curve_table(state: State, kind: str) -> pl.DataFrame:
         order = pl.col("measure").replace_strict(list(MEASURES), range(len(MEASURES)))
         return long.sort(*state.keys, order, "threshold", nulls_last=False)
     curve = state.gains(20)
-    start = curve.group_by(state.keys).first() if state.keys else curve.head(1)
+    start = curve.group_by(state.keys, maintain_order=True).first() if state.keys else curve.head(1)
     origin = start.with_columns(pl.lit(0.0).alias("population"), pl.lit(0.0).alias("gain"))
     return pl.concat([origin.select(curve.columns), curve]).sort(
         [*state.keys, "population"], nulls_last=False
@@ -413,7 +413,11 @@ def confusion_matrix(
 
     """
     if offers(state.spec.kind, "classes"):
-        cells = state.confusion_matrix().group_by("actual", "predicted").agg(pl.col("count").sum())
+        cells = (
+            state.confusion_matrix()
+            .group_by("actual", "predicted", maintain_order=True)
+            .agg(pl.col("count").sum())
+        )
         labels = [str(c) for c in state.spec.classes]
         count = {(str(a), str(p)): c for a, p, c in cells.iter_rows()}
         matrix = [[count.get((a, p), 0.0) for p in labels] for a in labels]

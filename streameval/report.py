@@ -323,7 +323,7 @@ CHECK_TAIL = ("p_adjusted", "status", "reason")
 
 def checks_html(checks: pl.DataFrame) -> list[str]:
     """The report's opening section: the count of each status, and the rows not passed."""
-    counts = checks.group_by("status").len().sort("status")
+    counts = checks.group_by("status", maintain_order=True).len().sort("status")
     line = "".join(f"<span>{html.escape(str(s))}: {n:,}</span>" for s, n in counts.iter_rows())
     bad = checks.filter(pl.col("status").is_in(["fail", "warn"]))
     # the slice: the columns before the metric (the day, the group keys, a threshold)

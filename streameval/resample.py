@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 
 from .errors import InputError
+from .ordered import ORDERED
 from .resample_draw import REPLICATE
 from .resample_tables import (
     attach,
@@ -76,7 +77,7 @@ def _in_blocks(state: S, table_fn: Callable[[S], pl.DataFrame]) -> pl.DataFrame:
     table = state.table
     if table.height <= FINALIZE_ROWS:
         return table_fn(state)
-    sizes = table.group_by(REPLICATE).len().sort(REPLICATE)
+    sizes = table.group_by(REPLICATE, maintain_order=True).len().sort(REPLICATE)
     block = (sizes["len"].cum_sum() - sizes["len"]) // FINALIZE_ROWS
     parts = sizes.select(REPLICATE).with_columns(block.alias("_se_block"))
     blocks = parts.group_by("_se_block", maintain_order=True).agg(pl.col(REPLICATE))
@@ -186,7 +187,11 @@ def replicate_intervals(
         enough = x.count() >= replicates - allowed
         for suffix, q in (("_lo", (1 - level) / 2), ("_hi", (1 + level) / 2)):
             aggs.append(pl.when(enough).then(x.quantile(q, "linear")).alias(c + suffix))
-    spread = spread_rows.group_by(ids).agg(aggs) if ids else spread_rows.select(aggs)
+    spread = (
+        spread_rows.group_by(ids, maintain_order=True).agg(aggs)
+        if ids
+        else spread_rows.select(aggs)
+    )
     return attach(point, spread, ids, names, ("_lo", "_hi"))
 
 
@@ -230,13 +235,17 @@ def leave_one_out(state: S, column: str) -> S:
     table = state.table
     values = table.select(*others, pl.col(column).alias("_se_out")).unique()
     if others:
-        pairs = table.lazy().join(values.lazy(), on=others, nulls_equal=True)
+        pairs = table.lazy().join(
+            values.lazy(), on=others, nulls_equal=True, maintain_order="left_right"
+        )
     else:
-        pairs = table.lazy().join(values.lazy(), how="cross")
+        pairs = table.lazy().join(values.lazy(), how="cross", maintain_order="left_right")
     kept = pairs.filter(pl.col(column).ne_missing(pl.col("_se_out")))
     ops = [getattr(pl.col(c), op)() for c, op in kind.merge_ops(spec).items()]
-    out = kept.group_by(rows).agg(ops).rename({"_se_out": column})
-    return type(state)(spec, out.select(table.columns).collect())
+    out = kept.group_by(rows, maintain_order=True).agg(ops).rename({"_se_out": column})
+    return type(state)(
+        spec, out.select(table.columns).collect(engine="in-memory", optimizations=ORDERED)
+    )
 
 
 def jackknife_intervals(
@@ -310,7 +319,9 @@ def jackknife_intervals(
     rows = [*others, *kind.group_columns(spec)]
     ops = [getattr(pl.col(c), op)() for c, op in kind.merge_ops(spec).items()]
     whole = (
-        state.table.group_by(rows).agg(ops).select(c for c in state.table.columns if c != column)
+        state.table.group_by(rows, maintain_order=True)
+        .agg(ops)
+        .select(c for c in state.table.columns if c != column)
     )
     estimate = table_fn(type(state)(replace(spec, keys=tuple(others)), whole))
     with warnings.catch_warnings():  # (the estimate's said it of the data; these count subsets)
@@ -321,16 +332,18 @@ def jackknife_intervals(
     check_identifiers(estimate, left_out.drop(column), ids)
     values = _units(state).select(*others, column).unique()
     if spec.unlabeled:  # (a unit whose rows all lack a label holds none of the metrics' rows)
-        left_out = left_out.join(values, on=[*others, column], how="semi", nulls_equal=True)
+        left_out = left_out.join(
+            values, on=[*others, column], how="semi", nulls_equal=True, maintain_order="left_right"
+        )
     size = pl.len().alias("_se_g")
-    g = values.group_by(others).agg(size) if others else values.select(size)
+    g = values.group_by(others, maintain_order=True).agg(size) if others else values.select(size)
     dof = np.maximum(g["_se_g"].to_numpy() - 1, 1)
     g = g.with_columns(pl.Series("_se_t", stats.t.ppf((1 + level) / 2, dof)))
     aggs = []
     for c in names:
         x = pl.col(c).cast(pl.Float64).fill_nan(None)
         aggs += [((x - x.mean()) ** 2).sum().alias(f"_ss_{c}"), x.count().alias(f"_k_{c}")]
-    spread = left_out.group_by(ids).agg(aggs) if ids else left_out.select(aggs)
+    spread = left_out.group_by(ids, maintain_order=True).agg(aggs) if ids else left_out.select(aggs)
     out = join_on(join_on(estimate.select(*ids, *names), spread, ids), g, others)
     gg = pl.col("_se_g").cast(pl.Float64)
     results = []

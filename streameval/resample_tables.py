@@ -69,7 +69,11 @@ def check_identifiers(point: pl.DataFrame, every: pl.DataFrame, ids: list[str]) 
     extra = [c for c in ids if c in point.columns]
     if not extra:
         return
-    rows = every.select(ids).unique().join(point.select(ids), on=ids, how="anti", nulls_equal=True)
+    rows = (
+        every.select(ids)
+        .unique()
+        .join(point.select(ids), on=ids, how="anti", nulls_equal=True, maintain_order="left_right")
+    )
     if rows.height:
         raise InputError(
             f"expected the identifier columns {extra} to take the same values for every "
@@ -102,7 +106,7 @@ def metric_columns(table: pl.DataFrame, ids: list[str], columns: Sequence[str] |
 def join_on(left: pl.DataFrame, right: pl.DataFrame, on: list[str]) -> pl.DataFrame:
     """Left join on ``on`` (nulls equal, left order kept); a cross join without columns."""
     if not on:
-        return left.join(right, how="cross")
+        return left.join(right, how="cross", maintain_order="left_right")
     return left.join(right, on=on, how="left", nulls_equal=True, maintain_order="left")
 
 

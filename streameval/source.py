@@ -506,12 +506,23 @@ def collect(
         raise read_error(exc, files, columns) from None
 
 
+#: Rows per batch where a sum over a streaming source's rows is computed batch by batch in
+#: memory, the batches' sums then added in their order (:mod:`streameval.ordered`).
+BATCH_ROWS = 1 << 20
+
+
 def collect_batches(
-    query: pl.LazyFrame, files: list[str] | None, columns: Sequence[str] = ()
+    query: pl.LazyFrame,
+    files: list[str] | None,
+    columns: Sequence[str] = (),
+    rows: int | None = None,
 ) -> Iterator[pl.DataFrame]:
-    """The rows of ``query`` in the streaming engine's batches, with :func:`collect`'s errors."""
+    """The rows of ``query`` in the streaming engine's batches, with :func:`collect`'s errors.
+
+    ``rows``: every batch but the last has that many rows (else the engine's sizes).
+    """
     try:
-        yield from query.collect_batches(engine="streaming")
+        yield from query.collect_batches(engine="streaming", chunk_size=rows)
     except _ENGINE_ERRORS as exc:
         raise read_error(exc, files, columns) from None
 

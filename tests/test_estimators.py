@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import numpy as np
 import polars as pl
 import pytest
@@ -11,6 +13,7 @@ from sklearn import metrics as skm
 
 import streameval as se
 from reference import close
+from streameval import noinfo
 
 SOME = settings(max_examples=max(4, settings.default.max_examples // 5))
 
@@ -97,15 +100,19 @@ def pairs(df: pl.DataFrame, label: str, prediction: list[str]) -> pl.DataFrame:
 
 
 @SOME
-@given(bootstrapped(), st.integers(0, 1))
-def test_no_information_values_are_the_metrics_of_every_label_prediction_pair(data, weighted):
+@given(bootstrapped(), st.integers(0, 1), st.integers(1, 8))
+def test_no_information_values_are_the_metrics_of_every_label_prediction_pair(
+    data, weighted, batch
+):
+    """Also with the rows' moments summed in batches of ``batch`` rows (a streaming source's)."""
     resub, oob = data
     resub = resub.with_columns(segment=pl.col("id") % 2, w=1.0 + pl.col("id") % 3)
     w = "w" if weighted else None
-    table = se.bootstrap_estimate(resub, oob.with_columns(segment=pl.col("id") % 2,
-                                                          w=pl.lit(1.0)),
-                                  label="y", score="p", row_id="id", by="segment", weight=w,
-                                  precision="exact")  # fmt: skip
+    with patch.object(noinfo, "BATCH_ROWS", batch):
+        table = se.bootstrap_estimate(resub, oob.with_columns(segment=pl.col("id") % 2,
+                                                              w=pl.lit(1.0)),
+                                      label="y", score="p", row_id="id", by="segment", weight=w,
+                                      precision="exact")  # fmt: skip
     gammas = table.filter(pl.col("estimate") == "no_information")
     for (segment,), part in resub.partition_by("segment", as_dict=True).items():
         both = part.select("y", pl.col("w").alias("wy")).join(part.select("p", "w"), how="cross")
@@ -119,8 +126,8 @@ def test_no_information_values_are_the_metrics_of_every_label_prediction_pair(da
 
 
 @SOME
-@given(st.integers(5, 40), st.integers(0, 2**31))
-def test_multiclass_and_regression_no_information_values(n, seed):
+@given(st.integers(5, 40), st.integers(0, 2**31), st.integers(1, 50))
+def test_multiclass_and_regression_no_information_values(n, seed, batch):
     rng = np.random.default_rng(seed)
     df = pl.DataFrame({"id": range(n), "y": rng.integers(0, 3, n), "k": rng.integers(0, 3, n),
                        "t": rng.normal(size=n), "f": rng.normal(size=n)})  # fmt: skip
@@ -132,8 +139,9 @@ def test_multiclass_and_regression_no_information_values(n, seed):
     y, k = both["y"].to_numpy(), both["k"].to_numpy()
     assert close(gamma["error_rate"], 1 - skm.accuracy_score(y, k))
     assert close(gamma["balanced_accuracy"], skm.balanced_accuracy_score(y, k))
-    reg = se.bootstrap_estimate(df, oob, task="regression", label="t", prediction="f",
-                                row_id="id", precision="exact")  # fmt: skip
+    with patch.object(noinfo, "BATCH_ROWS", batch):  # (the moments summed in batches)
+        reg = se.bootstrap_estimate(df, oob, task="regression", label="t", prediction="f",
+                                    row_id="id", precision="exact")  # fmt: skip
     both = pairs(df, "t", ["f"])
     assert close(rows(reg)["no_information"]["mse"],
                  skm.mean_squared_error(both["t"], both["f"]))  # fmt: skip

@@ -528,7 +528,9 @@ class Checks:
             state = self._state(j)
             table = state.table
             if only is not None:
-                table = table.join(only, on=list(slices), how="semi", nulls_equal=True)
+                table = table.join(
+                    only, on=list(slices), how="semi", nulls_equal=True, maintain_order="left_right"
+                )
             states.append(accepted_state(State(state.spec, table), rejected.get(j), list(slices)))
         return states
 
@@ -596,7 +598,9 @@ class Checks:
         # again from their accepted days alone
         out = pl.concat(list(rejected.values())).unique()
         pooled = self._pooled(members)
-        kept = pooled.table.join(out, on=slices, how="anti", nulls_equal=True)
+        kept = pooled.table.join(
+            out, on=slices, how="anti", nulls_equal=True, maintain_order="left_right"
+        )
         again = merge(self._accepted(members, rejected, slices, out)).table
         return State(pooled.spec, pl.concat([kept, again.select(kept.columns)])), slices
 

@@ -78,10 +78,12 @@ def with_baseline(
         return current.with_columns(pl.lit(None, pl.Float64).alias(n) for n in names.values())
     renamed = baseline.select(*on, *(pl.col(c).alias(n) for c, n in names.items()))
     if not on:
-        return current.join(renamed, how="cross")
+        return current.join(renamed, how="cross", maintain_order="left_right")
     if every:
-        return current.join(renamed, on=on, how="full", nulls_equal=True, coalesce=True)
-    return current.join(renamed, on=on, how="left", nulls_equal=True)
+        return current.join(
+            renamed, on=on, how="full", nulls_equal=True, coalesce=True, maintain_order="left_right"
+        )
+    return current.join(renamed, on=on, how="left", nulls_equal=True, maintain_order="left_right")
 
 
 def champion_rows(
@@ -105,9 +107,9 @@ def champion_rows(
     )
     pair = pair.select(*(keys if slices else []), (pl.col("_sd") ** 2).alias("_vd"))
     rows = (
-        rows.join(pair, on=slices, how="left", nulls_equal=True)
+        rows.join(pair, on=slices, how="left", nulls_equal=True, maintain_order="left_right")
         if slices
-        else rows.join(pair, how="cross")
+        else rows.join(pair, how="cross", maintain_order="left_right")
     )
     cov = (pl.col("se") ** 2 + pl.col("baseline_se") ** 2 - pl.col("_vd")) / 2
     return rows.with_columns(cov.alias("_cov"), pl.lit(a).alias("model")).drop("_vd")

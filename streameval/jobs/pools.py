@@ -96,7 +96,12 @@ def accepted_state(state: State, rejected: pl.DataFrame | None, keys: list[str])
     """``state`` less the rows of the slices ``rejected`` names (its ``keys``; None: none)."""
     if rejected is None or not rejected.height:
         return state
-    return State(state.spec, state.table.join(rejected, on=keys, how="anti", nulls_equal=True))
+    return State(
+        state.spec,
+        state.table.join(
+            rejected, on=keys, how="anti", nulls_equal=True, maintain_order="left_right"
+        ),
+    )
 
 
 def _unfound(spec: Spec) -> Spec:
@@ -319,7 +324,9 @@ def regrouped(
     groups' aggregates as a pool of the same rows gives them. None where the states are not
     summed so (the caller pools the days).
     """
-    kept = grouped.frame.join(out, on=out.columns, how="anti", nulls_equal=True)
+    kept = grouped.frame.join(
+        out, on=out.columns, how="anti", nulls_equal=True, maintain_order="left_right"
+    )
     if not any(s.table.height for s in states):  # (those groups have no accepted rows)
         return Grouped(kept, grouped.thresholds)
     pooled = summed(states)
@@ -393,7 +400,9 @@ class TaggedPools(LazyState):
 
     def _tagged(self) -> State:
         """The states' tables, each tagged, as one state."""
-        tagged = [s.table.join(tags, how="cross") for s, tags in self._parts]
+        tagged = [
+            s.table.join(tags, how="cross", maintain_order="left_right") for s, tags in self._parts
+        ]
         return State(self.spec, pl.concat(tagged).select(self._columns()))
 
     def __len__(self) -> int:
@@ -401,7 +410,10 @@ class TaggedPools(LazyState):
 
     def column_sums(self, names: list[str]) -> pl.DataFrame:
         """Each state's integer columns ``names`` summed per group, tagged."""
-        sums = [s.column_sums(names).join(tags, how="cross") for s, tags in self._parts]
+        sums = [
+            s.column_sums(names).join(tags, how="cross", maintain_order="left_right")
+            for s, tags in self._parts
+        ]
         return pl.concat(sums).select(*self.spec.keys, *names)
 
     def _columns(self) -> list[str]:

@@ -18,6 +18,7 @@ import polars as pl
 
 from ..bucketing import EXACT_BITS
 from ..codes import KeyCode, hashed_key, key_code
+from ..ordered import ORDERED
 from ..spec import Spec
 from ..tasks.binary.state import labelled_columns, with_unlabeled
 from . import chunks, compiled, path, small_pages
@@ -164,7 +165,9 @@ def table_codes(
     if coded is None:
         return None
     key_codes, exprs = coded
-    return unit_groups(lf.select(*exprs, *columns).collect(), key_codes)
+    return unit_groups(
+        lf.select(*exprs, *columns).collect(engine="in-memory", optimizations=ORDERED), key_codes
+    )
 
 
 def table_groups(

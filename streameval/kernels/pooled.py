@@ -278,7 +278,11 @@ class DayIndex:
         Their positions in ``coding.codes``, sorted.
         """
         found = keys.select(self.coding.spec.keys).join(
-            self.groups(), on=list(self.coding.spec.keys), how="inner", nulls_equal=True
+            self.groups(),
+            on=list(self.coding.spec.keys),
+            how="inner",
+            nulls_equal=True,
+            maintain_order="left_right",
         )
         return np.unique(found["_b"].to_numpy().astype(np.int64))
 

@@ -37,7 +37,7 @@ def ranking(lf: pl.LazyFrame, groups: list[str], *, exact: bool) -> pl.LazyFrame
         .with_columns(
             pos.cum_sum().over(groups).alias("_cpos"), neg.cum_sum().over(groups).alias("_cneg")
         )
-        .group_by(groups)
+        .group_by(groups, maintain_order=True)
         .agg(
             pos.sum().alias("_P"),
             neg.sum().alias("_N"),

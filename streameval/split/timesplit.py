@@ -94,7 +94,9 @@ def time_split(
     lf, schema = open_frame(frame)
     require_columns(schema, [column], role="time")
     new_columns(schema, [name, role_name])
-    values = lf.select(pl.col(column).drop_nulls().unique().sort()).collect()[column]
+    values = lf.select(pl.col(column).drop_nulls().unique().sort()).collect(engine="streaming")[
+        column
+    ]
     n = values.len()
     size = n // (n_splits + 1) if test_size is None else test_size
     if n_splits + 1 > n or size < 1:

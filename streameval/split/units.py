@@ -9,6 +9,7 @@ from typing import TypeVar
 import polars as pl
 
 from ..errors import InputError
+from ..ordered import ORDERED
 from .keys import INTERNAL, add_key_hash, as_columns, rehash
 
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
@@ -28,7 +29,11 @@ def open_frame(frame: pl.DataFrame | pl.LazyFrame) -> tuple[pl.LazyFrame, pl.Sch
 
 def finish(frame: Frame, lf: pl.LazyFrame) -> Frame:
     """A DataFrame gets a DataFrame back, a LazyFrame stays lazy."""
-    out = lf.collect() if isinstance(frame, pl.DataFrame) else lf
+    out = (
+        lf.collect(engine="in-memory", optimizations=ORDERED)
+        if isinstance(frame, pl.DataFrame)
+        else lf
+    )
     return out
 
 
@@ -134,7 +139,9 @@ def add_group_share(lf: pl.LazyFrame, u: Units, over: str | None, out: str) -> p
     if not strata:
         table = table.sort(UNIT)
     table = table.with_columns(((before - size / 2) / total).alias(out))
-    return lf.join(table.select(*keys, UNIT, out), on=[*keys, UNIT], how="left")
+    return lf.join(
+        table.select(*keys, UNIT, out), on=[*keys, UNIT], how="left", maintain_order="left"
+    )
 
 
 def add_position(lf: pl.LazyFrame, u: Units, over: str | None, out: str) -> pl.LazyFrame:
@@ -157,7 +164,9 @@ def add_position(lf: pl.LazyFrame, u: Units, over: str | None, out: str) -> pl.L
     table = table.with_columns((pl.col(out) + before.cast(pl.Int64) - 2).alias(out))
     if not u.grouped:
         return table
-    return lf.join(table.select(*keys, UNIT, out), on=[*keys, UNIT], how="left")
+    return lf.join(
+        table.select(*keys, UNIT, out), on=[*keys, UNIT], how="left", maintain_order="left"
+    )
 
 
 def resalt(lf: pl.LazyFrame, salt: str, stratified: bool) -> pl.LazyFrame:

@@ -68,7 +68,11 @@ class StateData:
         [('a', 5), ('b', 4)]
         """
         sums = [pl.col(c).sum() for c in names]
-        return self.table.group_by(self.keys).agg(sums) if self.keys else self.table.select(sums)
+        return (
+            self.table.group_by(self.keys, maintain_order=True).agg(sums)
+            if self.keys
+            else self.table.select(sums)
+        )
 
     def coded(self) -> object | None:
         """The table's rows already coded as the compiled finalize reads them, or None.
@@ -112,7 +116,7 @@ def check_finite_sums(spec: Spec, table: pl.DataFrame) -> None:
         return
     keys = [k for k in spec.keys if k in table.columns]
     by = [*keys, *(c for c in COPIES if c in table.columns)]
-    totals = table.group_by(by).agg(exprs) if by else table.select(exprs)
+    totals = table.group_by(by, maintain_order=True).agg(exprs) if by else table.select(exprs)
     bad = totals.filter(pl.any_horizontal(~pl.col(list(sums)).is_finite()))
     if bad.is_empty():  # only the whole table's total overflowed: no group's metric reads it
         return

@@ -243,7 +243,11 @@ def class_reports(state: StateData, cells: pl.DataFrame, digits: int) -> str:
     index = range(len(classes))
     groups = cells.select(keys).unique().sort(keys, nulls_last=False) if keys else pl.DataFrame()
     numbered = groups.with_row_index("_g")
-    coded = (cells.join(numbered, on=keys, how="left", nulls_equal=True) if keys else cells).select(
+    coded = (
+        cells.join(numbered, on=keys, how="left", nulls_equal=True, maintain_order="left_right")
+        if keys
+        else cells
+    ).select(
         pl.col("_g") if keys else pl.lit(0, pl.UInt32).alias("_g"),
         *(
             pl.col(c).replace_strict(classes, index, return_dtype=pl.Int64)

@@ -36,6 +36,7 @@ from ..errors import InputError
 from ..kernels.pairedstate import paired_sums
 from ..metrics.groups import with_group_key
 from ..metrics.ranking import ranking
+from ..ordered import ORDERED
 from ..spec import ALL
 from ..tasks.binary.metrics import ranking_columns
 from ..tasks.paired.state import bucket_columns
@@ -84,7 +85,7 @@ def model_histograms(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
     lf, keys = _groups(state)
     weights = [pl.col(c).cast(pl.Float64) for c in ("pos", "neg")]
     parts = [
-        lf.group_by(*keys, pl.col(b).alias("bucket"))
+        lf.group_by(*keys, pl.col(b).alias("bucket"), maintain_order=True)
         .agg(*(w.sum() for w in weights))
         .with_columns(pl.lit(i, pl.Int32).alias("model"))
         for i, b in enumerate(bucket_columns(state.spec))
@@ -99,10 +100,12 @@ def model_table(state: StateData, level: float) -> pl.DataFrame:
         (counts, keys), (spread, _) = (with_group_key(f, state.keys) for f in summed.model_rows())
         return model_rows(counts, spread, keys, state.spec, level)
     hist, keys = model_histograms(state)
-    hist = hist.collect().lazy()  # (read twice below: summed once)
+    hist = hist.collect(
+        engine="in-memory", optimizations=ORDERED
+    ).lazy()  # (read twice below: summed once)
     groups = [*keys, "model"]
     ranked = ranking(hist, groups, exact=state.spec.exact).join(
-        _row_counts(state, keys), on=keys, how="left", nulls_equal=True
+        _row_counts(state, keys), on=keys, how="left", nulls_equal=True, maintain_order="left_right"
     )
     rows = ranked.select(
         *groups, "n", pl.col("_P").alias("positives"), pl.col("_N").alias("negatives"),
@@ -148,8 +151,8 @@ def model_rows(
     )
     count = pl.Int64 if not spec.weighted else pl.Float64
     out = (
-        rows.join(intervals, on=groups, how="left", nulls_equal=True)
-        .join(names, on="model")
+        rows.join(intervals, on=groups, how="left", nulls_equal=True, maintain_order="left_right")
+        .join(names, on="model", maintain_order="left_right")
         .sort(groups, nulls_last=False)
         .select(
             *keys,
@@ -164,7 +167,7 @@ def model_rows(
             "roc_auc_error",
             "average_precision",
         )
-        .collect()
+        .collect(engine="in-memory", optimizations=ORDERED)
     )
     return out.drop(ALL) if keys == [ALL] else out
 
@@ -172,7 +175,7 @@ def model_rows(
 def _row_counts(state: StateData, keys: list[str]) -> pl.LazyFrame:
     lf, _ = _groups(state)
     n = pl.col("n") if state.spec.weighted else pl.col("pos") + pl.col("neg")
-    return lf.group_by(keys).agg(n.sum().cast(pl.Int64).alias("n"))
+    return lf.group_by(keys, maintain_order=True).agg(n.sum().cast(pl.Int64).alias("n"))
 
 
 def _joint_sums(state: StateData, keys: list[str]) -> pl.LazyFrame:
@@ -187,14 +190,14 @@ def _joint_sums(state: StateData, keys: list[str]) -> pl.LazyFrame:
     joint = lf.with_columns(pl.col("pos", "neg").cast(pl.Float64))
     # every model's placements over the group's own totals (summed once, as the kernel's):
     # identical rankings then place every row identically, and differ by exactly 0
-    totals = joint.group_by(keys).agg(
+    totals = joint.group_by(keys, maintain_order=True).agg(
         pl.col("pos").sum().alias("_P"), pl.col("neg").sum().alias("_N")
     )
     P, N = pl.col("_P"), pl.col("_N")
     placed = (
         placements(hist, [*keys, "model"])
         .drop("_P", "_N")
-        .join(totals, on=keys, how="left", nulls_equal=True)
+        .join(totals, on=keys, how="left", nulls_equal=True, maintain_order="left_right")
         .with_columns(
             ((N - pl.col("_cneg") + 0.5 * pl.col("neg")) / N).alias("_v10"),
             ((pl.col("_cpos") - 0.5 * pl.col("pos")) / P).alias("_v01"),
@@ -209,7 +212,9 @@ def _joint_sums(state: StateData, keys: list[str]) -> pl.LazyFrame:
             pl.col("_auc").alias(f"auc{i}"),
             *(pl.col(c).alias(f"{c}{i}") for c in ("_P", "_N")),
         )
-        joint = joint.join(own, on=[*keys, b], how="left", nulls_equal=True)
+        joint = joint.join(
+            own, on=[*keys, b], how="left", nulls_equal=True, maintain_order="left_right"
+        )
     pos, neg = pl.col("pos"), pl.col("neg")
     P, N = pl.col("_P0").first(), pl.col("_N0").first()
     sums = []
@@ -223,13 +228,15 @@ def _joint_sums(state: StateData, keys: list[str]) -> pl.LazyFrame:
             s01 = (neg * (d01 - d) ** 2).sum() / (N - 1) / N
             sums.append(pl.when((P > 0) & (N > 0)).then(d).alias(f"diff{i}_{j}"))
             sums.append(pl.when((P > 1) & (N > 1)).then(s10 + s01).alias(f"var{i}_{j}"))
-    per_group = joint.group_by(keys).agg(*sums)
+    per_group = joint.group_by(keys, maintain_order=True).agg(*sums)
     bounds = ranking(hist, [*keys, "model"], exact=state.spec.exact)
     for m in range(len(buckets)):
         error = bounds.filter(pl.col("model") == m).select(
             *keys, pl.col("roc_auc_error").alias(f"_e{m}")
         )
-        per_group = per_group.join(error, on=keys, how="left", nulls_equal=True)
+        per_group = per_group.join(
+            error, on=keys, how="left", nulls_equal=True, maintain_order="left_right"
+        )
     return per_group
 
 
@@ -262,7 +269,7 @@ def paired_moments(state: StateData) -> tuple[pl.DataFrame, list[str]]:
                 (pl.col(f"_e{i}") + pl.col(f"_e{j}")).alias("_widen"),
             )
         )
-    return pl.concat(rows).collect(), keys
+    return pl.concat(rows).collect(engine="in-memory", optimizations=ORDERED), keys
 
 
 def paired_test(state: StateData, level: float, alternative: str) -> pl.DataFrame:
@@ -318,23 +325,27 @@ def unpaired_test(state: StateData, column: str, baseline: Any, alternative: str
                 *(e.alias(f"{c}_b") for e, c in zip(before[1:], tested, strict=True)),
             )
             .filter(pl.col("_n_b").is_not_null())
-            .collect()
+            .collect(engine="in-memory", optimizations=ORDERED)
         )
     else:
         dtype = state.table.schema[column]
         value = _baseline(state, column, baseline)
-        base = per_group.filter(pl.col(column) == pl.lit(value, dtype)).collect()
+        base = per_group.filter(pl.col(column) == pl.lit(value, dtype)).collect(
+            engine="in-memory", optimizations=ORDERED
+        )
         if base.is_empty():
             raise InputError(
                 f"expected baseline to be a value of {column!r}, got {baseline!r}; "
                 f"values are {_values(state, column)}; hint: or baseline='previous'"
             )
-        others = per_group.filter(pl.col(column) != pl.lit(value, dtype)).collect()
+        others = per_group.filter(pl.col(column) != pl.lit(value, dtype)).collect(
+            engine="in-memory", optimizations=ORDERED
+        )
         b = base.select(*rest, *(pl.col(c).alias(f"{c}_b") for c in tested))
         joined = (
-            others.join(b, on=rest, how="inner", nulls_equal=True)
+            others.join(b, on=rest, how="inner", nulls_equal=True, maintain_order="left_right")
             if rest
-            else others.join(b, how="cross")
+            else others.join(b, how="cross", maintain_order="left_right")
         ).with_columns(pl.lit(value, dtype).alias("baseline"))
     va, vb = joined["_var"].to_numpy(), joined["_var_b"].to_numpy()
     na, nb = joined["_n"].to_numpy(), joined["_n_b"].to_numpy()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from ..ordered import ORDERED
 from ..spec import ALL
 from ..tasks.multiclass.classes import confusion_rows
 
@@ -121,20 +122,38 @@ def multiclass_statistics(state: StateData, *, with_counts: bool = False) -> pl.
     rows, keys = confusion_rows(state)
     r = len(state.spec.classes)
     w, a, b, s = pl.col("w"), pl.col("a"), pl.col("b"), pl.col("s")
-    cells = rows.group_by(*keys, "actual", "predicted").agg(pl.col("_w").sum().alias("w"))
-    actual = cells.group_by(*keys, pl.col("actual").alias("k")).agg(w.sum().alias("a"))
-    predicted = cells.group_by(*keys, pl.col("predicted").alias("k")).agg(w.sum().alias("b"))
+    cells = rows.group_by(*keys, "actual", "predicted", maintain_order=True).agg(
+        pl.col("_w").sum().alias("w")
+    )
+    actual = cells.group_by(*keys, pl.col("actual").alias("k"), maintain_order=True).agg(
+        w.sum().alias("a")
+    )
+    predicted = cells.group_by(*keys, pl.col("predicted").alias("k"), maintain_order=True).agg(
+        w.sum().alias("b")
+    )
     # Chance agreement Σ_k a_k·b_k / s² counts every class, also those never right.
     chance = (
-        actual.join(predicted, on=[*keys, "k"], how="inner")
-        .group_by(keys)
+        actual.join(predicted, on=[*keys, "k"], how="inner", maintain_order="left_right")
+        .group_by(keys, maintain_order=True)
         .agg((a * b).sum().alias("_ab"))
     )
     diagonal = pl.col("actual") == pl.col("predicted")
     cells = (
-        cells.join(actual, left_on=[*keys, "predicted"], right_on=[*keys, "k"], how="left")
-        .join(predicted, left_on=[*keys, "actual"], right_on=[*keys, "k"], how="left")
-        .join(chance, on=keys, how="left")
+        cells.join(
+            actual,
+            left_on=[*keys, "predicted"],
+            right_on=[*keys, "k"],
+            how="left",
+            maintain_order="left_right",
+        )
+        .join(
+            predicted,
+            left_on=[*keys, "actual"],
+            right_on=[*keys, "k"],
+            how="left",
+            maintain_order="left_right",
+        )
+        .join(chance, on=keys, how="left", maintain_order="left_right")
         .with_columns(pl.col("a", "b", "_ab").fill_null(0.0), w.sum().over(keys).alias("s"))
         .with_columns(
             (w.filter(diagonal).sum().over(keys) / s).alias("_po"),
@@ -147,7 +166,7 @@ def multiclass_statistics(state: StateData, *, with_counts: bool = False) -> pl.
     variance = ((w / s * term * term).sum() - ((kappa - pe * (1 - kappa)) ** 2).first()) / (
         ((1 - pe) ** 2 * s).first()
     )
-    grouped = cells.group_by(keys).agg(
+    grouped = cells.group_by(keys, maintain_order=True).agg(
         s.first().alias("_n"),
         w.filter(diagonal).sum().alias("_x"),
         (a.max() / s.first()).alias("no_information_rate"),
@@ -155,7 +174,9 @@ def multiclass_statistics(state: StateData, *, with_counts: bool = False) -> pl.
         .then(variance.clip(0.0).sqrt())
         .alias("cohen_kappa_se"),
     )
-    out = grouped.join(_bowker(cells, keys, r), on=keys, how="left").collect()
+    out = grouped.join(
+        _bowker(cells, keys, r), on=keys, how="left", maintain_order="left_right"
+    ).collect(engine="in-memory", optimizations=ORDERED)
     n, x, nir = (out[c].to_numpy() for c in ("_n", "_x", "no_information_rate"))
     statistic = out["_statistic"].fill_null(np.nan).to_numpy()
     out = out.select(
@@ -186,9 +207,9 @@ def _bowker(cells: pl.LazyFrame, keys: list[str], r: int) -> pl.LazyFrame:
         diff = pl.when(diff != 0).then(diff - 1.0).otherwise(0.0)
     return (
         cells.filter(pl.col("actual") != pl.col("predicted"))
-        .group_by(*keys, i.alias("i"), j.alias("j"))
+        .group_by(*keys, i.alias("i"), j.alias("j"), maintain_order=True)
         .agg(w.filter(upper).sum().alias("u"), w.filter(~upper).sum().alias("l"))
-        .group_by(keys)
+        .group_by(keys, maintain_order=True)
         .agg(
             pl.when((pl.len() == r * (r - 1) // 2) & ((u + low) > 0).all())
             .then((diff * diff / (u + low)).sum())

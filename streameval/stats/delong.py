@@ -71,7 +71,7 @@ def delong(lf: pl.LazyFrame, groups: list[str]) -> pl.LazyFrame:
     ok = (P > 1) & (N > 1)
     return (
         placements(lf, groups)
-        .group_by(groups)
+        .group_by(groups, maintain_order=True)
         .agg(
             P.alias("_P"),
             N.alias("_N"),

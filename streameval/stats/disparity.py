@@ -165,7 +165,9 @@ def disparity(
         )
     long, strata = _rates(state, sensitive, threshold)
     refs = _references(long, strata, reference)
-    out = long.join(refs, on=[*strata, "metric"], how="left", nulls_equal=True).with_columns(
+    out = long.join(
+        refs, on=[*strata, "metric"], how="left", nulls_equal=True, maintain_order="left_right"
+    ).with_columns(
         pl.when(pl.col("_rn") > 0).then(pl.col("_rx") / pl.col("_rn")).alias("reference_value")
     )
     value, ref = pl.col("value"), pl.col("reference_value")

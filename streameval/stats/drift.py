@@ -113,10 +113,18 @@ class Sorted:
         """
         hist = hist.with_columns(pl.lit(0).alias(_ONE))  # (what a group_by without ids takes)
         keys = [*ids, _ONE]
-        groups = hist.group_by(keys).agg(_ROWS.sum().alias(_N)).with_row_index("_b")
+        groups = (
+            hist.group_by(keys, maintain_order=True).agg(_ROWS.sum().alias(_N)).with_row_index("_b")
+        )
         coded = (
             hist.filter(_MASS > 0)
-            .join(groups.select(*keys, "_b"), on=keys, how="inner", nulls_equal=True)
+            .join(
+                groups.select(*keys, "_b"),
+                on=keys,
+                how="inner",
+                nulls_equal=True,
+                maintain_order="left_right",
+            )
             .select("_b", "bucket", "_mass")
             .sort("_b", "bucket")
         )
@@ -304,7 +312,9 @@ def drift(
     )
     out = pl.concat([groups.select(*ids, "n", "baseline_n"), measures], how="horizontal")
     if every and on == ids:  # the baseline's groups that have no rows here
-        gone = bases.join(groups, on=[*on, _ONE], how="anti", nulls_equal=True)
+        gone = bases.join(
+            groups, on=[*on, _ONE], how="anti", nulls_equal=True, maintain_order="left_right"
+        )
         out = pl.concat([out, gone.select(*ids, "baseline_n")], how="diagonal_relaxed")
     return out.sort(ids, nulls_last=False).select(*ids, *COLUMNS) if ids else out.select(COLUMNS)
 

@@ -256,12 +256,18 @@ def multiclass_summary(
     overall, per_class, matrix = tables
     classes = list(state.spec.classes)
     labels = [str(c) for c in classes]
-    predicted = matrix.group_by(*keys, pl.col("predicted").alias("class")).agg(
+    predicted = matrix.group_by(*keys, pl.col("predicted").alias("class"), maintain_order=True).agg(
         pl.col("count").sum().alias("_p")
     )
     total = pl.col("support").sum()
     by_class = (
-        per_class.join(predicted, on=[*keys, "class"], how="left", nulls_equal=True)
+        per_class.join(
+            predicted,
+            on=[*keys, "class"],
+            how="left",
+            nulls_equal=True,
+            maintain_order="left_right",
+        )
         .with_columns((total.over(keys) if keys else total).alias("_s"))
         .with_columns(
             (pl.col("recall") + pl.col("specificity")).truediv(2).alias("balanced_accuracy"),

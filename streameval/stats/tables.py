@@ -17,6 +17,7 @@ from ..errors import InputError
 from ..metrics.declare import proportions
 from ..metrics.groups import with_group_key
 from ..metrics.registry import TABLES
+from ..ordered import ORDERED
 from ..spec import ALL
 from ..tasks.multiclass.classes import (
     PER_CLASS,
@@ -69,7 +70,9 @@ def auc_interval(
 ) -> pl.LazyFrame:
     """:func:`auc_intervals` given each group's DeLong ``_var``; None: Hanley–McNeil's."""
     if variance is not None:
-        joined = auc.join(variance, on=groups, how="left", nulls_equal=True)
+        joined = auc.join(
+            variance, on=groups, how="left", nulls_equal=True, maintain_order="left_right"
+        )
     else:
         P, N = (pl.col(c).cast(pl.Float64) for c in ("positives", "negatives"))
         joined = auc.with_columns(hanley_mcneil(pl.col("roc_auc"), P, N).alias("_var"))
@@ -132,7 +135,7 @@ def binary_intervals(
     ci_auc = auc_interval(auc.unique(groups), groups, variance, level)
     joined = base.join(
         ci_auc, on=groups, how="left", nulls_equal=True, maintain_order="left"
-    ).collect()
+    ).collect(engine="in-memory", optimizations=ORDERED)
     joined = joined if keys else joined.drop(ALL)
     return ordered(joined, [*keys, "n"], names, ["threshold"])
 
@@ -220,8 +223,14 @@ def per_class_table(
             on=groups,
             how="left",
             nulls_equal=True,
+            maintain_order="left_right",
         )
-    table = add_intervals(out.sort([*keys, "k"], nulls_last=False).collect(), counts, ci, level)
+    table = add_intervals(
+        out.sort([*keys, "k"], nulls_last=False).collect(engine="in-memory", optimizations=ORDERED),
+        counts,
+        ci,
+        level,
+    )
     names = [c for c in columns if c != "roc_auc_error"]
     extra = [c for c in columns if c == "roc_auc_error"]
     return ordered(table, [*keys, "class"], names, extra)
@@ -252,13 +261,19 @@ def per_class(
     columns = list(PER_CLASS)
     if state.spec.scores:
         ranked, _ = ovr_ranking(state)
-        out = out.join(ranked, on=[*keys, "k"], how="left", nulls_equal=True)
+        out = out.join(
+            ranked, on=[*keys, "k"], how="left", nulls_equal=True, maintain_order="left_right"
+        )
         columns += SCORE_COLUMNS
     names = pl.LazyFrame({"k": range(len(state.spec.classes)), "class": class_values(state)})
-    out = out.with_columns(pl.col("k").cast(pl.Int64)).join(names, on="k")
+    out = out.with_columns(pl.col("k").cast(pl.Int64)).join(
+        names, on="k", maintain_order="left_right"
+    )
     out = out.sort([*keys, "k"], nulls_last=False)
     if ci is None:
-        table = out.select(*keys, "class", *columns).collect()
+        table = out.select(*keys, "class", *columns).collect(
+            engine="in-memory", optimizations=ORDERED
+        )
     else:
         table = per_class_table(state, out, keys, ci, level, auc_method, columns)
     table = whole_counts(table, ["support"], weighted=state.spec.weighted)

@@ -19,6 +19,7 @@ import polars as pl
 from ...bucketing import key_to_float
 from ...errors import InputError
 from ...metrics.groups import with_group_key
+from ...ordered import ORDERED
 from ...spec import ALL
 from .state import column_exprs
 
@@ -40,7 +41,7 @@ def _histogram(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
         cols["psum"].cast(pl.Float64).alias("psum"),
     ).filter(pl.col("n") > 0)
     outside = hist.filter((pl.col("score") < 0) | (pl.col("score") > 1)).select(pl.len())
-    if outside.collect().item():
+    if outside.collect(engine="in-memory", optimizations=ORDERED).item():
         raise InputError(
             "expected probabilities in [0, 1] for a calibration curve, found scores outside; "
             "hint: apply the model's link function (e.g. a sigmoid) before evaluating"
@@ -53,13 +54,17 @@ def _uniform_edges(hist: pl.LazyFrame, keys: list[str], n_bins: int) -> pl.LazyF
     table = pl.LazyFrame(
         {"k": range(n_bins + 1), "edge": edges}, schema={"k": pl.Int32, "edge": pl.Float64}
     )
-    return hist.select(keys).unique().join(table, how="cross")
+    return hist.select(keys).unique().join(table, how="cross", maintain_order="left_right")
 
 
 def _quantile_edges(hist: pl.LazyFrame, keys: list[str], n_bins: int) -> pl.LazyFrame:
     """NumPy's ``percentile(scores, linspace(0, 1, n_bins + 1) * 100)`` per group."""
     ordered = hist.sort([*keys, "score"]).with_columns(pl.col("n").cum_sum().over(keys).alias("_c"))
-    totals = ordered.group_by(keys).agg(pl.col("n").sum().alias("_N")).collect()
+    totals = (
+        ordered.group_by(keys, maintain_order=True)
+        .agg(pl.col("n").sum().alias("_N"))
+        .collect(engine="in-memory", optimizations=ORDERED)
+    )
     q = np.linspace(0.0, 1.0, n_bins + 1) * 100 / 100  # as np.percentile divides by 100
     size = totals["_N"].to_numpy().astype(np.float64)
     h = (size[:, None] - 1) * q[None, :]
@@ -127,16 +132,19 @@ def calibration_curve(
         .with_columns(pl.col("bin").fill_null(0))
     )
     weight = pl.col("pos") + pl.col("neg")
-    bins = binned.group_by(*keys, "bin").agg(
+    bins = binned.group_by(*keys, "bin", maintain_order=True).agg(
         pl.col("n").sum(), weight.sum().alias("weight"), pl.col("pos").sum(), pl.col("psum").sum()
     )
     bounds = edges.select(*keys, pl.col("k").alias("bin"), pl.col("edge").alias("lo")).join(
         edges.select(*keys, (pl.col("k") - 1).alias("bin"), pl.col("edge").alias("hi")),
         on=[*keys, "bin"],
+        maintain_order="left_right",
     )
     w = pl.col("weight")
     out = (
-        bins.join(bounds, on=[*keys, "bin"], how="left", nulls_equal=True)
+        bins.join(
+            bounds, on=[*keys, "bin"], how="left", nulls_equal=True, maintain_order="left_right"
+        )
         .select(
             *keys,
             pl.col("bin").cast(pl.Int32),
@@ -148,7 +156,7 @@ def calibration_curve(
             pl.when(w > 0).then(pl.col("pos") / w).alias("observed_rate"),
         )
         .sort([*keys, "bin"], nulls_last=False)
-        .collect()
+        .collect(engine="in-memory", optimizations=ORDERED)
     )
     return out.drop(ALL) if keys == [ALL] else out
 
@@ -165,5 +173,9 @@ def calibration_error(
         gap.max().alias("mce"),
     ]
     if state.keys:
-        return curve.group_by(state.keys).agg(aggs).sort(state.keys, nulls_last=False)
+        return (
+            curve.group_by(state.keys, maintain_order=True)
+            .agg(aggs)
+            .sort(state.keys, nulls_last=False)
+        )
     return curve.select(aggs)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from ...errors import InputError
+from ...ordered import ORDERED
 from ...spec import ALL
 from .curves import points
 
@@ -50,7 +51,11 @@ def gains(state: StateData, quantiles: int | Sequence[float] = 10) -> pl.DataFra
     targets = (
         curve.select(keys)
         .unique()
-        .join(pl.LazyFrame({"quantile": qs}, schema={"quantile": pl.Float64}), how="cross")
+        .join(
+            pl.LazyFrame({"quantile": qs}, schema={"quantile": pl.Float64}),
+            how="cross",
+            maintain_order="left_right",
+        )
     )
     # Rounding: a fraction 0.30000000000000004 reaches the quantile 0.3.
     matched = targets.sort([*keys, "quantile"]).join_asof(
@@ -73,7 +78,7 @@ def gains(state: StateData, quantiles: int | Sequence[float] = 10) -> pl.DataFra
             (tp / (tp + fp)).alias("response"),
         )
         .sort([*keys, "quantile"], nulls_last=False)
-        .collect()
+        .collect(engine="in-memory", optimizations=ORDERED)
     )
     return out.drop(ALL) if keys == [ALL] else out
 
@@ -102,7 +107,7 @@ def hull(state: StateData) -> tuple[pl.DataFrame, list[str]]:
         lf.filter((P > 0) & (N > 0))
         .with_columns((pl.col("fp") / N).alias("fpr"), (pl.col("tp") / P).alias("tpr"))
         .select(*keys, "threshold", "fpr", "tpr")
-        .collect()
+        .collect(engine="in-memory", optimizations=ORDERED)
     )
     x, y = pl.col("fpr"), pl.col("tpr")
     while True:
@@ -141,7 +146,7 @@ def cost_curve(state: StateData) -> pl.DataFrame:
         (before_fpr + (before_fnr - before_fpr) * at).alias("normalized_cost"),
         "threshold",
     ).filter(pl.col("_k") > 0)
-    ends = lines.group_by(keys).agg(
+    ends = lines.group_by(keys, maintain_order=True).agg(
         pl.col("threshold").first().alias("_first"), pl.col("threshold").last().alias("_last")
     )
     cost = pl.lit(0.0).alias("normalized_cost")
@@ -170,6 +175,6 @@ def expected_cost(state: StateData) -> pl.DataFrame:
     x, y = pl.col("probability_cost"), pl.col("normalized_cost")
     if keys:
         segment = (x - x.shift(1).over(keys)) * (y + y.shift(1).over(keys)) / 2
-        return curve.group_by(keys).agg(segment.sum().alias("expected_cost"))
+        return curve.group_by(keys, maintain_order=True).agg(segment.sum().alias("expected_cost"))
     segment = (x - x.shift(1)) * (y + y.shift(1)) / 2
     return curve.select(segment.sum().alias("expected_cost"))

@@ -13,6 +13,7 @@ import polars as pl
 
 from ...bucketing import key_to_float
 from ...metrics.groups import with_group_key
+from ...ordered import ORDERED
 from ...spec import ALL
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def _cumulative(state: StateData, descending: bool) -> tuple[pl.LazyFrame, list[
 
 
 def _finish(lf: pl.LazyFrame, keys: list[str]) -> pl.DataFrame:
-    out = lf.collect(engine="in-memory")
+    out = lf.collect(engine="in-memory", optimizations=ORDERED)
     return out.drop(ALL) if keys == [ALL] else out
 
 
@@ -75,7 +76,7 @@ def roc_curve(state: StateData, *, drop_intermediate: bool = False) -> pl.DataFr
     points = lf.select(*keys, "threshold", ratio("_fps", "_N").alias("fpr"),
                        ratio("_tps", "_P").alias("tpr"))  # fmt: skip
     start = (
-        lf.group_by(keys)
+        lf.group_by(keys, maintain_order=True)
         .agg(pl.col("_N").first(), pl.col("_P").first())
         .select(
             *keys,
@@ -111,7 +112,7 @@ def pr_curve(state: StateData) -> pl.DataFrame:
         pl.lit(1).alias("_o"),
     )
     end = (
-        lf.group_by(keys)
+        lf.group_by(keys, maintain_order=True)
         .agg(pl.col("_P").first())
         .select(
             *keys,
@@ -178,7 +179,7 @@ def det_curve(state: StateData, *, drop_intermediate: bool = False) -> pl.DataFr
     """
     lf, keys = _cumulative(state, descending=True)
     start = (
-        lf.group_by(keys)
+        lf.group_by(keys, maintain_order=True)
         .agg(pl.col("_P").first(), pl.col("_N").first())
         .with_columns(
             pl.lit(float("inf")).alias("threshold"),
@@ -216,7 +217,7 @@ def det_curve(state: StateData, *, drop_intermediate: bool = False) -> pl.DataFr
 def points(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
     """Per group, every candidate threshold (descending) with tp, fp, tn, fn, P, N."""
     lf, keys = _cumulative(state, descending=True)
-    totals = lf.group_by(keys).agg(pl.col("_P").first(), pl.col("_N").first())
+    totals = lf.group_by(keys, maintain_order=True).agg(pl.col("_P").first(), pl.col("_N").first())
     start = totals.with_columns(
         pl.lit(float("inf")).alias("threshold"),
         pl.lit(0.0).alias("_tps"),

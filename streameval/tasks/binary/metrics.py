@@ -27,6 +27,7 @@ from ...kernels.runs import Grouped, Runs, TaggedRuns
 from ...metrics.declare import Metric, alias, bound, count, formulas
 from ...metrics.groups import with_group_key
 from ...options import check_beta
+from ...ordered import ORDERED
 from ...pairsums import ap_bound_terms, twice_pairs
 from ...spec import ALL as ALL  # re-exported: the metric modules' group key
 from .state import column_exprs
@@ -488,7 +489,7 @@ def _finalize(
     grouped = (
         lf.sort("bucket", descending=True)
         .with_columns(cpos.over(keys).alias("_cpos"), cneg.over(keys).alias("_cneg"))
-        .group_by(keys)
+        .group_by(keys, maintain_order=True)
         .agg(
             cols["n"].sum().alias("n"),
             pos.sum().cast(count_type).alias("positives"),
@@ -545,7 +546,7 @@ def metric_rows(
     out = (
         long.with_columns([f().alias(name) for name, f in CONFUSION.items()])
         .select([*keys, *COLUMNS, "_n_outside"])
-        .collect(engine="in-memory")
+        .collect(engine="in-memory", optimizations=ORDERED)
     )
     return out.drop(ALL) if keys == [ALL] else out
 

@@ -27,6 +27,7 @@ import polars as pl
 from ...errors import InputError
 from ...metrics.declare import Metric, bound
 from ...metrics.groups import with_group_key
+from ...ordered import ORDERED
 from ...spec import ALL
 from .costs import expected_cost
 from .curves import points, pr_curve
@@ -120,7 +121,7 @@ def operating_points(
             "cost_sensitive_error",
         )
         .sort(keys, nulls_last=False)
-        .collect()
+        .collect(engine="in-memory", optimizations=ORDERED)
     )
     return out.drop(ALL) if keys == [ALL] else out
 
@@ -209,7 +210,7 @@ def areas(state: StateData, max_fpr: float | None = None) -> pl.DataFrame:
     # differs from the segment's by at most half the box, or the box where max_fpr cuts it.
     box = (ya - y0) * (pl.min_horizontal(xa, m) - x0)
     segment_error = pl.when(xa <= m).then(box / 2).when(x0 < m).then(box).otherwise(0.0)
-    partial = roc.group_by(keys).agg(
+    partial = roc.group_by(keys, maintain_order=True).agg(
         segment.sum().alias("_area"),
         segment_error.sum().alias("_area_error"),
         P.first().alias("_P"),
@@ -233,11 +234,11 @@ def areas(state: StateData, max_fpr: float | None = None) -> pl.DataFrame:
     groups = with_group_key(state.table, state.keys)[0].select(keys).unique()
     pr_error = _pr_auc_error(lf, keys, bounded)
     out = (
-        groups.join(partial, on=keys, how="left", nulls_equal=True)
-        .join(_pr_areas(state), on=keys, how="left", nulls_equal=True)
-        .join(pr_error, on=keys, how="left", nulls_equal=True)
+        groups.join(partial, on=keys, how="left", nulls_equal=True, maintain_order="left_right")
+        .join(_pr_areas(state), on=keys, how="left", nulls_equal=True, maintain_order="left_right")
+        .join(pr_error, on=keys, how="left", nulls_equal=True, maintain_order="left_right")
         .select(*keys, "partial_auc", "partial_auc_error", "pr_auc", "pr_auc_error", "break_even")
-        .collect()
+        .collect(engine="in-memory", optimizations=ORDERED)
     )
     out = out.drop(ALL) if keys == [ALL] else out
     out = _attach(out, expected_cost(state), state.keys)
@@ -259,9 +260,9 @@ def _with_ks_error(
     above_fp = pl.col("fp").shift(1).over(keys).fill_null(0.0)
     best = (
         points.with_columns((tp / P - above_fp / N).alias("_j"))
-        .group_by(keys)
+        .group_by(keys, maintain_order=True)
         .agg(pl.col("_j").max().alias("_best"), P.first(), N.first())
-        .collect()
+        .collect(engine="in-memory", optimizations=ORDERED)
     )
     best = best.drop(ALL) if keys == [ALL] else best
     joined = _attach(ks, best, state.keys)
@@ -295,13 +296,13 @@ def _pr_auc_error(lf: pl.LazyFrame, keys: list[str], bounded: float) -> pl.LazyF
         (tp0.is_not_null() & (tp > tp0)).alias("_gains"),
     ).filter(pl.col("_gains"))
     worst = pl.max_horizontal(pl.col("_above").sum(), pl.col("_below").sum())
-    return segments.group_by(keys).agg((worst * bounded).alias("pr_auc_error"))
+    return segments.group_by(keys, maintain_order=True).agg((worst * bounded).alias("pr_auc_error"))
 
 
 def _attach(table: pl.DataFrame, extra: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     """``table`` with ``extra``'s columns joined on the keys (null where a group has none)."""
     if keys:
-        return table.join(extra, on=keys, how="left", nulls_equal=True)
+        return table.join(extra, on=keys, how="left", nulls_equal=True, maintain_order="left_right")
     if extra.height:
         return pl.concat([table, extra], how="horizontal")
     return table.with_columns(pl.lit(None, extra.schema[c]).alias(c) for c in extra.columns)
@@ -316,7 +317,7 @@ def _pr_areas(state: StateData) -> pl.LazyFrame:
     d, d0 = p - r, (p - r).shift(1).over(keys)
     crossing = (d >= 0) & ((d0 < 0) | d0.is_null())
     at = pl.when((d == 0) | d0.is_null()).then(p).otherwise(p0 + (p - p0) * d0 / (d0 - d))
-    return lf.group_by(keys).agg(
+    return lf.group_by(keys, maintain_order=True).agg(
         pl.when(r.is_not_null().all()).then(((r0 - r) * (p + p0) / 2).sum()).alias("pr_auc"),
         at.filter(crossing & r.is_not_null()).first().alias("break_even"),
     )

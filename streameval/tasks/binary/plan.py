@@ -190,7 +190,7 @@ def with_unlabeled_count(state: StateData, table: pl.DataFrame) -> pl.DataFrame:
     joined = (
         table.join(counts, on=keys, how="left", nulls_equal=True, maintain_order="left")
         if keys
-        else table.join(counts, how="cross")
+        else table.join(counts, how="cross", maintain_order="left_right")
     )
     order = [*table.columns]
     order.insert(order.index("n") + 1, "n_unlabeled")

@@ -171,7 +171,7 @@ def state_query(
         widths = [c.width for c in key_codes] + [width]
     if sum(widths) > 63:
         bucket = pl.when(~bad).then(bucket_expr(p, spec.precision, spec.splits)).alias("bucket")
-        query = lf.group_by([*keys, bucket]).agg(aggs)
+        query = lf.group_by([*keys, bucket], maintain_order=True).agg(aggs)
         return query, lambda table: table.with_columns(fixed).select(order)
     packed = pack([c.encode for c in key_codes] + [pl.when(~bad).then(field)], widths)
 
@@ -189,7 +189,7 @@ def state_query(
             out = pl.concat([out, marker.select(order)])
         return out
 
-    return lf.group_by(packed.alias("_k")).agg(aggs), finish
+    return lf.group_by(packed.alias("_k"), maintain_order=True).agg(aggs), finish
 
 
 def _bucket_field(p: pl.Expr, spec: Spec) -> tuple[pl.Expr, int, Callable[[pl.Series], pl.Series]]:
@@ -297,7 +297,14 @@ def with_unlabeled(
             moved.append(pl.col("n").alias("n_unlabeled"))
         parts.append(unlabeled.select(*keys, *moved))
     if len(parts) == 2:
-        joined = parts[0].join(parts[1], on=keys, how="full", nulls_equal=True, coalesce=True)
+        joined = parts[0].join(
+            parts[1],
+            on=keys,
+            how="full",
+            nulls_equal=True,
+            coalesce=True,
+            maintain_order="left_right",
+        )
     else:
         joined = parts[0]
     return joined.select(

@@ -15,6 +15,7 @@ from ...errors import InputError
 from ...metrics.declare import SCORES, Metric, bound, count
 from ...metrics.groups import with_group_key
 from ...metrics.ranking import ranking
+from ...ordered import ORDERED
 from ...spec import ALL
 from ..binary.metrics import COUNTS
 from .state import check_count
@@ -62,24 +63,26 @@ def class_counts(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
     if their weights are 0).
     """
     rows, keys = confusion_rows(state)
-    groups = rows.select(keys).unique()
+    groups = rows.select(keys).unique(maintain_order=True)
     index = pl.LazyFrame({"k": list(range(len(state.spec.classes)))}, schema={"k": pl.Int32})
     w = pl.col("_w")
     rows_n = pl.col("n").sum()
-    t = rows.group_by(*keys, pl.col("actual").alias("k")).agg(
+    t = rows.group_by(*keys, pl.col("actual").alias("k"), maintain_order=True).agg(
         w.sum().alias("t"), rows_n.alias("t_n")
     )
-    p = rows.group_by(*keys, pl.col("predicted").alias("k")).agg(
+    p = rows.group_by(*keys, pl.col("predicted").alias("k"), maintain_order=True).agg(
         w.sum().alias("p"), rows_n.alias("p_n")
     )
     c = (
         rows.filter(pl.col("actual") == pl.col("predicted"))
-        .group_by(*keys, pl.col("actual").alias("k"))
+        .group_by(*keys, pl.col("actual").alias("k"), maintain_order=True)
         .agg(w.sum().alias("c"))
     )
-    out = groups.join(index, how="cross")
+    out = groups.join(index, how="cross", maintain_order="left_right")
     for part in (t, p, c):
-        out = out.join(part, on=[*keys, "k"], how="left", nulls_equal=True)
+        out = out.join(
+            part, on=[*keys, "k"], how="left", nulls_equal=True, maintain_order="left_right"
+        )
     out = out.with_columns(pl.col("t", "p", "c", "t_n", "p_n").fill_null(0)).with_columns(
         pl.col("t").sum().over(keys).alias("s")
     )
@@ -122,7 +125,7 @@ def ovr_histogram(state: StateData) -> tuple[pl.LazyFrame, list[str]]:
     w = weight_column(state)
     hist = (
         lf.filter(pl.col("column").is_not_null())
-        .group_by(*keys, pl.col("column").alias("k"), "bucket")
+        .group_by(*keys, pl.col("column").alias("k"), "bucket", maintain_order=True)
         .agg(
             w.filter(pl.col("actual") == pl.col("column")).sum().alias("pos"),
             w.filter(pl.col("actual") != pl.col("column")).sum().alias("neg"),
@@ -213,14 +216,17 @@ def confusion_matrix(
     index = pl.LazyFrame({"actual": range(k)}, schema={"actual": pl.Int32})
     cells = (
         rows.select(keys)
-        .unique()
-        .join(index, how="cross")
-        .join(index.rename({"actual": "predicted"}), how="cross")
+        .unique(maintain_order=True)
+        .join(index, how="cross", maintain_order="left_right")
+        .join(index.rename({"actual": "predicted"}), how="cross", maintain_order="left_right")
         .join(
-            rows.group_by(*keys, "actual", "predicted").agg(pl.col("_w").sum().alias("count")),
+            rows.group_by(*keys, "actual", "predicted", maintain_order=True).agg(
+                pl.col("_w").sum().alias("count")
+            ),
             on=[*keys, "actual", "predicted"],
             how="left",
             nulls_equal=True,
+            maintain_order="left_right",
         )
         .with_columns(pl.col("count").fill_null(0.0))
     )
@@ -237,7 +243,7 @@ def confusion_matrix(
             for side in ("actual", "predicted")
         )
         .select(*keys, "actual", "predicted", "count")
-        .collect()
+        .collect(engine="in-memory", optimizations=ORDERED)
     )
     if wide:
         long = long.with_columns(pl.col("predicted").cast(pl.String)).pivot(

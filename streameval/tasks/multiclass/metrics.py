@@ -24,6 +24,7 @@ from ...errors import InputError, caller_level
 from ...metrics.declare import SCORES, Metric, Need, alias, bound, count, formulas
 from ...metrics.select import select_metrics
 from ...options import check_beta
+from ...ordered import ORDERED
 from ...spec import ALL
 from .classes import class_counts, confusion_rows, one_vs_rest
 from .pairs import score_aggregates
@@ -268,24 +269,27 @@ def _class_aggregates(state: StateData, beta: float) -> tuple[pl.LazyFrame, list
             pl.col(m).filter(present).mean().fill_null(0.0).alias(f"_{m}_macro"),
             weighted(m).alias(f"_{m}_weighted"),
         ]
-    grouped = per_class.group_by(keys).agg(aggs)
+    grouped = per_class.group_by(keys, maintain_order=True).agg(aggs)
     # Kappa: observed disagreement from the cells, expected from t_i·p_j/s over class pairs.
     rows, _ = confusion_rows(state)
     gap = (pl.col("actual") - pl.col("predicted")).cast(pl.Float64).abs()
     weights = [(gap > 0).cast(pl.Float64), gap, gap * gap]
-    observed = rows.group_by(keys).agg(
+    observed = rows.group_by(keys, maintain_order=True).agg(
         [(w * pl.col("_w")).sum().alias(f"_obs_{i}") for i, w in enumerate(weights)]
     )
     pairs = counts.select(*keys, k.alias("i"), t).join(
-        counts.select(*keys, k.alias("j"), p, "s"), on=keys, nulls_equal=True
+        counts.select(*keys, k.alias("j"), p, "s"),
+        on=keys,
+        nulls_equal=True,
+        maintain_order="left_right",
     )
     gap = (pl.col("i") - pl.col("j")).cast(pl.Float64).abs()
     weights = [(gap > 0).cast(pl.Float64), gap, gap * gap]
-    expected = pairs.group_by(keys).agg(
+    expected = pairs.group_by(keys, maintain_order=True).agg(
         [(w * t * p / pl.col("s")).sum().alias(f"_exp_{i}") for i, w in enumerate(weights)]
     )
-    out = grouped.join(observed, on=keys, nulls_equal=True).join(
-        expected, on=keys, nulls_equal=True
+    out = grouped.join(observed, on=keys, nulls_equal=True, maintain_order="left_right").join(
+        expected, on=keys, nulls_equal=True, maintain_order="left_right"
     )
     return out, keys
 
@@ -312,10 +316,15 @@ def metric_table(
     names = select_metrics(metrics, list(available))
     out, keys = _class_aggregates(state, check_beta(beta))
     rows, _ = confusion_rows(state)
-    out = out.join(rows.group_by(keys).agg(pl.col("n").sum()), on=keys, nulls_equal=True)
+    out = out.join(
+        rows.group_by(keys, maintain_order=True).agg(pl.col("n").sum()),
+        on=keys,
+        nulls_equal=True,
+        maintain_order="left_right",
+    )
     if state.spec.scores:
         scored = score_aggregates(state, keys, pairs)
-        out = out.join(scored, on=keys, how="left", nulls_equal=True)
+        out = out.join(scored, on=keys, how="left", nulls_equal=True, maintain_order="left_right")
         halve = len(state.spec.classes) < 3  # sklearn halves the Brier score of two classes
         out = out.with_columns(pl.lit(0.5 if halve else 1.0).alias("_brier_scale"))
     needed = {*names, "precision_macro", "recall_macro"}
@@ -325,7 +334,7 @@ def metric_table(
         )
         .with_columns(f1_macro_harmonic().alias("f1_macro_harmonic"))
         .sort(keys, nulls_last=False)
-        .collect()
+        .collect(engine="in-memory", optimizations=ORDERED)
     )
     if state.spec.scores:
         _warn_about_scores(table, names, explicit=metrics is not None)

@@ -9,6 +9,7 @@ import polars as pl
 from ... import kernels
 from ...kernels.classstate import state_pairs
 from ...metrics.groups import with_group_key
+from ...ordered import ORDERED
 from .classes import weight_column
 
 if TYPE_CHECKING:
@@ -31,22 +32,26 @@ def _pairwise(state: StateData, keys: list[str]) -> pl.LazyFrame:
     )
     mine = pl.col("actual") == pl.col("a")
     by_bucket = (
-        hist.group_by(*keys, "a", "bucket")
+        hist.group_by(*keys, "a", "bucket", maintain_order=True)
         .agg(pl.col("_w").filter(mine).sum().alias("_pos"))
         .sort("bucket", descending=True)
         .with_columns(pl.col("_pos").cum_sum().over([*keys, "a"]).alias("_cpos"))
     )
-    positives = by_bucket.group_by(*keys, "a").agg(pl.col("_pos").sum().alias("_P"))
-    others = hist.filter(~mine).join(by_bucket, on=[*keys, "a", "bucket"], nulls_equal=True)
+    positives = by_bucket.group_by(*keys, "a", maintain_order=True).agg(
+        pl.col("_pos").sum().alias("_P")
+    )
+    others = hist.filter(~mine).join(
+        by_bucket, on=[*keys, "a", "bucket"], nulls_equal=True, maintain_order="left_right"
+    )
     above = pl.col("_cpos") - 0.5 * pl.col("_pos")
     return (
-        others.group_by(*keys, "a", pl.col("actual").alias("b"))
+        others.group_by(*keys, "a", pl.col("actual").alias("b"), maintain_order=True)
         .agg(
             (pl.col("_w") * above).sum().alias("_num"),
             (pl.col("_w") * pl.col("_pos")).sum().alias("_ties"),
             pl.col("_w").sum().alias("_N"),
         )
-        .join(positives, on=[*keys, "a"], nulls_equal=True)
+        .join(positives, on=[*keys, "a"], nulls_equal=True, maintain_order="left_right")
     )
 
 
@@ -63,7 +68,7 @@ def _row_sums(lf: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
         (pl.col(c).sum() if c in present else pl.lit(None, pl.Float64)).alias(f"_{c}")
         for c in columns
     ]
-    return lf.filter(own).group_by(keys).agg(sums)
+    return lf.filter(own).group_by(keys, maintain_order=True).agg(sums)
 
 
 def _averages(auc: pl.Expr, err: pl.Expr, weight: pl.Expr, name: str) -> list[pl.Expr]:
@@ -91,14 +96,14 @@ def score_aggregates(
     if pairs is None:  # read by both averages: compute once
         pairs = state_pairs(state.table, state.spec) if kernels.enabled() else None
     if pairs is None:
-        pairs = _pairwise(state, keys).collect()
+        pairs = _pairwise(state, keys).collect(engine="in-memory", optimizations=ORDERED)
     lazy, _ = with_group_key(pairs, state.keys)
     P, N = pl.col("_P"), pl.col("_N")
     ovr = (
-        lazy.group_by(*keys, "a")
+        lazy.group_by(*keys, "a", maintain_order=True)
         .agg(pl.col("_num", "_ties", "_N").sum(), P.first())
         .filter((P > 0) & (N > 0))
-        .group_by(keys)
+        .group_by(keys, maintain_order=True)
         .agg(_averages(pl.col("_num") / P / N, pl.col("_ties") / P / N * bound, P, "ovr"))
     )
     directed = lazy.filter((P > 0) & (N > 0)).with_columns(
@@ -112,9 +117,9 @@ def score_aggregates(
         pl.col("_err").alias("_err_ba"),
     )
     pair = directed.filter(pl.col("a") < pl.col("b")).join(
-        back, on=[*keys, "a", "b"], nulls_equal=True
+        back, on=[*keys, "a", "b"], nulls_equal=True, maintain_order="left_right"
     )
-    ovo = pair.group_by(keys).agg(
+    ovo = pair.group_by(keys, maintain_order=True).agg(
         _averages(
             (pl.col("_auc") + pl.col("_auc_ba")) / 2,
             (pl.col("_err") + pl.col("_err_ba")) / 2,
@@ -122,6 +127,6 @@ def score_aggregates(
             "ovo",
         )
     )
-    return sums.join(ovr, on=keys, how="left", nulls_equal=True).join(
-        ovo, on=keys, how="left", nulls_equal=True
+    return sums.join(ovr, on=keys, how="left", nulls_equal=True, maintain_order="left_right").join(
+        ovo, on=keys, how="left", nulls_equal=True, maintain_order="left_right"
     )

@@ -140,7 +140,9 @@ def state_query(
     a = pl.when(~bad).then(actual).alias("actual")
     counts = [pl.len().cast(pl.Int64).alias("n")] + ([w.sum().alias("w")] if w is not None else [])
     extra = _row_counts(ps) if ps else []
-    confusion = lf.group_by([*keys, a, predicted.alias("predicted")]).agg([*counts, *extra])
+    confusion = lf.group_by([*keys, a, predicted.alias("predicted")], maintain_order=True).agg(
+        [*counts, *extra]
+    )
     parts = [confusion]
     if ps:
         # One long table of (row, score column) entries, grouped once: faster than one
@@ -167,7 +169,9 @@ def state_query(
             (pl.col(c) if ww is None else ww * pl.col(c)).sum().alias(c) for c in CLASS_SUMS
         ]
         bucket = bucket_expr(pl.col("p"), spec.precision).alias("bucket")
-        hist = long.group_by([*keys, "actual", "_column", bucket]).agg(hist_sums)
+        hist = long.group_by([*keys, "actual", "_column", bucket], maintain_order=True).agg(
+            hist_sums
+        )
         column = pl.col("_column").replace_strict(
             names, list(range(len(ps))), return_dtype=pl.Int32
         )

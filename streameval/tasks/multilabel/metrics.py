@@ -33,6 +33,7 @@ from ...metrics.declare import Metric, bound, count, formulas
 from ...metrics.groups import with_group_key
 from ...metrics.ranking import ranking
 from ...metrics.select import select_metrics
+from ...ordered import ORDERED
 from ...spec import ALL
 from .labels import label_rows, rows_view
 
@@ -209,10 +210,12 @@ def metric_table(state: StateData, metrics: Sequence[str] | None = None) -> pl.D
     pooled = None
     if "pooled" in needed:
         parts, grouped = with_group_key(state.table.filter(pl.col("part") == 1), keys)
-        histogram = parts.group_by(*grouped, "bucket").agg(
+        histogram = parts.group_by(*grouped, "bucket", maintain_order=True).agg(
             pl.col(c).sum().cast(pl.Float64) for c in ("pos", "neg")
         )
-        pooled = ranking(histogram, grouped, exact=state.spec.exact).collect()
+        pooled = ranking(histogram, grouped, exact=state.spec.exact).collect(
+            engine="in-memory", optimizations=ORDERED
+        )
         pooled = pooled.drop(ALL) if grouped == [ALL] else pooled
     spec = state.spec
     return assemble(rows_view(state), per_label, pooled, spec, metrics)
@@ -246,18 +249,22 @@ def assemble(
     if labels:
         assert per_label is not None
         lf, _ = with_group_key(per_label, keys)
-        aggregated = lf.group_by(grouped).agg(f().alias(n) for n, f in labels)
-        table = table.join(aggregated, on=grouped, how="left", nulls_equal=True)
+        aggregated = lf.group_by(grouped, maintain_order=True).agg(f().alias(n) for n, f in labels)
+        table = table.join(
+            aggregated, on=grouped, how="left", nulls_equal=True, maintain_order="left_right"
+        )
     pooling = [(n, f) for n, f in formulas(DECLARED, "pooled").items() if n in picked]
     if pooling:
         assert pooled is not None
         lf, _ = with_group_key(pooled, keys)
         ranked = lf.select(*grouped, *(f().alias(n) for n, f in pooling))
-        table = table.join(ranked, on=grouped, how="left", nulls_equal=True)
+        table = table.join(
+            ranked, on=grouped, how="left", nulls_equal=True, maintain_order="left_right"
+        )
     out = (
         table.with_columns(pl.lit(spec.threshold).alias("threshold"))
         .sort(grouped, nulls_last=False)
-        .collect()
+        .collect(engine="in-memory", optimizations=ORDERED)
         .select(*grouped, "n", *names, "threshold")
     )
     return out.drop(ALL) if grouped == [ALL] else out

@@ -24,6 +24,7 @@ from ...kernels.collect import Collect, key_exprs, unit_groups
 from ...kernels.groups import GroupCodes
 from ...kernels.multilabel import label_grouped, label_tables, row_sums
 from ...kernels.staged import Staged
+from ...ordered import ORDERED
 from ...spec import Spec
 from ...states.data import StateData
 from ...stats.tables import binary_table
@@ -397,12 +398,14 @@ def unit_table(
     queries = [
         base.with_columns(frame[f"_y{j}"].cast(pl.Boolean).alias("_t"), frame[f"_p{j}"].alias("_p"))
         .lazy()
-        .group_by("_g", bucket_expr(p, spec.precision, spec.splits).alias("bucket"))
+        .group_by(
+            "_g", bucket_expr(p, spec.precision, spec.splits).alias("bucket"), maintain_order=True
+        )
         .agg(aggregations)
         .with_columns(pl.lit(j, pl.Int32).alias(multilabel.LABEL))
         for j in range(count)
     ]
-    hist = pl.concat(queries).collect()
+    hist = pl.concat(queries).collect(engine="in-memory", optimizations=ORDERED)
     part1 = _keyed(groups, hist["_g"].to_numpy(), hist.drop("_g"))
     part1 = part1.with_columns(pl.lit(1, pl.Int8).alias("part"))
     table = pl.concat([part0, part1], how="diagonal_relaxed").with_columns(fixed)

@@ -63,7 +63,9 @@ def state_query(
     keys = [k for k in spec.keys if k not in constants]
     fixed = [pl.lit(v, schema[k]).alias(k) for k, v in constants.items()]
     order = [*spec.keys, *bucket_columns(spec), *names]
-    query = lf.group_by([*keys, *buckets]).agg([aggs[c].alias(c) for c in names])
+    query = lf.group_by([*keys, *buckets], maintain_order=True).agg(
+        [aggs[c].alias(c) for c in names]
+    )
     return query, lambda table: table.with_columns(fixed).select(order)
 
 
@@ -75,7 +77,7 @@ def histogram(spec: Spec, table: pl.DataFrame) -> pl.DataFrame:
     n = pl.col("n") if spec.weighted else pl.col("pos") + pl.col("neg")
     mass = (pl.col("pos") + pl.col("neg")).cast(pl.Float64)
     parts = [
-        table.group_by([*spec.keys, b])
+        table.group_by([*spec.keys, b], maintain_order=True)
         .agg(mass.sum().alias("_mass"), n.cast(pl.Int64).sum().alias("_rows"))
         .select(
             *spec.keys, pl.lit(model).alias("model"), pl.col(b).alias("bucket"), "_mass", "_rows"

@@ -30,6 +30,7 @@ import polars as pl
 from ...metrics.declare import Metric, count, formulas
 from ...metrics.groups import with_group_key
 from ...metrics.select import select_metrics
+from ...ordered import ORDERED
 from ...spec import ALL
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def metric_table(state: StateData, metrics: Sequence[str] | None = None) -> pl.D
     table = (
         lf.with_columns([METRICS[name]().alias(name) for name in names])
         .sort([*keys, "k"], nulls_last=False)
-        .collect()
+        .collect(engine="in-memory", optimizations=ORDERED)
         .select(*keys, "n", "queries", "relevant_queries", *names, "k")
     )
     return table.drop(ALL) if keys == [ALL] else table

@@ -18,6 +18,7 @@ import polars as pl
 
 from ...errors import InputError
 from ...kernels.ranking import all_terms, weight_spread
+from ...ordered import ORDERED
 from ...split.keys import add_key_hash
 from ...states.data import StateData
 from ..common import (
@@ -174,7 +175,10 @@ def plan(opened: Opened, inputs: Inputs) -> TaskPlan:
                 role="query",
                 out="query_hash",
             ).select(*keys, "query_hash", pl.lit(1, pl.Int8).alias("part"), pl.lit(1).alias("seen"))
-            table = pl.concat([sums, hashed.collect()], how="diagonal_relaxed")
+            table = pl.concat(
+                [sums, hashed.collect(engine="in-memory", optimizations=ORDERED)],
+                how="diagonal_relaxed",
+            )
             return ranking.ordered(table.with_columns(fixed), spec)
 
         return rows, finish

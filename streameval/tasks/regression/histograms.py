@@ -70,7 +70,7 @@ def aggregates(state: StateData, alpha: float) -> tuple[pl.LazyFrame, list[str]]
     # group's in the last bit, which must not turn a constant into a tiny variance).
     spread = pl.when(pl.col("_occupied") > 1).then(wb * (mb - pl.col("_mean")) ** 2)
     s = pl.col("_s")
-    moments = hist.group_by(by_part).agg(
+    moments = hist.group_by(by_part, maintain_order=True).agg(
         pl.col("n").sum().alias("n"),
         wb.sum().alias("_W"),
         s.sum().alias("_sum"),
@@ -93,13 +93,15 @@ def aggregates(state: StateData, alpha: float) -> tuple[pl.LazyFrame, list[str]]
         .with_columns(value.alias("_v"))
         .sort("_v")
         .with_columns(wb.cum_sum().over(by_part).alias("_cdf"))
-        .group_by(by_part)
+        .group_by(by_part, maintain_order=True)
         .agg(
             *[_quantile(q).alias(f"_{name}") for name, q in QUANTILES.items()],
             _quantile(alpha * 100).alias("_alpha_q"),
         )
     )
-    per_part = moments.join(quantiles, on=by_part, how="left", nulls_equal=True)
+    per_part = moments.join(
+        quantiles, on=by_part, how="left", nulls_equal=True, maintain_order="left_right"
+    )
     y_stats = per_part.filter(pl.col("part") == 0).select(
         *keys,
         pl.col("_m2").alias("_m2_y"),
@@ -126,8 +128,13 @@ def aggregates(state: StateData, alpha: float) -> tuple[pl.LazyFrame, list[str]]
     within = pl.when((pl.col("_m2b") > 0) & ((mb > 0) | (power == 0))).then(within)
     deviation = (
         hist.filter(pl.col("part") == 0)
-        .join(y_stats.select(*keys, "_median_y", "_alpha_y"), on=keys, nulls_equal=True)
-        .group_by(keys)
+        .join(
+            y_stats.select(*keys, "_median_y", "_alpha_y"),
+            on=keys,
+            nulls_equal=True,
+            maintain_order="left_right",
+        )
+        .group_by(keys, maintain_order=True)
         .agg(
             (s - pl.col("_median_y") * wb).abs().sum().alias("_dev_median"),
             pl.when(below >= 0)
@@ -147,6 +154,6 @@ def aggregates(state: StateData, alpha: float) -> tuple[pl.LazyFrame, list[str]]
     )
     out = e_stats
     for other in (y_stats, deviation, totals):
-        out = out.join(other, on=keys, how="left", nulls_equal=True)
+        out = out.join(other, on=keys, how="left", nulls_equal=True, maintain_order="left_right")
     rel = 0.0 if spec.exact else math.ldexp(1.0, 1 - spec.precision)
     return out.with_columns(pl.lit(rel).alias("_rel_error")), keys

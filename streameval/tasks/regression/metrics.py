@@ -26,6 +26,7 @@ from ...metrics.declare import Metric, bound, count, formulas
 from ...metrics.groups import with_group_key
 from ...metrics.select import select_metrics
 from ...options import check_alpha as check_alpha  # re-exported
+from ...ordered import ORDERED
 from ...spec import ALL
 from .histograms import QUANTILES, aggregates
 
@@ -284,7 +285,7 @@ def _finish(lf: pl.LazyFrame, keys: list[str], names: list[str], *, explicit: bo
     out = (
         lf.with_columns([METRICS[name]().alias(name) for name in names])
         .sort(keys, nulls_last=False)
-        .collect(engine="in-memory")
+        .collect(engine="in-memory", optimizations=ORDERED)
     )
     _check_domains(out, names, explicit=explicit)
     out = out.select(*keys, "n", *names)

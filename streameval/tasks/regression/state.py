@@ -90,7 +90,9 @@ def _histogram(
         dev = x - key_to_float(bucket)
         wd = dev if w is None else w * dev
         aggs += [wd.sum().alias("d1"), (wd * dev).sum().alias("d2")]
-    return lf.group_by([*keys, pl.when(~bad).then(bucket).alias("bucket")]).agg(aggs)
+    return lf.group_by(
+        [*keys, pl.when(~bad).then(bucket).alias("bucket")], maintain_order=True
+    ).agg(aggs)
 
 
 def state_query(
@@ -140,9 +142,9 @@ def state_query(
     }
     named = [expr.alias(name) for name, expr in sums.items()]
     valid = lf.filter(~bad)
-    totals = (valid.group_by(keys).agg(named) if keys else valid.select(named)).with_columns(
-        pl.lit(2, pl.Int8).alias("part"), pl.lit(0, pl.Int64).alias("bucket")
-    )
+    totals = (
+        valid.group_by(keys, maintain_order=True).agg(named) if keys else valid.select(named)
+    ).with_columns(pl.lit(2, pl.Int8).alias("part"), pl.lit(0, pl.Int64).alias("bucket"))
     parts = [
         _histogram(lf, keys, y, w, bad, spec).with_columns(pl.lit(0, pl.Int8).alias("part")),
         _histogram(lf, keys, e, w, bad, spec).with_columns(pl.lit(1, pl.Int8).alias("part")),
