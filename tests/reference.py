@@ -112,7 +112,7 @@ def _metrics(
         "fbeta": skm.fbeta_score(
             y, pred, beta=beta, sample_weight=w, zero_division=0, labels=[0, 1]
         ),
-        "mcc": skm.matthews_corrcoef(y, pred, sample_weight=w),
+        "mcc": _mcc(y, pred, w, (tp + fp, tp + fn, tn + fp, tn + fn)),
         "cohen_kappa": None if math.isnan(kappa) else kappa,
         "balanced_accuracy": skm.balanced_accuracy_score(y, pred, sample_weight=w)
         if P + N > 0
@@ -120,6 +120,16 @@ def _metrics(
         "threshold": t,
     }  # fmt: skip
     return out
+
+
+def _mcc(y: np.ndarray, pred: np.ndarray, w: np.ndarray | None, margins: tuple) -> float:
+    """scikit-learn's ``matthews_corrcoef``, with its zero-denominator value where it rounds.
+
+    A confusion margin of 0 makes the denominator 0 (sklearn's value: 0), but sklearn's
+    weighted sums can round it below 0, which gives NaN.
+    """
+    value = float(skm.matthews_corrcoef(y, pred, sample_weight=w))
+    return 0.0 if math.isnan(value) and min(margins) == 0 else value
 
 
 def hinge(y: np.ndarray, p: np.ndarray, w: np.ndarray | None) -> float:
