@@ -37,6 +37,7 @@ from .source import (
 )
 from .spec import Spec, parse_precision
 from .state import State, summed
+from .states import kind_module
 from .tasks.binary.metrics import as_thresholds
 from .tasks.common import Inputs, Opened, TaskPlan, label_fields
 from .tasks.registry import offering, offers, task_of
@@ -291,20 +292,30 @@ def state_table(plan: Plan, unit: Unit | None, runs: Runs | None) -> pl.DataFram
 def _query_table(plan: Plan, lf: pl.LazyFrame, constants: Mapping[str, Any]) -> pl.DataFrame:
     """The state table of ``lf`` by the task's Polars query; bad rows raise their error.
 
-    Streaming, the source's rows come in batches of :data:`BATCH_ROWS` and the query
-    runs on each in memory, the batches' tables summed in their order as they come
-    (:func:`streameval.state.summed`): the streaming engine's own group-by adds a group's
-    rows in the order its threads deliver them, which changes the last bits of float sums
-    from run to run (:mod:`streameval.ordered`). A task read whole (ranking) runs as one query.
+    The streaming engine's group-by adds a group's rows in the order its threads deliver
+    them, which changes the last bits of a float sum from run to run
+    (:mod:`streameval.ordered`). A query with a float sum over a streaming source therefore
+    runs on batches of :data:`BATCH_ROWS` rows in memory, the batches' tables summed in
+    their order (:func:`streameval.state.summed`). A query whose sums are all integers (an
+    unweighted paired state's counts) is exact in any order and keeps the streaming engine,
+    its groups in the order they first come (``maintain_order``), as does a task read whole
+    (ranking, whose query sums nothing).
     """
-    if plan.engine == "streaming" and not plan.task.whole:
+    query, finish = plan.task.build(lf, constants)
+    if plan.engine == "streaming" and not plan.task.whole and _float_sums(plan.spec, query):
         table = _batched_table(plan, lf, constants)
     else:
-        query, finish = plan.task.build(lf, constants)
         table = finish(collect(query, plan.engine, plan.files, plan.wanted))
     if plan.task.invalid(table):
         raise plan.task.diagnose()
     return table
+
+
+def _float_sums(spec: Spec, query: pl.LazyFrame) -> bool:
+    """Whether any of the state's value columns ``query`` sums is a float."""
+    schema = query.collect_schema()
+    values = kind_module(spec).merge_ops(spec)
+    return any(schema[c].is_float() for c in values if c in schema)
 
 
 def _batched_table(plan: Plan, lf: pl.LazyFrame, constants: Mapping[str, Any]) -> pl.DataFrame:

@@ -155,7 +155,7 @@ def test_a_state_gives_the_same_bits_every_time(rows: pl.DataFrame) -> None:
     _same_every_time(lambda: se.merge([regression, regression]).metrics())
 
 
-@pytest.mark.parametrize("kernel", ["on", "off"])
+@pytest.mark.parametrize("kernel", ["all", "off"])
 def test_a_streaming_source_gives_the_same_state_every_time(
     rows: pl.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel: str
 ) -> None:
@@ -163,10 +163,9 @@ def test_a_streaming_source_gives_the_same_state_every_time(
     rows.write_parquet(path, row_group_size=20_000)
     monkeypatch.setenv("STREAMEVAL_KERNEL", kernel)
     monkeypatch.setattr(pipeline, "BATCH_ROWS", 50_000)
-    _same_every_time(
-        lambda: se.accumulate(path, label="y", task="paired", scores=["p", "p2"], by="g").table,
-        3,
-    )
+    paired = {"label": "y", "task": "paired", "scores": ["p", "p2"], "by": "g"}
+    _same_every_time(lambda: se.accumulate(path, weight="w", **paired).table, 3)
+    _same_every_time(lambda: se.accumulate(path, **paired).table, 3)  # (counts: streamed)
     _same_every_time(
         lambda: se.accumulate(path, label="y", score="p", by="g", bootstrap=3).table, 3
     )
