@@ -54,54 +54,33 @@ def _moments(
     """
     groups = keys or ["_all"]
     weight = (pl.lit(1.0) if w is None else w).alias("_w")
-    rows = lf.select(*keys, *([] if keys else [pl.lit(0).alias("_all")]), weight, **values)
+    squares = [pl.lit(0.0).alias(f"{n}_ss") for n in values]  # (a row: its own mean)
+    rows = lf.select(
+        *keys, *([] if keys else [pl.lit(0).alias("_all")]), weight, *squares, **values
+    )
 
-    def mean(x: pl.Expr) -> pl.Expr:
-        return (pl.col("_w") * x).sum() / pl.col("_w").sum()
-
-    def batch(part: pl.LazyFrame) -> pl.DataFrame:
-        centred = part.with_columns(mean(pl.col(n)).over(groups).alias(f"_m_{n}") for n in values)
+    def combined(parts: pl.LazyFrame) -> pl.DataFrame:
+        """Parts (rows, or batches' moments) of each group combined, in their order."""
+        total = pl.col("_w").sum()
+        mean = {n: (pl.col("_w") * pl.col(n)).sum() / total for n in values}  # (per group)
+        offset = {n: pl.col("_w") * (pl.col(n) - mean[n]) ** 2 for n in values}
         return (
-            centred.group_by(groups, maintain_order=True)
+            parts.group_by(groups, maintain_order=True)
             .agg(
-                pl.col("_w").sum(),
-                *(pl.col(f"_m_{n}").first().alias(n) for n in values),
-                *(
-                    (pl.col("_w") * (pl.col(n) - pl.col(f"_m_{n}")) ** 2).sum().alias(f"{n}_ss")
-                    for n in values
-                ),
+                total,
+                *(mean[n].alias(n) for n in values),
+                *((pl.col(f"{n}_ss") + offset[n]).sum().alias(f"{n}_ss") for n in values),
             )
             .collect(engine="in-memory", optimizations=ORDERED)
         )
 
     if engine == "streaming":
-        parts = [batch(b.lazy()) for b in collect_batches(rows, None, rows=BATCH_ROWS)]
+        parts = [combined(b.lazy()) for b in collect_batches(rows, None, rows=BATCH_ROWS)]
     else:
-        parts = [batch(rows)]
+        parts = [combined(rows)]
     if not parts:
-        parts = [batch(rows.clear())]
-    if len(parts) == 1:
-        out = parts[0]
-    else:
-        both = (
-            pl.concat(parts)
-            .lazy()
-            .with_columns(mean(pl.col(n)).over(groups).alias(f"_m_{n}") for n in values)
-        )
-        out = (
-            both.group_by(groups, maintain_order=True)
-            .agg(
-                pl.col("_w").sum(),
-                *(pl.col(f"_m_{n}").first().alias(n) for n in values),
-                *(
-                    (pl.col(f"{n}_ss") + pl.col("_w") * (pl.col(n) - pl.col(f"_m_{n}")) ** 2)
-                    .sum()
-                    .alias(f"{n}_ss")
-                    for n in values
-                ),
-            )
-            .collect(engine="in-memory", optimizations=ORDERED)
-        )
+        parts = [combined(rows.clear())]
+    out = combined(pl.concat(parts).lazy()) if len(parts) > 1 else parts[0]
     return out if keys else out.drop("_all")
 
 

@@ -43,9 +43,9 @@ def reaggregated(table: pl.DataFrame, group: Sequence[str], ops: Mapping[str, st
     As ``group_by(group).agg(...)`` (``ops``: column → ``"sum"`` or ``"max"``; null values
     ignored; the null keys of a column one group, its NaN keys another), but each group's
     rows are reduced in the order they have in ``table``, and the groups come out sorted by
-    ``group`` (nulls first). A
-    stable sort brings a group's rows together, which costs less than hashing them: about
-    half the time of Polars' ordered group-by on a two-million-row state table.
+    ``group`` (nulls first). A stable sort brings a group's rows together, which costs less
+    than hashing them with integer keys (half the time of Polars' ordered group-by on a
+    two-million-row state table) and as much with String keys.
 
     >>> t = pl.DataFrame({"g": ["b", "a", "b"], "x": [0.1, 1.0, 0.2], "m": [1, 5, 3]})
     >>> reaggregated(t, ["g"], {"x": "sum", "m": "max"}).rows()
