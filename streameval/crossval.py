@@ -16,9 +16,7 @@ import polars as pl
 
 from .errors import InputError
 from .metrics.registry import is_bound
-from .ordered import ORDERED
-from .state import State
-from .states import kind_module
+from .state import State, summed
 
 ESTIMATES = pl.Enum(["fold", "mean", "sd", "pooled"])
 RESERVED = ("estimate", "n_folds")
@@ -46,16 +44,7 @@ def drop_keys(state: State, keys: Sequence[str]) -> State:
             f"{state.keys!r}"
         )
     spec = replace(state.spec, keys=tuple(k for k in state.spec.keys if k not in keys))
-    kind = kind_module(spec)
-    ops = kind.merge_ops(spec)
-    group = [*spec.keys, *kind.group_columns(spec)]
-    table = (
-        state.table.lazy()
-        .group_by(group, maintain_order=True)
-        .agg([getattr(pl.col(c), op)() for c, op in ops.items()])
-        .collect(engine="in-memory", optimizations=ORDERED)
-    )
-    return State(spec, table.select([c for c in state.table.columns if c not in keys]))
+    return State(spec, summed(spec, [state.table.drop(keys)]))
 
 
 def _bound(column: str) -> bool:

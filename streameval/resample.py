@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from .errors import InputError
-from .ordered import ORDERED
+from .ordered import ORDERED, reaggregated
 from .resample_draw import REPLICATE
 from .resample_tables import (
     attach,
@@ -240,12 +240,12 @@ def leave_one_out(state: S, column: str) -> S:
         )
     else:
         pairs = table.lazy().join(values.lazy(), how="cross", maintain_order="left_right")
-    kept = pairs.filter(pl.col(column).ne_missing(pl.col("_se_out")))
-    ops = [getattr(pl.col(c), op)() for c, op in kind.merge_ops(spec).items()]
-    out = kept.group_by(rows, maintain_order=True).agg(ops).rename({"_se_out": column})
-    return type(state)(
-        spec, out.select(table.columns).collect(engine="in-memory", optimizations=ORDERED)
+    kept = pairs.filter(pl.col(column).ne_missing(pl.col("_se_out"))).drop(column)
+    out = reaggregated(
+        kept.collect(engine="in-memory", optimizations=ORDERED), rows, kind.merge_ops(spec)
     )
+    out = out.rename({"_se_out": column})
+    return type(state)(spec, out.select(table.columns))
 
 
 def jackknife_intervals(
@@ -317,12 +317,7 @@ def jackknife_intervals(
     kind = kind_module(spec)
     others = [k for k in spec.keys if k != column]
     rows = [*others, *kind.group_columns(spec)]
-    ops = [getattr(pl.col(c), op)() for c, op in kind.merge_ops(spec).items()]
-    whole = (
-        state.table.group_by(rows, maintain_order=True)
-        .agg(ops)
-        .select(c for c in state.table.columns if c != column)
-    )
+    whole = reaggregated(state.table.drop(column), rows, kind.merge_ops(spec))
     estimate = table_fn(type(state)(replace(spec, keys=tuple(others)), whole))
     with warnings.catch_warnings():  # (the estimate's said it of the data; these count subsets)
         warnings.simplefilter("ignore")

@@ -16,7 +16,7 @@ from .io import read_state_file, write_state
 from .kernels.collect import state_runs
 from .kernels.runs import Runs
 from .options import check_beta
-from .ordered import ORDERED, reaggregated
+from .ordered import reaggregated
 from .resample import bootstrap_intervals, jackknife_intervals
 from .spec import Spec, merged_spec
 from .states import HISTOGRAMS, kind_module
@@ -760,17 +760,9 @@ class State(StateData):
             )
         if precision == spec.precision:
             return self
-        kind = kind_module(spec)
         coarse = replace(spec, precision=precision)
-        table = (
-            self.table.lazy()
-            .with_columns(key_bucket(pl.col("bucket"), precision, spec.splits))
-            .group_by([*spec.keys, "bucket"], maintain_order=True)
-            .agg(getattr(pl.col(c), op)() for c, op in kind.merge_ops(spec).items())
-            .collect(engine="in-memory", optimizations=ORDERED)
-            .select(self.table.columns)
-        )
-        return State(coarse, table)
+        rekeyed = self.table.with_columns(key_bucket(pl.col("bucket"), precision, spec.splits))
+        return State(coarse, summed(coarse, [rekeyed]))
 
     def roc_curve(self, *, drop_intermediate: bool = False) -> pl.DataFrame:
         """ROC points per group: keys, threshold, fpr, tpr (as sklearn's ``roc_curve``).
