@@ -396,3 +396,46 @@ def test_a_pools_sums_in_32_or_64_bits_are_the_same(monkeypatch):
     assert set(seen) == {False, True}  # (one pool of each width)
     for a, b in zip(seen[False], seen[True], strict=True):
         assert a.equals(b)
+
+
+@st.composite
+def counted_pools(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
+    """A pool's counts on an index (long runs without rows, heavy positions) and a day's
+    positions on it, by group."""
+    groups = draw(st.integers(1, 4))
+    sizes = draw(st.lists(st.integers(0, 1_500), min_size=groups, max_size=groups))
+    starts = np.cumsum([0, *sizes]).astype(np.int64)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    size = int(starts[-1])
+    empty = draw(st.floats(0.0, 0.99))  # (the share of positions without rows)
+    heavy = rng.random(size) < 0.05
+    pos = np.where(rng.random(size) < empty, 0, rng.integers(0, 3, size) * (1 + 40 * heavy))
+    neg = np.where(pos > 0, rng.integers(0, 2, size), rng.integers(0, 2, size))
+    neg = np.where(rng.random(size) < empty, 0, neg)
+    current = np.flatnonzero(rng.random(size) < draw(st.floats(0.0, 0.2)))
+    cur_starts = np.searchsorted(current, starts).astype(np.int64)
+    mass = rng.integers(1, 5, current.size).astype(np.float64)
+    return starts, pos.astype(np.int32), neg.astype(np.int32), current, cur_starts, mass
+
+
+@settings(max_examples=150, deadline=None)
+@given(counted_pools(), st.sampled_from([2, 3, 7, 10, 50]), st.booleans())
+def test_a_counted_baseline_walks_as_its_histogram(pool, bins, exact):
+    """A pool's counts read in place (runs of positions summed within a bin) give the same
+    drift, bit for bit, as the same baseline as a histogram walked bucket by bucket."""
+    from streameval.kernels.drift import group_drift
+
+    starts, pos, neg, current, cur_starts, mass = pool
+    groups = np.arange(starts.size - 1, dtype=np.int64)
+    cum = np.concatenate([[0], np.cumsum(pos.astype(np.int64) + neg)])
+    rows = cum[starts[1:]] - cum[starts[:-1]]  # (each group's rows)
+    counted = group_drift(
+        cur_starts, current, mass, groups, starts, pos[:0], pos, bins, exact, 1e-4, neg, rows
+    )
+    held = np.flatnonzero(pos.astype(np.int64) + neg > 0)  # (positions with rows: buckets)
+    sorted_ = group_drift(
+        cur_starts, current, mass, groups, np.searchsorted(held, starts).astype(np.int64),
+        held, (pos[held].astype(np.int64) + neg[held]).astype(np.float64), bins, exact, 1e-4,
+    )  # fmt: skip
+    for a, b in zip(counted, sorted_, strict=True):
+        assert np.array_equal(a, b, equal_nan=True)

@@ -6,8 +6,9 @@ day: the pool of the next day is this one's with one day added and one taken awa
 over a bounded run of days, built again further on when the days move past it) and keeps
 pools (:class:`~streameval.kernels.pooled.Pool`), each moved to the next days asked for by
 whatever is nearest (a rollup window, a check's history: a 28-day window and the 28 days
-before it are one pool moved by two days); the slices a check failed or warned on are taken
-out for the moment of a snapshot. What a check or a rollup reads is a :class:`PooledState`:
+before it are one pool moved by two days); the slices a check failed or warned on are left
+out of the days a pool holds (a check's history pool keeps them out as it moves). What a
+check or a rollup reads is a :class:`PooledState`:
 a state whose metric table the compiled finalize computes from the pool's runs, and whose
 table (which the pool does not hold: it keeps float sums per group, not per bucket) is
 merged from the accepted days only if something asks for it. Drift checks read score
@@ -200,8 +201,8 @@ class DayPools:
                 while len(self._days) > DAYS_HELD:
                     del self._days[next(iter(self._days))]
             return self._days[first]
-        pool = self._moved(members, index)
-        return Sorted.of_weighed(pool.weighed(self._slots(without)), groups, keys, index)
+        pool = self._moved(members, index, self._slots(without))
+        return Sorted.of_weighed(pool.weighed(), groups, keys, index)
 
     @contextmanager
     def baseline(
@@ -210,8 +211,8 @@ class DayPools:
         """:meth:`histogram`, for the block: a pool's read in place (no histogram copied).
 
         Against days that a pool holds, the block reads the pool's counts where they are
-        (:class:`~streameval.stats.drift.Counted`), the rows ``without`` names taken out
-        until it ends; nothing may move the pools meanwhile.
+        (:class:`~streameval.stats.drift.Counted`), less the rows ``without`` names; nothing
+        may move the pools meanwhile.
         """
         if len(members) == 1:
             yield self.histogram(members, without)
@@ -220,13 +221,12 @@ class DayPools:
         if index is None:
             yield None
             return
-        pool = self._moved(members, index)
+        pool = self._moved(members, index, self._slots(without))
         pos, neg = index_of(index.int_names, ("pos", "neg"))
-        with pool.without(self._slots(without)):
-            rows = pool.group_sums[pos] + pool.group_sums[neg]
-            yield Counted.of_counts(
-                index.groups(), keys, rows, index.starts, pool.sums[pos], pool.sums[neg], index
-            )
+        rows = pool.group_sums[pos] + pool.group_sums[neg]
+        yield Counted.of_counts(
+            index.groups(), keys, rows, index.starts, pool.sums[pos], pool.sums[neg], index
+        )
 
     def _readable(self, members: Sequence[int]) -> tuple[DayIndex | None, list[str]]:
         """The index holding entries ``members`` and their keys, where drift reads it.
@@ -247,20 +247,22 @@ class DayPools:
         index = self._indexed(members[0], members[-1])
         if index is None:
             return None
-        return self._moved(members, index).pooled(self._slots(without))
+        return self._moved(members, index, self._slots(without)).pooled()
 
-    def _moved(self, members: Sequence[int], index: DayIndex) -> Pool:
-        """The pool that holds ``members`` with the fewest days moved (a new one: all of them).
+    def _moved(self, members: Sequence[int], index: DayIndex, out: Mapping[int, I64]) -> Pool:
+        """The pool moved to ``members`` less the groups ``out``, with the least work.
 
-        Pools are shared by whatever asks for days near theirs: a trailing window and a
-        history of as many days one day apart move one pool by two days, not two by all.
+        (A new one: all of them.) Pools are shared by whatever asks for days near theirs: a
+        trailing window and a history of as many days one day apart move one pool by two
+        days, not two by all. A history that leaves out the slices its check rejected,
+        judged day after day, keeps a pool of its own (its rejected rows stay out of it).
         """
         days = [j - self._first for j in members]
-        pool = min(self._pools, key=lambda p: p.moves(days), default=None)
-        if pool is None or pool.moves(days) >= len(days):
+        pool = min(self._pools, key=lambda p: p.moves(days, out), default=None)
+        if pool is None or pool.moves(days, out) >= 2 * len(days):
             pool = Pool(index)
             self._pools.append(pool)
-        return pool.move(days)
+        return pool.move(days, out)
 
     def _slots(self, without: Mapping[int, pl.DataFrame]) -> dict[int, I64]:
         """The index's groups of the slices ``without`` names, by the index's day.

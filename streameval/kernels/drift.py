@@ -6,7 +6,10 @@ current group ``g`` (−1: none).
 One walk over a group's buckets and its baseline's, in bucket order, gives the baseline's
 bins (``⌊bins · F(x−)⌋`` of each baseline bucket), the group's weight in each bin, and the
 two cumulative distributions at each of the group's buckets: the PSI and JS distance over
-the bins, the KS statistic and its bound (see :mod:`streameval.stats.drift`).
+the bins, the KS statistic and its bound (see :mod:`streameval.stats.drift`). A baseline of
+counts on an index (a pool's) is walked position by position only near a bin's edge: elsewhere
+its positions up to the next bucket of the group are summed at once (a loop the compiler
+vectorizes), the same integer sums in the same bins.
 
 >>> import numpy as np
 >>> starts = np.array([0, 3]); buckets = np.array([1, 2, 3])
@@ -30,6 +33,9 @@ from . import each
 Array = npt.NDArray[Any]
 
 jit = numba.njit(cache=True, nogil=True)
+
+#: The most positions of a counted baseline summed at once (within one bin).
+RUN = 256
 
 
 def group_drift(
@@ -105,6 +111,50 @@ def _bin(cum, bins, total):  # type: ignore[no-untyped-def]
 
 
 @jit
+def _positions(base_mass, base_more, j, stop):  # type: ignore[no-untyped-def]
+    """The weight of counted positions ``j`` … ``stop`` − 1 (an integer).
+
+    (Over slices, whose indices cannot be negative: the loop is vectorized.)
+    """
+    mass, more = base_mass[j:stop], base_more[j:stop]
+    total = 0
+    for k in range(mass.size):
+        total += mass[k] + more[k]
+    return total
+
+
+@jit
+def _take_counted(  # type: ignore[no-untyped-def]
+    base_mass, base_more, j, stop, cum_b, at, edge, bins, b_total, b_bin
+):
+    """Counted positions ``j`` … ``stop`` − 1 added to their bins; the new ``cum_b, at, edge``.
+
+    A run of up to :data:`RUN` positions that ends below the bin's edge is summed at once:
+    every position in it is then of bin ``at`` (none reaches the edge), and its integer
+    weights add up to what adding them one by one gives. A run that reaches the edge is
+    walked position by position, as :func:`_group_drift` walks a histogram.
+    """
+    while j < stop:
+        end = min(stop, j + RUN)
+        if cum_b < edge:
+            run = float(_positions(base_mass, base_more, j, end))
+            if cum_b + run < edge:
+                b_bin[at] += run
+                cum_b += run
+                j = end
+                continue
+        for k in range(j, end):
+            m = float(base_mass[k] + base_more[k])
+            if m > 0:  # (a position without rows is no bucket)
+                if cum_b >= edge:
+                    at, edge = _bin(cum_b, bins, b_total)
+                b_bin[at] += m
+                cum_b += m
+        j = end
+    return cum_b, at, edge
+
+
+@jit
 def _group_drift(  # type: ignore[no-untyped-def]
     starts, buckets, mass, baseline, base_starts, base_buckets, base_mass, base_more, base_rows,
     bins, exact, floor, first, last, out,
@@ -132,12 +182,19 @@ def _group_drift(  # type: ignore[no-untyped-def]
             continue
         c_bin[:] = 0.0
         b_bin[:] = 0.0
-        j, at, edge = b_lo, 0, 0.0
+        j = b_lo
+        at, edge = _bin(0.0, bins, b_total)  # (the first bin, up to its edge)
         cum_b, cum_c = 0.0, 0.0
         widest, gap_max = 0.0, 0.0
         i = lo
         while i < hi:
             x = buckets[i]
+            if base_more is not None:  # (counted: positions, summed in runs)
+                stop = max(j, min(x, b_hi))
+                cum_b, at, edge = _take_counted(
+                    base_mass, base_more, j, stop, cum_b, at, edge, bins, b_total, b_bin
+                )
+                j = stop
             while j < b_hi and _before(base_buckets, base_more, j, x, False):
                 m = _weight(base_mass, base_more, j)
                 if m > 0:  # (a counted position without rows is no bucket)
@@ -171,6 +228,11 @@ def _group_drift(  # type: ignore[no-untyped-def]
             gap = max(abs(fc - fb), abs(fc_lt - fb_lt))
             gap_max = max(gap_max, gap)
             widest = max(widest, gap, fc - fb_lt, fb - fc_lt)
+        if base_more is not None:  # the baseline's positions above the group's last
+            cum_b, at, edge = _take_counted(
+                base_mass, base_more, j, b_hi, cum_b, at, edge, bins, b_total, b_bin
+            )
+            j = b_hi
         while j < b_hi:  # the baseline's buckets above the group's last
             m = _weight(base_mass, base_more, j)
             if m > 0:

@@ -33,8 +33,7 @@ without coding a state table again.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -434,11 +433,18 @@ def _ranked(ordered: U64, order: I64) -> tuple[U64, I64]:  # pragma: no cover - 
 
 
 class Pool:
-    """The index's sums over a set of days, moved from one set to the next by its changes."""
+    """The index's sums over a set of days, each less the rows of some of its groups.
+
+    Moved from one set to the next by its changes: the days that came in added, those that
+    left taken away, and a day whose groups left out changed by those groups' rows alone. A
+    day's rows of the groups left out are never in the pool, so a baseline that leaves out
+    the slices a check rejected reads the pool as it is, day after day.
+    """
 
     def __init__(self, index: DayIndex) -> None:
         self.index = index
-        self.days: set[int] = set()
+        #: The days held, each with the groups left out of it (slots, sorted; none: empty).
+        self.days: dict[int, I64] = {}
         size = index.words.size
         self.count = np.zeros(size, np.int32)  # (the days' rows at a position)
         self.held = np.zeros(2, np.int64)  # (positions holding rows in each half)
@@ -446,85 +452,82 @@ class Pool:
         self.sums: npt.NDArray[Any] = np.zeros((len(index.int_names), size), index.sum_type())
         self.group_sums = np.zeros((len(index.int_names), index.coding.codes.size), np.int64)
 
-    def moves(self, days: Sequence[int]) -> int:
-        """How many days :meth:`move` would add or take away to hold ``days``."""
-        wanted = set(days)
-        return min(len(self.days ^ wanted), len(wanted))
+    def moves(self, days: Sequence[int], out: Mapping[int, I64] | None = None) -> int:
+        """The work of :meth:`move` to hold ``days`` less ``out``.
 
-    def move(self, days: Sequence[int]) -> Pool:
-        """Hold the sums of ``days`` (the days that came in added, those that left removed)."""
-        wanted = set(days)
-        gone, new = self.days - wanted, wanted - self.days
+        2 a day added or taken away, 1 a day whose groups left out change; at most 2 a day
+        (started again).
+        """
+        wanted = _wanted(days, out)
+        whole = len(self.days.keys() ^ wanted.keys())
+        changed = sum(not _same(self.days[d], wanted[d]) for d in self.days.keys() & wanted.keys())
+        return min(2 * whole + changed, 2 * len(wanted))
+
+    def move(self, days: Sequence[int], out: Mapping[int, I64] | None = None) -> Pool:
+        """Hold the sums of ``days``, each less its rows of the groups ``out[day]`` (slots)."""
+        wanted = _wanted(days, out)
+        gone = [d for d in self.days if d not in wanted]
+        new = [d for d in wanted if d not in self.days]
         if len(gone) + len(new) > len(wanted):  # (starting again is less work)
             for a in (self.count, self.held, self.sums, self.group_sums):
                 a.fill(0)
-            gone, new = set(), wanted
+            self.days, gone, new = {}, [], list(wanted)
         for day in sorted(gone):
+            self._slide(day, 1, self.days.pop(day))  # (whole again, then taken away)
             self._slide(day, -1)
+        for day in sorted(self.days):  # (held still: the groups left out that changed)
+            before, after = self.days[day], wanted[day]
+            if not _same(before, after):
+                self._slide(day, 1, np.setdiff1d(before, after))
+                self._slide(day, -1, np.setdiff1d(after, before))
+                self.days[day] = after
         for day in sorted(new):
             self._slide(day, 1)
-        self.days = wanted
+            self._slide(day, -1, wanted[day])
+            self.days[day] = wanted[day]
         return self
 
-    def _slide(self, day: int, sign: int, rows: I64 | None = None) -> None:
-        """Add or take away a day's rows (``rows`` of them: all)."""
+    def _slide(self, day: int, sign: int, groups: I64 | None = None) -> None:
+        """Add or take away a day's rows (of the groups ``groups``, slots: all of them)."""
         index = self.index
-        every = np.arange(index.at[day].size, dtype=np.int64) if rows is None else rows
+        if groups is None:
+            rows = np.arange(index.at[day].size, dtype=np.int64)
+        elif groups.size:
+            rows = index.rows(day, groups)
+        else:
+            return
         _slide(
-            index.at[day], index.slot[day], every, sign, index.ints[day], self.count,
+            index.at[day], index.slot[day], rows, sign, index.ints[day], self.count,
             self.held, self.sums, self.group_sums,
         )  # fmt: skip
 
-    @contextmanager
-    def without(self, slots: Mapping[int, I64] | None) -> Iterator[Pool]:
-        """The pool less each held day's rows of the groups ``slots[day]``, for the block.
-
-        Those rows are taken away and added back after it (no copy of the pool).
-        """
-        index = self.index
-        left = [
-            (day, index.rows(day, groups))
-            for day, groups in (slots or {}).items()
-            if day in self.days and groups.size
-        ]
-        for day, rows in left:
-            self._slide(day, -1, rows)
-        try:
-            yield self
-        finally:
-            for day, rows in left:
-                self._slide(day, 1, rows)
-
-    def pooled(self, without: Mapping[int, I64] | None = None) -> Pooled:
-        """The pooled sums, less each day's rows of the groups ``without[day]`` (slots).
+    def pooled(self) -> Pooled:
+        """The pooled sums (each day less its rows of the groups left out).
 
         The float sums are the days' per-group sums added in day order (those of the groups
-        ``without`` names left out on their day).
+        left out on a day zeroed).
         """
         index = self.index
-        with self.without(without):
-            kept, counts = _kept(self.count, self.held, index.words, self.sums)
+        kept, counts = _kept(self.count, self.held, index.words, self.sums)
         sums = np.zeros((len(index.float_names), index.coding.codes.size))
-        out = without or {}
-        for day in sorted(self.days):
+        for day, out in sorted(self.days.items()):
             day_sums = index.floats[day]
-            if day in out and out[day].size:
+            if out.size:
                 day_sums = day_sums.copy()
-                day_sums[:, out[day]] = 0.0
+                day_sums[:, out] = 0.0
             sums += day_sums
         ints = dict(zip(index.int_names, counts, strict=True))
         floats = dict(zip(index.float_names, sums, strict=True))
         return Pooled(index.coding, kept, ints, floats)
 
-    def weighed(self, without: Mapping[int, I64] | None = None) -> Weighed:
-        """The pooled rows per (group, bucket) as a histogram, less the rows ``without`` names.
+    def weighed(self) -> Weighed:
+        """The pooled rows per (group, bucket) as a histogram.
 
         Read from the pool's counts (no snapshot); the buckets are positions on the index
         (see :meth:`DayIndex.weighed`).
         """
         pos, neg = index_of(self.index.int_names, ("pos", "neg"))
-        with self.without(without):
-            return self._weighed(self.sums[pos], self.sums[neg])
+        return self._weighed(self.sums[pos], self.sums[neg])
 
     def _weighed(self, pos: I64, neg: I64) -> Weighed:
         """The positions holding rows as a histogram: two threads, each over whole groups.
@@ -552,6 +555,21 @@ class Pool:
         codes = np.concatenate([parts[0][1], parts[1][1]])
         totals = np.concatenate([parts[0][2], parts[1][2]])
         return fields.view(np.int64), mass, starts, codes, totals
+
+
+#: No groups left out.
+NONE: I64 = np.zeros(0, np.int64)
+
+
+def _wanted(days: Sequence[int], out: Mapping[int, I64] | None) -> dict[int, I64]:
+    """Each of ``days`` with its groups left out (``out``'s, or none)."""
+    out = out or {}
+    return {d: out.get(d, NONE) for d in days}
+
+
+def _same(a: I64, b: I64) -> bool:
+    """Whether two sorted slot arrays name the same groups."""
+    return a.size == b.size and bool(np.array_equal(a, b))
 
 
 def index_of(names: Sequence[str], wanted: Sequence[str]) -> list[int]:
