@@ -374,15 +374,17 @@ def test_a_days_histogram_on_the_index_is_its_own_in_any_row_order(key):
         assert groups(got, buckets) == groups(want, want.bucket)
 
 
-def test_a_pools_sums_in_32_or_64_bits_are_the_same(monkeypatch):
-    """A pool keeps its sums in 32 bits where no sum can pass 2^31 − 1 (half the memory a
-    walk reads), else in 64: the same pooled sums, metrics and drift either way."""
+def test_a_pools_sums_in_16_32_or_64_bits_are_the_same(monkeypatch):
+    """A pool keeps its sums in 16 or 32 bits where no sum at a position can pass 2^15 − 1
+    or 2^31 − 1 (less memory a walk of the pool reads), else in 64: the same pooled sums,
+    metrics and drift whatever the width."""
     import streameval.kernels.pooled as pooled
 
     states = day_states(5, 8, 11, "string")
     members, left = [1, 2, 3, 4, 5], {3: pl.DataFrame({"segment": ["b"]})}
     seen = {}
-    for narrow in (pooled.NARROW, 0):
+    for narrowest, narrow in ((pooled.NARROWEST, pooled.NARROW), (0, pooled.NARROW), (0, 0)):
+        monkeypatch.setattr(pooled, "NARROWEST", narrowest)
         monkeypatch.setattr(pooled, "NARROW", narrow)
         pools = DayPools(lambda j: states[j], len(states), True)
         state = pools.state(members, left)
@@ -390,12 +392,13 @@ def test_a_pools_sums_in_32_or_64_bits_are_the_same(monkeypatch):
         now = pools.histogram([7], {})
         with pools.baseline(members, left) as counts:
             assert isinstance(counts, Counted)
-            wide = counts.pos.dtype == np.int64
+            width = counts.pos.dtype.itemsize
             read = drift(now, counts, ["segment"], ["segment"], bins=4, exact=False, every=True)
-        seen[wide] = (state._pooled.counts(), state.metrics(ci="wilson"), read)
-    assert set(seen) == {False, True}  # (one pool of each width)
-    for a, b in zip(seen[False], seen[True], strict=True):
-        assert a.equals(b)
+        seen[width] = (state._pooled.counts(), state.metrics(ci="wilson"), read)
+    assert set(seen) == {2, 4, 8}  # (one pool of each width)
+    for width in (4, 8):
+        for a, b in zip(seen[2], seen[width], strict=True):
+            assert a.equals(b)
 
 
 @st.composite

@@ -51,8 +51,12 @@ from .runs import F64, I64, U64, GroupSums, Runs
 from .scorekeys import ScoreField
 
 I32 = npt.NDArray[np.int32]
+#: A pool's counts of rows at each position (16 or 32 bits).
+Counts = npt.NDArray[np.signedinteger[Any]]
 #: The largest sum a pool keeps in 32 bits.
 NARROW = 2**31 - 1
+#: The largest sum (and count of days' rows) a pool keeps in 16 bits.
+NARROWEST = 2**15 - 1
 #: A score histogram on an index (:func:`~.drift.weighed_runs`' parts, each bucket's
 #: position for its field): positions, rows, starts, codes, rows.
 Weighed = tuple[I64, F64, I64, U64, I64]
@@ -65,7 +69,7 @@ def _slide(
     rows: I64,
     sign: int,
     ints: I64,
-    count: I32,
+    count: Counts,
     held: I64,
     sums: I64,
     group_sums: I64,
@@ -113,7 +117,7 @@ def _summed(value: U64, order: I64, ints: I64) -> tuple[U64, I64]:  # pragma: no
 
 @numba.njit(cache=True, nogil=True)
 def _keep(
-    count: I32, words: U64, sums: I64, start: int, stop: int, k: int, kept: U64, ints: I64
+    count: Counts, words: U64, sums: I64, start: int, stop: int, k: int, kept: U64, ints: I64
 ) -> None:  # pragma: no cover - compiled
     """Copy positions ``start`` … ``stop`` − 1 holding rows to ``k`` on: their words, sums."""
     for i in range(start, stop):
@@ -124,7 +128,7 @@ def _keep(
             k += 1
 
 
-def _kept(count: I32, held: I64, words: U64, sums: I64) -> tuple[U64, I64]:
+def _kept(count: Counts, held: I64, words: U64, sums: I64) -> tuple[U64, I64]:
     """The words of the positions holding rows and their integer sums.
 
     Two threads, each over a half of the positions (``held``: how many of each hold rows);
@@ -236,14 +240,24 @@ class DayIndex:
         )
 
     def sum_type(self) -> type:
-        """The integer type of a pool's sums: 32-bit where no sum can pass 2^31 − 1.
+        """The integer type of a pool's sums: the narrowest no sum at a position can pass.
 
-        (A position's sum is at most its column's sum over every day.)
+        A position's sum is at most its column's sum over every day (32 bits where that
+        fits) and, a day having one row at a position, the sum of each day's largest value
+        (16 bits where that fits: a quarter of the memory a walk of the pool reads).
         """
         if self.widest is None:
+            tops = [ints.max(axis=1) for ints in self.ints if ints.size]
             columns = [ints.sum(axis=1) for ints in self.ints if ints.size]
-            self.widest = int(np.sum(columns, axis=0).max(initial=0)) if columns else 0
+            top = int(np.sum(tops, axis=0).max(initial=0)) if tops else 0
+            self.widest = min(top, int(np.sum(columns, axis=0).max(initial=0))) if tops else 0
+        if self.widest <= NARROWEST:
+            return np.int16
         return np.int32 if self.widest <= NARROW else np.int64
+
+    def count_type(self) -> type:
+        """The integer type of a pool's count of rows at a position (at most one a day)."""
+        return np.int16 if len(self.at) <= NARROWEST else np.int32
 
     def weighed(self, day: int) -> Weighed:
         """Day ``day``'s rows as a score histogram on the index.
@@ -446,9 +460,9 @@ class Pool:
         #: The days held, each with the groups left out of it (slots, sorted; none: empty).
         self.days: dict[int, I64] = {}
         size = index.words.size
-        self.count = np.zeros(size, np.int32)  # (the days' rows at a position)
+        self.count = np.zeros(size, index.count_type())  # (the days' rows at a position)
         self.held = np.zeros(2, np.int64)  # (positions holding rows in each half)
-        # (32-bit where no sum can pass 2^31 − 1: half the memory a walk of the pool reads)
+        # (16 or 32 bits where no sum can pass 2^15 − 1 or 2^31 − 1: less memory to walk)
         self.sums: npt.NDArray[Any] = np.zeros((len(index.int_names), size), index.sum_type())
         self.group_sums = np.zeros((len(index.int_names), index.coding.codes.size), np.int64)
 
