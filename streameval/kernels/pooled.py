@@ -460,7 +460,7 @@ class Pool:
         #: The days held, each with the groups left out of it (slots, sorted; none: empty).
         self.days: dict[int, I64] = {}
         size = index.words.size
-        self.count = np.zeros(size, index.count_type())  # (the days' rows at a position)
+        self.count: Counts = np.zeros(size, index.count_type())  # (the days' rows at a position)
         self.held = np.zeros(2, np.int64)  # (positions holding rows in each half)
         # (16 or 32 bits where no sum can pass 2^15 − 1 or 2^31 − 1: less memory to walk)
         self.sums: npt.NDArray[Any] = np.zeros((len(index.int_names), size), index.sum_type())
