@@ -442,3 +442,21 @@ def test_a_counted_baseline_walks_as_its_histogram(pool, bins, exact):
     )  # fmt: skip
     for a, b in zip(counted, sorted_, strict=True):
         assert np.array_equal(a, b, equal_nan=True)
+
+
+def test_a_day_with_two_rows_at_a_position_is_not_pooled_in_16_bits():
+    """A day whose rows share a (group, bucket) word counts their sum, not its largest
+    value, toward a position's bound: 2 × 20,000 rows at one position do not wrap."""
+    from streameval.bucketing import EXACT_BITS
+    from streameval.kernels.pooled import DayIndex, Pool
+    from streameval.spec import Spec
+
+    spec = Spec(kind="binary", keys=("g",), precision=EXACT_BITS)
+    days = [
+        pl.DataFrame({"g": ["a", "a"], "bucket": [5, 5], "pos": [20_000, 20_000], "neg": [1, 2]}),
+        pl.DataFrame({"g": ["a"], "bucket": [5], "pos": [3], "neg": [1]}),
+    ]
+    index = DayIndex.build(days, spec, ["pos", "neg"])
+    assert index is not None and index.sum_type() is not np.int16
+    runs = Pool(index).move([0, 1]).pooled().runs()
+    assert runs.pos.tolist() == [40_003] and runs.neg.tolist() == [4]

@@ -16,7 +16,7 @@ Baselines: ``previous`` is the window of the same length just before (a ``7d`` w
 seven days before it); ``history`` pools the ``days`` days before the window (of its end
 weekday with ``same_weekday``), leaving out each slice's days on which this check failed or
 warned (binary states without weights: a sliding pool of the days, :mod:`.pools`, moved by
-a day per judged day, the rejected slices taken out for the check; other states: the days
+a day per judged day, the rejected slices left out of its days; other states: the days
 are merged once for every check that reads them, and a check takes that pool less the
 slices it rejected, merged again from their accepted days); ``reference`` is a state
 file's slices; ``champion`` another model's value on the same rows (a paired task).

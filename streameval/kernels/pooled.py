@@ -5,9 +5,10 @@ merged for every judged day, and each merge re-aggregates every row of every day
 Here every day state's rows are coded once, on one sorted index of (group, bucket) words
 (:class:`DayIndex`), and a :class:`Pool` holds the index's sums over a set of days. Moving
 the pool to the next judged day's days adds the day that came in and takes away the day that
-left, row by row: the work of two days, not of 28. Integer sums (the unweighted counts) are
-kept per (group, bucket) word (in 32 bits where no sum can pass 2^31 − 1) and per group, and
-are exact whatever the order of additions and removals.
+left, row by row: the work of two days, not of 28 (a day less the rows of the groups a check
+left out of it). Integer sums (the unweighted counts) are kept per (group, bucket) word (in
+16 or 32 bits where no sum can pass 2^15 − 1 or 2^31 − 1) and per group, and are exact
+whatever the order of additions and removals.
 Float sums (log loss, Brier, the score sum and hinge) are kept per group only, where the
 metrics read them: the index holds each day's sums per group, and a snapshot adds the days it
 holds in day order, so its float sums depend on its days alone, not on the moves that
@@ -243,12 +244,14 @@ class DayIndex:
         """The integer type of a pool's sums: the narrowest no sum at a position can pass.
 
         A position's sum is at most its column's sum over every day (32 bits where that
-        fits) and, a day having one row at a position, the sum of each day's largest value
-        (16 bits where that fits: a quarter of the memory a walk of the pool reads).
+        fits) and, where a day has one row at a position (its rows' positions rise), the
+        sum of each day's largest value (16 bits where that fits: a quarter of the memory a
+        walk of the pool reads); a day whose positions do not rise counts its whole sum.
         """
         if self.widest is None:
-            tops = [ints.max(axis=1) for ints in self.ints if ints.size]
-            columns = [ints.sum(axis=1) for ints in self.ints if ints.size]
+            days = [(at, ints) for at, ints in zip(self.at, self.ints, strict=True) if ints.size]
+            tops = [ints.max(axis=1) if _ascending(at) else ints.sum(axis=1) for at, ints in days]
+            columns = [ints.sum(axis=1) for _, ints in days]
             top = int(np.sum(tops, axis=0).max(initial=0)) if tops else 0
             self.widest = min(top, int(np.sum(columns, axis=0).max(initial=0))) if tops else 0
         if self.widest <= NARROWEST:
@@ -276,7 +279,7 @@ class DayIndex:
     def rows(self, day: int, slots: I64) -> I64:
         """The day's rows of the groups ``slots`` (sorted positions in ``coding.codes``).
 
-        Kept: a day's rejected slices are taken out of every pool that holds the day.
+        Kept: a day's rejected slices are left out of every pool that holds the day.
         """
         key = (day, slots.tobytes())
         if key not in self.rows_of:
