@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -24,7 +24,15 @@ from .states.data import StateData
 from .stats.classification import binary_reports, class_reports, label_reports
 from .stats.compare import paired_test, unpaired_test
 from .stats.disparity import disparity, fairness
-from .stats.drift import Counted, Sorted, check_comparable, drift, sample, sample_keys
+from .stats.drift import (
+    MEASURES,
+    Counted,
+    Sorted,
+    check_comparable,
+    drift,
+    sample,
+    sample_keys,
+)
 from .stats.proportions import check_level
 from .stats.summary import binary_summary, multiclass_summary
 from .stats.tables import check_ci, per_class
@@ -1323,6 +1331,7 @@ def drift_table(
     *,
     every: bool = False,
     histogram: Callable[[State], Sorted | Counted] | None = None,
+    measures: Collection[str] = MEASURES,
 ) -> pl.DataFrame:
     """:meth:`State.drift`, and with ``every`` a row for each baseline group ``state`` lacks.
 
@@ -1330,7 +1339,7 @@ def drift_table(
     stopped coming. Without a baseline, every group's measures are null. ``histogram`` gives
     a state's sorted score histogram (by default :func:`score_histogram`; a caller judging
     day after day keeps the ones it will read again; a baseline's may be counts read in
-    place).
+    place). ``measures``: those wanted (:func:`~streameval.stats.drift.drift`'s).
     """
     on = check_comparable(state.spec, (state if baseline is None else baseline).spec, bins)
     sort = histogram or score_histogram
@@ -1347,6 +1356,7 @@ def drift_table(
         bins=bins,
         exact=state.spec.exact,
         every=every,
+        measures=measures,
     )
 
 

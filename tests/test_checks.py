@@ -1021,3 +1021,29 @@ def test_each_row_that_did_not_pass_gets_its_own_reason():
     ]
     assert got["reason"].to_list() == want
     assert len(set(want[:7])) == 7  # (each status its own reason)
+
+
+def test_a_failed_write_of_a_days_checks_stops_the_run(tmp_path, monkeypatch):
+    """A day's check rows are written while the next days are judged: a write that fails
+    stops the run with its error (not a run that looks complete), and the next run judges
+    every day again into one file each, the table whole."""
+    from streameval.jobs.store import Store
+
+    write_days(tmp_path, 8)
+    path = job(tmp_path, '[[checks]]\nmetric = "roc_auc"\nmin = 0.5\n')
+    write = Store.write_rows
+    failing = (START + timedelta(days=5)).isoformat()
+
+    def full_disk(self, rows, folder, label, digest):
+        if failing in label:
+            raise OSError(28, "No space left on device")
+        return write(self, rows, folder, label, digest)
+
+    monkeypatch.setattr(Store, "write_rows", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        run_job(path, quiet=True)
+    monkeypatch.setattr(Store, "write_rows", write)
+    assert run_job(path, quiet=True).judged == 8
+    table = checks_table(tmp_path)
+    assert table["day"].n_unique() == 8 and table.height == 8 * len(SEGMENTS)
+    assert len(list((tmp_path / "store" / "checks").glob("*.parquet"))) == 8

@@ -83,6 +83,7 @@ def same_table(got: pl.DataFrame, want: pl.DataFrame, order: list[str]) -> None:
     key=st.sampled_from(["string", "int"]),
     optional=st.booleans(),
     sliding=st.booleans(),
+    split=st.booleans(),
     moves=st.lists(
         st.tuples(
             st.lists(st.integers(0, 7), min_size=1, max_size=6, unique=True),
@@ -93,13 +94,25 @@ def same_table(got: pl.DataFrame, want: pl.DataFrame, order: list[str]) -> None:
     ),
 )
 def test_a_pool_moved_anywhere_equals_the_merge_of_its_days(
-    seed, precision, key, optional, sliding, moves
+    seed, precision, key, optional, sliding, split, moves
 ):
     """Table, metric table and score drift against it: as the merge of the days it holds.
 
     ``sliding``: the pool moved along the index; else each history's tables summed as they
-    are (a run judging one or two days).
+    are (a run judging one or two days). ``split``: every day's rows added to a pool by two
+    threads, half each (as a day of many rows is).
     """
+    import streameval.kernels.pooled as pooled
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pooled, "SPLIT_ROWS", 2 if split else pooled.SPLIT_ROWS)
+        pooled_as_merged(seed, precision, key, optional, sliding, moves)
+
+
+def pooled_as_merged(
+    seed: int, precision: object, key: str, optional: bool, sliding: bool, moves: list
+) -> None:
+    """The property of :func:`test_a_pool_moved_anywhere_equals_the_merge_of_its_days`."""
     states = day_states(seed, 8, precision, key, optional)
     pools = DayPools(lambda j: states[j], len(states), sliding)
     others = DayPools(lambda j: states[j], len(states), not sliding)
@@ -422,10 +435,11 @@ def counted_pools(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(counted_pools(), st.sampled_from([2, 3, 7, 10, 50]), st.booleans())
+@given(counted_pools(), st.sampled_from([0, 2, 3, 7, 10, 50]), st.booleans())
 def test_a_counted_baseline_walks_as_its_histogram(pool, bins, exact):
     """A pool's counts read in place (runs of positions summed within a bin) give the same
-    drift, bit for bit, as the same baseline as a histogram walked bucket by bucket."""
+    drift, bit for bit, as the same baseline as a histogram walked bucket by bucket; without
+    bins (0), the same KS statistic and bound as with them, and no PSI, JS distance or bins."""
     from streameval.kernels.drift import group_drift
 
     starts, pos, neg, current, cur_starts, mass = pool
@@ -442,6 +456,13 @@ def test_a_counted_baseline_walks_as_its_histogram(pool, bins, exact):
     )  # fmt: skip
     for a, b in zip(counted, sorted_, strict=True):
         assert np.array_equal(a, b, equal_nan=True)
+    if not bins:
+        binned = group_drift(
+            cur_starts, current, mass, groups, starts, pos[:0], pos, 7, exact, 1e-4, neg, rows
+        )
+        for a, b in zip(counted[2:4], binned[2:4], strict=True):  # (KS statistic, bound)
+            assert np.array_equal(a, b, equal_nan=True)
+        assert all(np.isnan(counted[k]).all() for k in (0, 1, 4))  # (PSI, JS, bins)
 
 
 def test_a_day_with_two_rows_at_a_position_is_not_pooled_in_16_bits():
@@ -460,3 +481,18 @@ def test_a_day_with_two_rows_at_a_position_is_not_pooled_in_16_bits():
     assert index is not None and index.sum_type() is not np.int16
     runs = Pool(index).move([0, 1]).pooled().runs()
     assert runs.pos.tolist() == [40_003] and runs.neg.tolist() == [4]
+
+
+def test_a_day_with_a_row_that_counts_no_row_is_not_indexed():
+    """A pool tells the positions that hold rows by their sums, so a day with a row whose
+    counts are all 0 (or one below 0) is not indexed: its states are merged instead."""
+    from streameval.bucketing import EXACT_BITS
+    from streameval.kernels.pooled import DayIndex
+    from streameval.spec import Spec
+
+    spec = Spec(kind="binary", keys=("g",), precision=EXACT_BITS)
+    day = pl.DataFrame({"g": ["a", "b"], "bucket": [5, 6], "pos": [1, 0], "neg": [0, 1]})
+    assert DayIndex.build([day, day], spec, ["pos", "neg"]) is not None
+    for pos, neg in (([1, 0], [0, 0]), ([1, -1], [0, 2])):
+        odd = day.with_columns(pos=pl.Series(pos), neg=pl.Series(neg))
+        assert DayIndex.build([day, odd], spec, ["pos", "neg"]) is None

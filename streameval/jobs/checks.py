@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import date, timedelta
 from typing import Any
@@ -223,34 +224,64 @@ class Checks:
         sliding = len(stale) >= POOLED_DAYS or self._states.slide
         self._history = self._states.pools(sliding) if pooled else None
         saved = time.monotonic()
+        # each day's rows written by a thread of their own while the next days are judged;
+        # the manifest names them once written
+        written: list[tuple[str, Future[dict[str, Any]]]] = []
+
+        def recorded(strict: bool = True) -> None:
+            """Put the days' written files in the manifest, once each is written.
+
+            ``strict``: an error writing one is raised (after the others are named), else
+            left to the error already raised.
+            """
+            failed = None
+            for name, record in written:
+                try:
+                    cached[name] = record.result()
+                except Exception as exc:  # (a full disk, say)
+                    failed = failed or exc
+            written.clear()
+            if failed is not None and strict:
+                raise failed
+
         # the stale days in blocks judged together, of about BATCH_ROWS check rows (the
         # first of two days: a day's rows are counted then)
         start, block = 0, 2
-        while start < len(stale):
-            part = stale[start : start + block]
-            start += len(part)
-            days = [i for _, i in part]
-            self._tabulate(entries, days)
-            self._prejudge(entries, days)
-            # (no check reads an earlier day's verdicts: the block's days judged at once)
-            ready = self.judge_days(entries, days, {}) if not history else {}
-            most = 1
-            for n, i in part:
-                name = self.name(entries[i])
-                rows = (
-                    ready.pop(i)
-                    if i in ready
-                    else self.judge_days(entries, [i], verdicts_by_day)[i]
-                )
-                label = day_label(self.key, entries[i])
-                cached[name] = self.store.write_rows(rows, "checks", label, digests[n])
-                verdicts_by_day[i] = rows
-                judged.append(name)
-                most = max(most, rows.height)
-                if time.monotonic() - saved >= SAVE_EVERY:  # a killed run resumes from here
-                    save()
-                    saved = time.monotonic()
-            block = max(2, BATCH_ROWS // most)
+        with ThreadPoolExecutor(1) as writer:
+            try:
+                while start < len(stale):
+                    part = stale[start : start + block]
+                    start += len(part)
+                    days = [i for _, i in part]
+                    self._tabulate(entries, days)
+                    self._prejudge(entries, days)
+                    # (no check reads an earlier day's verdicts: the block's days judged at once)
+                    ready = self.judge_days(entries, days, {}) if not history else {}
+                    most = 1
+                    for n, i in part:
+                        name = self.name(entries[i])
+                        rows = (
+                            ready.pop(i)
+                            if i in ready
+                            else self.judge_days(entries, [i], verdicts_by_day)[i]
+                        )
+                        label = day_label(self.key, entries[i])
+                        record = writer.submit(
+                            self.store.write_rows, rows, "checks", label, digests[n]
+                        )
+                        written.append((name, record))
+                        verdicts_by_day[i] = rows
+                        judged.append(name)
+                        most = max(most, rows.height)
+                        if time.monotonic() - saved >= SAVE_EVERY:  # a killed run resumes here
+                            recorded()
+                            save()
+                            saved = time.monotonic()
+                    block = max(2, BATCH_ROWS // most)
+            except BaseException:  # (the days written so far are named, as a repair reads)
+                recorded(strict=False)
+                raise
+            recorded()
         if judged:
             save()
         self._tables.clear()
@@ -648,15 +679,17 @@ class Checks:
             base, rejected = self._history_days(check, entries, i, known)
             if not self.by:  # (a day it failed is left out whole)
                 base, rejected = [j for j in base if j not in rejected], {}
-        if not base or not pools.covers(min(base[0], members[0]), members[-1]):
+        if not pools.covers(min(base[0], members[0]) if base else members[0], members[-1]):
             return None
         current = pools.histogram(members, {})
         if current is None:
             return None
+        window = LazyState(self._spec(members), lambda: self._merged(members))  # type: ignore[arg-type, return-value]
+        if not base:  # (no baseline: the window's slices, each measure null)
+            return drift_rows(window, None, check, every, lambda _: current)
         with pools.baseline(base, rejected) as baseline:  # (a pool's counts, read in place)
             if baseline is None:
                 return None
-            window = LazyState(self._spec(members), lambda: self._merged(members))  # type: ignore[arg-type, return-value]
             before = LazyState(self._spec(base), lambda: merge([self._state(j) for j in base]))
             histograms = {id(window): current, id(before): baseline}
             return drift_rows(window, before, check, every, lambda s: histograms[id(s)])

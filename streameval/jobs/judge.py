@@ -131,7 +131,9 @@ def drift_rows(
     its own keys (a reference's: among the slices'). ``histogram``: as
     :func:`streameval.state.drift_table`'s.
     """
-    table = drift_table(state, baseline, check.bins, every=every, histogram=histogram)
+    table = drift_table(
+        state, baseline, check.bins, every=every, histogram=histogram, measures=[check.metric]
+    )
     models = [] if "model" in state.spec.keys or "model" not in table.columns else ["model"]
     table = kept_rows(table, model=check.model if models else None, where=check.where)
     missing = ("se", "positives", "baseline", "baseline_se", "baseline_positives")

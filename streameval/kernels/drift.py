@@ -36,6 +36,8 @@ jit = numba.njit(cache=True, nogil=True)
 
 #: The most positions of a counted baseline summed at once (within one bin).
 RUN = 256
+#: The positions of a counted baseline a short gap is summed over (masked past its end).
+BLOCK = 48
 
 
 def group_drift(
@@ -59,7 +61,8 @@ def group_drift(
     entry ``j`` is the index's position ``j`` (``base_buckets`` unused; the current buckets
     are positions on the same index), of weight ``base_mass[j] + base_more[j]`` (positions
     of weight 0 are no bucket), and ``base_rows`` holds each baseline group's weight. Two
-    threads walk half of the current buckets each (their groups apart).
+    threads walk half of the current buckets each (their groups apart). ``bins`` 0: no bins
+    formed (the KS statistic alone; PSI, JS distance and bins NaN), a walk with no bin edge.
     """
     groups = starts.size - 1
     out = np.full((5, groups), np.nan)
@@ -124,33 +127,50 @@ def _positions(base_mass, base_more, j, stop):  # type: ignore[no-untyped-def]
 
 
 @jit
+def _block(base_mass, base_more, j, n):  # type: ignore[no-untyped-def]
+    """The weight of counted positions ``j`` … ``j + n`` − 1, ``n`` at most :data:`BLOCK`.
+
+    A block of :data:`BLOCK` positions is read whatever ``n`` (those past it masked): a loop
+    of one length, without the branches a loop of ``n`` takes (most gaps between a group's
+    buckets are short, and of every length). Positions ``j`` … ``j + BLOCK`` − 1 exist.
+    """
+    mass, more = base_mass[j : j + BLOCK], base_more[j : j + BLOCK]
+    total = 0
+    for k in range(BLOCK):
+        total += (mass[k] + more[k]) if k < n else 0
+    return total
+
+
+@jit
 def _take_counted(  # type: ignore[no-untyped-def]
     base_mass, base_more, j, stop, cum_b, at, edge, bins, b_total, b_bin
 ):
     """Counted positions ``j`` … ``stop`` − 1 added to their bins; the new ``cum_b, at, edge``.
 
-    A run of up to :data:`RUN` positions that ends below the bin's edge is summed at once:
-    every position in it is then of bin ``at`` (none reaches the edge), and its integer
-    weights add up to what adding them one by one gives. A run that reaches the edge is
-    walked position by position, as :func:`_group_drift` walks a histogram.
+    A run of positions that ends below the bin's edge is summed at once: every position in
+    it is then of bin ``at`` (none reaches the edge), and its integer weights add up to what
+    adding them one by one gives. A run that reaches the edge is halved until its runs stay
+    below it, down to the one position that reaches it (of bin ``at`` still); the next
+    position of weight starts the next bin, as :func:`_group_drift` walks a histogram.
     """
+    size = RUN
     while j < stop:
-        end = min(stop, j + RUN)
-        if cum_b < edge:
-            run = float(_positions(base_mass, base_more, j, end))
-            if cum_b + run < edge:
-                b_bin[at] += run
-                cum_b += run
-                j = end
-                continue
-        for k in range(j, end):
-            m = float(base_mass[k] + base_more[k])
-            if m > 0:  # (a position without rows is no bucket)
-                if cum_b >= edge:
-                    at, edge = _bin(cum_b, bins, b_total)
+        if cum_b >= edge:  # (the next position of weight starts a bin)
+            m = float(base_mass[j] + base_more[j])
+            if m > 0:
+                at, edge = _bin(cum_b, bins, b_total)
                 b_bin[at] += m
                 cum_b += m
-        j = end
+            j += 1
+            continue
+        end = min(stop, j + size)
+        run = float(_positions(base_mass, base_more, j, end))
+        if cum_b + run < edge or end - j == 1:
+            b_bin[at] += run
+            cum_b += run
+            j, size = end, RUN
+        else:
+            size = (end - j) // 2
     return cum_b, at, edge
 
 
@@ -161,8 +181,8 @@ def _group_drift(  # type: ignore[no-untyped-def]
 ):  # fmt: skip
     """:func:`group_drift` of groups ``first`` … ``last`` − 1, into the rows of ``out``."""
     psi, js, ks, bound, formed = out[0], out[1], out[2], out[3], out[4]
-    c_bin = np.zeros(bins)
-    b_bin = np.zeros(bins)
+    c_bin = np.zeros(max(bins, 1))
+    b_bin = np.zeros(max(bins, 1))
     for g in range(first, last):
         b = baseline[g]
         if b < 0:
@@ -183,7 +203,8 @@ def _group_drift(  # type: ignore[no-untyped-def]
         c_bin[:] = 0.0
         b_bin[:] = 0.0
         j = b_lo
-        at, edge = _bin(0.0, bins, b_total)  # (the first bin, up to its edge)
+        # (the first bin, up to its edge; no bins: one without an edge)
+        at, edge = _bin(0.0, bins, b_total) if bins else (0, math.inf)
         cum_b, cum_c = 0.0, 0.0
         widest, gap_max = 0.0, 0.0
         i = lo
@@ -191,10 +212,20 @@ def _group_drift(  # type: ignore[no-untyped-def]
             x = buckets[i]
             if base_more is not None:  # (counted: positions, summed in runs)
                 stop = max(j, min(x, b_hi))
-                cum_b, at, edge = _take_counted(
-                    base_mass, base_more, j, stop, cum_b, at, edge, bins, b_total, b_bin
-                )
-                j = stop
+                if cum_b < edge and stop - j <= RUN:  # (most gaps: one run, summed here)
+                    if stop - j <= BLOCK and j + BLOCK <= base_mass.size:
+                        run = _block(base_mass, base_more, j, stop - j)
+                    else:
+                        run = _positions(base_mass, base_more, j, stop)
+                    if cum_b + run < edge:
+                        b_bin[at] += run
+                        cum_b += run
+                        j = stop
+                if j < stop:
+                    cum_b, at, edge = _take_counted(
+                        base_mass, base_more, j, stop, cum_b, at, edge, bins, b_total, b_bin
+                    )
+                    j = stop
             while j < b_hi and _before(base_buckets, base_more, j, x, False):
                 m = _weight(base_mass, base_more, j)
                 if m > 0:  # (a counted position without rows is no bucket)
@@ -255,11 +286,12 @@ def _group_drift(  # type: ignore[no-untyped-def]
                 half += c * math.log2(c / m)
             if s > 0:
                 half += s * math.log2(s / m)
-        psi[g] = p
-        js[g] = math.sqrt(max(half / 2, 0.0))
+        if bins:
+            psi[g] = p
+            js[g] = math.sqrt(max(half / 2, 0.0))
+            formed[g] = count
         ks[g] = gap_max
         bound[g] = 0.0 if exact else widest - gap_max
-        formed[g] = count
 
 
 @jit

@@ -52,12 +52,14 @@ from .runs import F64, I64, U64, GroupSums, Runs
 from .scorekeys import ScoreField
 
 I32 = npt.NDArray[np.int32]
-#: A pool's counts of rows at each position (16 or 32 bits).
+#: A pool's sums of counts at each position (16, 32 or 64 bits; columns × positions).
 Counts = npt.NDArray[np.signedinteger[Any]]
 #: The largest sum a pool keeps in 32 bits.
 NARROW = 2**31 - 1
-#: The largest sum (and count of days' rows) a pool keeps in 16 bits.
+#: The largest sum a pool keeps in 16 bits.
 NARROWEST = 2**15 - 1
+#: The fewest rows of a day two threads add to a pool (half each).
+SPLIT_ROWS = 1 << 16
 #: A score histogram on an index (:func:`~.drift.weighed_runs`' parts, each bucket's
 #: position for its field): positions, rows, starts, codes, rows.
 Weighed = tuple[I64, F64, I64, U64, I64]
@@ -65,32 +67,34 @@ Weighed = tuple[I64, F64, I64, U64, I64]
 
 @numba.njit(cache=True, nogil=True)
 def _slide(
-    at: I64,
-    slot: I32,
-    rows: I64,
-    sign: int,
-    ints: I64,
-    count: Counts,
-    held: I64,
-    sums: I64,
-    group_sums: I64,
-) -> None:  # pragma: no cover - compiled
-    """Add (``sign`` 1) or take away (−1) the rows ``rows`` of a day at their index ``at``.
+    at: I64, rows: I64, lo: int, hi: int, sign: int, ints: I64, sums: Counts, half: int
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """Add (``sign`` 1) or take away (−1) rows ``lo`` … ``hi`` − 1 of a day at their index ``at``.
 
-    ``ints`` are the day's columns (columns × rows) and ``slot`` its rows' groups; ``sums``
-    the index's (columns × positions) and ``group_sums`` the same per group, ``count`` its
-    rows per position and ``held`` how many positions of each half of the index hold rows.
+    The rows are ``rows[lo:hi]`` (empty ``rows``: the day's rows ``lo`` … ``hi`` − 1);
+    ``ints`` are the day's columns (columns × rows), ``sums`` the index's (columns ×
+    positions). A position holds rows while one of its sums is not 0 (a day's row counts
+    at least one row: :meth:`DayIndex.build`). Returns how many positions came to hold rows
+    less how many stopped, below ``half`` and from it.
     """
-    half = count.size // 2
-    for r in rows:
+    first, second = 0, 0
+    columns = ints.shape[0]
+    for k in range(lo, hi):
+        r = rows[k] if rows.size else k
         i = at[r]
-        before = count[i]
-        count[i] += sign
-        if before == 0 or count[i] == 0:  # (a position that came to hold rows, or left)
-            held[int(i >= half)] += sign
-        for c in range(ints.shape[0]):
-            sums[c, i] += sign * ints[c, r]
-            group_sums[c, slot[r]] += sign * ints[c, r]
+        was, now = False, False
+        for c in range(columns):
+            before = sums[c, i]
+            after = before + sign * ints[c, r]
+            sums[c, i] = after
+            was |= before != 0
+            now |= after != 0
+        if was != now:
+            if i < half:
+                first += 1 if now else -1
+            else:
+                second += 1 if now else -1
+    return first, second
 
 
 @numba.njit(cache=True, nogil=True)
@@ -118,29 +122,39 @@ def _summed(value: U64, order: I64, ints: I64) -> tuple[U64, I64]:  # pragma: no
 
 @numba.njit(cache=True, nogil=True)
 def _keep(
-    count: Counts, words: U64, sums: I64, start: int, stop: int, k: int, kept: U64, ints: I64
+    words: U64, sums: Counts, start: int, stop: int, k: int, kept: U64, ints: I64
 ) -> None:  # pragma: no cover - compiled
     """Copy positions ``start`` … ``stop`` − 1 holding rows to ``k`` on: their words, sums."""
+    columns = sums.shape[0]
     for i in range(start, stop):
-        if count[i] != 0:
+        held = False
+        for c in range(columns):
+            held |= sums[c, i] != 0
+        if held:
             kept[k] = words[i]
-            for c in range(sums.shape[0]):
+            for c in range(columns):
                 ints[c, k] = sums[c, i]
             k += 1
 
 
-def _kept(count: Counts, held: I64, words: U64, sums: I64) -> tuple[U64, I64]:
+def _kept(held: I64, words: U64, sums: Counts) -> tuple[U64, I64]:
     """The words of the positions holding rows and their integer sums.
 
     Two threads, each over a half of the positions (``held``: how many of each hold rows);
     the copy is bound by memory.
     """
-    halves = [(0, count.size // 2), (count.size // 2, count.size)]
+    size = words.size
+    halves = [(0, size // 2), (size // 2, size)]
     kept = np.empty(int(held.sum()), np.uint64)
     ints = np.empty((sums.shape[0], kept.size), np.int64)
     firsts = [0, int(held[0])]
-    each(lambda j: _keep(count, words, sums, *halves[j], firsts[j], kept, ints), [0, 1])
+    each(lambda j: _keep(words, sums, *halves[j], firsts[j], kept, ints), [0, 1])
     return kept, ints
+
+
+def _held(sums: Counts, start: int, stop: int) -> int:
+    """How many of positions ``start`` … ``stop`` − 1 hold rows (one of their sums is not 0)."""
+    return int(np.count_nonzero(np.any(sums[:, start:stop] != 0, axis=0)))
 
 
 @dataclass
@@ -181,6 +195,11 @@ class DayIndex:
     floats : list of ndarray of float64
         Each day's float columns summed per group (columns × groups, in ``coding.codes``
         order).
+    group_ints : list of ndarray of int64
+        Each day's integer columns summed per group (the same layout).
+    rising : list of bool
+        Whether each day's rows' positions rise strictly (then no two rows share a
+        position: halves of its rows are added by two threads).
     int_names, float_names : list of str
         The columns' names.
 
@@ -193,6 +212,8 @@ class DayIndex:
     starts: I64
     ints: list[I64]
     floats: list[F64]
+    group_ints: list[I64]
+    rising: list[bool]
     int_names: list[str]
     float_names: list[str]
     known: pl.DataFrame | None = None
@@ -205,10 +226,15 @@ class DayIndex:
     ) -> DayIndex | None:
         """The index of the day tables' rows (each: keys, ``bucket``, ``columns``).
 
-        None where the keys have no code, the words do not pack, or the compiled loops
-        are off (the caller then merges the states).
+        None where the keys have no code, the words do not pack, a row counts no row (its
+        integer columns all 0, or one below 0: a pool tells the positions that hold rows by
+        their sums), or the compiled loops are off (the caller then merges the states).
         """
         if compiled.loops() is None or not tables:
+            return None
+        ints = [c for c in columns if tables[0].schema[c].is_integer()]
+        counts = [_columns(t, ints, np.int64) for t in tables]
+        if not all(_counting(c) for c in counts):
             return None
         both = pl.concat([t.select(*spec.keys, "bucket") for t in tables])
         coded = packed_rows(both, list(spec.keys), []) if both.height else None
@@ -219,23 +245,25 @@ class DayIndex:
         words, at = _distinct(value)
         codes, slot = _group_slots(words, at, score.bits)
         bounds = np.cumsum([0, *(t.height for t in tables)])
-        ints = [c for c in columns if tables[0].schema[c].is_integer()]
         floats = [c for c in columns if c not in ints]
         days = range(len(tables))
+        slots = [slot[bounds[i] : bounds[i + 1]] for i in days]
+        positions = [at[bounds[i] : bounds[i + 1]] for i in days]
 
         def group_sums(i: int) -> F64:
             """Day ``i``'s float columns summed per group."""
-            values = _columns(tables[i], floats, np.float64)
-            return _day_sums(slot[bounds[i] : bounds[i + 1]], values, codes.size)
+            return _day_sums(slots[i], _columns(tables[i], floats, np.float64), codes.size)
 
         return cls(
             Coding(spec, groups, score, key_min, key_max, codes),
             words,
-            [at[bounds[i] : bounds[i + 1]] for i in days],
-            [slot[bounds[i] : bounds[i + 1]] for i in days],
+            positions,
+            slots,
             np.append(np.searchsorted(words, codes << np.uint64(score.bits)), words.size),
-            [_columns(t, ints, np.int64) for t in tables],
+            counts,
             [group_sums(i) for i in days],
+            [_day_sums(slots[i], counts[i], codes.size) for i in days],
+            [bool(_ascending(p)) for p in positions],
             ints,
             floats,
         )
@@ -249,8 +277,8 @@ class DayIndex:
         walk of the pool reads); a day whose positions do not rise counts its whole sum.
         """
         if self.widest is None:
-            days = [(at, ints) for at, ints in zip(self.at, self.ints, strict=True) if ints.size]
-            tops = [ints.max(axis=1) if _ascending(at) else ints.sum(axis=1) for at, ints in days]
+            days = [(d, ints) for d, ints in enumerate(self.ints) if ints.size]
+            tops = [ints.max(axis=1) if self.rising[d] else ints.sum(axis=1) for d, ints in days]
             columns = [ints.sum(axis=1) for _, ints in days]
             top = int(np.sum(tops, axis=0).max(initial=0)) if tops else 0
             self.widest = min(top, int(np.sum(columns, axis=0).max(initial=0))) if tops else 0
@@ -258,23 +286,39 @@ class DayIndex:
             return np.int16
         return np.int32 if self.widest <= NARROW else np.int64
 
-    def count_type(self) -> type:
-        """The integer type of a pool's count of rows at a position (at most one a day)."""
-        return np.int16 if len(self.at) <= NARROWEST else np.int32
-
     def weighed(self, day: int) -> Weighed:
         """Day ``day``'s rows as a score histogram on the index.
 
         :func:`~.drift.weighed_runs`' parts, with each bucket's position on the index for
         its score field (ordered as the scores within a group, and comparable with another
         histogram's only on this index): its rows, each group's first bucket, code and rows.
+        Two threads each take the groups of a half of the rows: one pass counts the runs of
+        weight and the groups, one copies them.
         """
         at, slot = self.at[day], self.slot[day]
         pos, neg = (self.ints[day][c] for c in index_of(self.int_names, ("pos", "neg")))
-        if not _ascending(at):  # (rows not in word order)
+        if not self.rising[day]:  # (rows not in word order)
             order = np.argsort(at, kind="stable")
             at, slot, pos, neg = at[order], slot[order], pos[order], neg[order]
-        return _day_runs(at, slot, pos, neg, self.coding.codes)
+        n = at.size
+        middle = int(np.searchsorted(slot, slot[n // 2])) if n >= SPLIT_ROWS else 0
+        parts = [(0, middle), (middle, n)] if middle else [(0, n)]
+        counted = each(lambda part: _day_count(pos, neg, slot, *part), parts)
+        kept, groups = (sum(c[i] for c in counted) for i in (0, 1))
+        out = (
+            np.empty(kept, np.int64),
+            np.empty(kept, np.float64),
+            np.empty(groups + 1, np.int64),
+            np.empty(groups, np.uint64),
+            np.zeros(groups, np.int64),
+        )
+        firsts = [(0, 0), counted[0]]  # (where each part's runs and groups go)
+        each(
+            lambda j: _day_fill(at, slot, pos, neg, self.coding.codes, *parts[j], *firsts[j], out),
+            list(range(len(parts))),
+        )
+        out[2][groups] = kept
+        return out
 
     def rows(self, day: int, slots: I64) -> I64:
         """The day's rows of the groups ``slots`` (sorted positions in ``coding.codes``).
@@ -283,9 +327,16 @@ class DayIndex:
         """
         key = (day, slots.tobytes())
         if key not in self.rows_of:
-            table = np.zeros(self.coding.codes.size, np.bool_)
-            table[slots] = True
-            self.rows_of[key] = np.flatnonzero(table[self.slot[day]])
+            slot = self.slot[day]
+            if self.rising[day]:  # (rows in word order: a group's are one run of them)
+                first = np.searchsorted(slot, slots, side="left")
+                size = np.searchsorted(slot, slots, side="right") - first
+                runs = np.repeat(first - np.cumsum(size) + size, size)
+                self.rows_of[key] = np.arange(runs.size, dtype=np.int64) + runs
+            else:
+                table = np.zeros(self.coding.codes.size, np.bool_)
+                table[slots] = True
+                self.rows_of[key] = np.flatnonzero(table[slot])
         return self.rows_of[key]
 
     def group_slots(self, keys: pl.DataFrame) -> I64:
@@ -321,28 +372,32 @@ def _ascending(at: I64) -> bool:  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _day_runs(
-    at: I64, slot: I32, pos: I64, neg: I64, codes: U64
-) -> Weighed:  # pragma: no cover - compiled
-    """A day's rows (``at`` ascending, of groups ``slot``) as a histogram of positions.
-
-    :func:`~.drift.weighed_runs`' parts, a run's position for its score field: one pass to
-    count the runs of weight and their groups, one to copy them.
-    """
+def _day_count(
+    pos: I64, neg: I64, slot: I32, lo: int, hi: int
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """Rows ``lo`` … ``hi`` − 1 of a day (positions ascending): its runs of weight, groups."""
     kept, groups, last = 0, 0, -1
-    for r in range(at.size):
+    for r in range(lo, hi):
         if pos[r] + neg[r] != 0:
             kept += 1
             if slot[r] != last:
                 groups += 1
                 last = slot[r]
-    positions = np.empty(kept, np.int64)
-    mass = np.empty(kept, np.float64)
-    starts = np.empty(groups + 1, np.int64)
-    group_codes = np.empty(groups, np.uint64)
-    totals = np.zeros(groups, np.int64)
-    k, g, last = 0, -1, -1
-    for r in range(at.size):
+    return kept, groups
+
+
+@numba.njit(cache=True, nogil=True)
+def _day_fill(
+    at: I64, slot: I32, pos: I64, neg: I64, codes: U64, lo: int, hi: int, k: int, g: int,
+    out: Weighed,
+) -> None:  # pragma: no cover - compiled  # fmt: skip
+    """Rows ``lo`` … ``hi`` − 1 of a day into ``out`` (:data:`Weighed`).
+
+    From run ``k`` and group ``g`` on, as :func:`_day_count` counted the rows before them.
+    """
+    positions, mass, starts, group_codes, totals = out
+    g, last = g - 1, -1
+    for r in range(lo, hi):
         rows = pos[r] + neg[r]
         if rows != 0:
             if slot[r] != last:
@@ -354,8 +409,6 @@ def _day_runs(
             mass[k] = rows
             totals[g] += rows
             k += 1
-    starts[groups] = kept
-    return positions, mass, starts, group_codes, totals
 
 
 def _columns(frame: pl.DataFrame, names: list[str], dtype: type) -> npt.NDArray[Any]:
@@ -409,17 +462,34 @@ def _looked_up(table: I32, of: U64) -> I32:  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _day_sums(slot: I32, values: F64, size: int) -> F64:  # pragma: no cover - compiled
-    """A day's float columns (``values``: columns × rows) summed per group slot, row by row.
+def _day_sums(
+    slot: I32, values: npt.NDArray[Any], size: int
+) -> npt.NDArray[Any]:  # pragma: no cover - compiled
+    """A day's columns (``values``: columns × rows) summed per group slot, row by row.
 
-    (Both the index's days and summed tables add them so: the same sums, bit for bit.)
+    Of the values' type (integer counts, or float sums: both the index's days and summed
+    tables add them so, the same sums bit for bit).
     """
-    out = np.zeros((values.shape[0], size))
+    out = np.zeros((values.shape[0], size), values.dtype)
     for r in range(slot.size):
         g = slot[r]
         for c in range(values.shape[0]):
             out[c, g] += values[c, r]
     return out
+
+
+def _counting(ints: I64) -> bool:
+    """Whether every row of a day's integer columns (columns × rows) counts a row.
+
+    Each is at least 0 and one of them above: a pool's position holds rows while its sums
+    are not all 0.
+
+    >>> _counting(np.array([[1, 0], [0, 2]])), _counting(np.array([[1, 0], [0, 0]]))
+    (True, False)
+    """
+    if not ints.shape[1]:
+        return True
+    return bool(ints.min(initial=0) >= 0 and (ints.max(axis=0) > 0).all())
 
 
 def _distinct(value: U64) -> tuple[U64, I64]:
@@ -463,7 +533,6 @@ class Pool:
         #: The days held, each with the groups left out of it (slots, sorted; none: empty).
         self.days: dict[int, I64] = {}
         size = index.words.size
-        self.count: Counts = np.zeros(size, index.count_type())  # (the days' rows at a position)
         self.held = np.zeros(2, np.int64)  # (positions holding rows in each half)
         # (16 or 32 bits where no sum can pass 2^15 − 1 or 2^31 − 1: less memory to walk)
         self.sums: npt.NDArray[Any] = np.zeros((len(index.int_names), size), index.sum_type())
@@ -486,7 +555,7 @@ class Pool:
         gone = [d for d in self.days if d not in wanted]
         new = [d for d in wanted if d not in self.days]
         if len(gone) + len(new) > len(wanted):  # (starting again is less work)
-            for a in (self.count, self.held, self.sums, self.group_sums):
+            for a in (self.held, self.sums, self.group_sums):
                 a.fill(0)
             self.days, gone, new = {}, [], list(wanted)
         for day in sorted(gone):
@@ -505,18 +574,28 @@ class Pool:
         return self
 
     def _slide(self, day: int, sign: int, groups: I64 | None = None) -> None:
-        """Add or take away a day's rows (of the groups ``groups``, slots: all of them)."""
+        """Add or take away a day's rows (of the groups ``groups``, slots: all of them).
+
+        The rows' sums per group are the day's (:attr:`DayIndex.group_ints`); where the
+        day's positions rise, two threads add half of the rows each (positions apart).
+        """
         index = self.index
         if groups is None:
-            rows = np.arange(index.at[day].size, dtype=np.int64)
+            rows, n = NONE, index.at[day].size
+            self.group_sums += sign * index.group_ints[day]
         elif groups.size:
             rows = index.rows(day, groups)
+            n = rows.size
+            self.group_sums[:, groups] += sign * index.group_ints[day][:, groups]
         else:
             return
-        _slide(
-            index.at[day], index.slot[day], rows, sign, index.ints[day], self.count,
-            self.held, self.sums, self.group_sums,
-        )  # fmt: skip
+        parts = [(0, n // 2), (n // 2, n)] if index.rising[day] and n >= SPLIT_ROWS else [(0, n)]
+        half = self.sums.shape[1] // 2
+        at, ints = index.at[day], index.ints[day]
+        for first, second in each(
+            lambda part: _slide(at, rows, *part, sign, ints, self.sums, half), parts
+        ):
+            self.held += (first, second)
 
     def pooled(self) -> Pooled:
         """The pooled sums (each day less its rows of the groups left out).
@@ -525,7 +604,7 @@ class Pool:
         left out on a day zeroed).
         """
         index = self.index
-        kept, counts = _kept(self.count, self.held, index.words, self.sums)
+        kept, counts = _kept(self.held, index.words, self.sums)
         sums = np.zeros((len(index.float_names), index.coding.codes.size))
         for day, out in sorted(self.days.items()):
             day_sums = index.floats[day]
@@ -551,17 +630,17 @@ class Pool:
 
         The first takes the positions up to the end of the group at the middle position.
         """
-        words, count, index = self.index.words, self.count, self.index
+        words, index = self.index.words, self.index
         bits, groups = index.coding.score.bits, index.coding.codes.size
-        half = count.size // 2
+        half = words.size // 2
         split = half
-        if half < count.size:  # (the end of the group at the middle)
+        if half < words.size:  # (the end of the group at the middle)
             last = (words[half] >> np.uint64(bits) << np.uint64(bits)) | np.uint64((1 << bits) - 1)
             split = int(np.searchsorted(words, last, side="right"))
-        before = int(self.held[0]) + int(np.count_nonzero(count[half:split]))
+        before = int(self.held[0]) + _held(self.sums, half, split)
         fields = np.empty(int(self.held.sum()), np.uint64)
         mass = np.empty(fields.size, np.float64)
-        ranges = [(0, split, 0), (split, count.size, before)]
+        ranges = [(0, split, 0), (split, words.size, before)]
         parts = each(
             lambda r: weigh_range(words, pos, neg, bits, *r, fields, mass, groups, True),
             ranges,
