@@ -329,8 +329,9 @@ class DayIndex:
         if key not in self.rows_of:
             slot = self.slot[day]
             if self.rising[day]:  # (rows in word order: a group's are one run of them)
-                first = np.searchsorted(slot, slots, side="left")
-                size = np.searchsorted(slot, slots, side="right") - first
+                wanted = slots.astype(slot.dtype)  # (not the rows cast to the slots' type)
+                first = np.searchsorted(slot, wanted, side="left")
+                size = np.searchsorted(slot, wanted, side="right") - first
                 runs = np.repeat(first - np.cumsum(size) + size, size)
                 self.rows_of[key] = np.arange(runs.size, dtype=np.int64) + runs
             else:
