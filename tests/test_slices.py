@@ -54,13 +54,18 @@ def _source(df: pl.DataFrame, cuts: list[int]) -> pl.LazyFrame:
 @st.composite
 def sliced_frames(draw: st.DrawFn) -> tuple[pl.DataFrame, list[int], bool]:
     """``binary_frames`` with three more features: a String with nulls (and the string
-    ``"null"``), a small Int and a Boolean."""
+    ``"null"``), an Int64 with nulls, 0 and its extremes (numbered by value) and a Boolean
+    with nulls (by a direct table, as ``g`` when it is an Int16)."""
     df, cuts, weighted = draw(binary_frames())
     n = df.height
     a = draw(st.lists(st.sampled_from(["x", "null", None]), min_size=n, max_size=n))
-    b = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
-    c = draw(st.lists(st.booleans(), min_size=n, max_size=n))
-    columns = {"a": pl.Series(a, dtype=pl.String), "b": pl.Series(b), "c": pl.Series(c)}
+    b = draw(st.lists(st.sampled_from([0, 1, -(2**63), 2**63 - 1, None]), min_size=n, max_size=n))
+    c = draw(st.lists(st.sampled_from([True, False, None]), min_size=n, max_size=n))
+    columns = {
+        "a": pl.Series(a, dtype=pl.String),
+        "b": pl.Series(b, dtype=pl.Int64),
+        "c": pl.Series(c, dtype=pl.Boolean),
+    }
     return df.with_columns(**columns), cuts, weighted
 
 
@@ -266,6 +271,7 @@ def test_the_sources_give_the_same_slices(tmp_path: Any) -> None:
 def test_feature_types_and_null_values_make_slices() -> None:
     n = 600
     rng = np.random.default_rng(7)
+    pick = rng.integers(0, 3, n)
     df = pl.DataFrame(
         {
             "s": pl.Series([["p", "q", None][i] for i in rng.integers(0, 3, n)], dtype=pl.String),
@@ -273,16 +279,19 @@ def test_feature_types_and_null_values_make_slices() -> None:
             "enum": pl.Series(rng.choice(["m", "o"], n)).cast(pl.Enum(["m", "o"])),
             "flag": rng.random(n) < 0.5,
             "i8": pl.Series(rng.integers(0, 3, n)).cast(pl.Int8),
+            "u16": pl.Series([[0, 2**16 - 1, None][i] for i in pick], dtype=pl.UInt16),
+            "u64": pl.Series([[0, 2**64 - 1, None][i] for i in pick], dtype=pl.UInt64),
             "day": pl.Series([date(2026, 1, 1 + i % 2) for i in range(n)]),
             "y": rng.integers(0, 2, n),
             "p": rng.random(n),
         }
     )
-    features = ["s", "cat", "enum", "flag", "i8", "day"]
+    features = ["s", "cat", "enum", "flag", "i8", "u16", "u64", "day"]
     out = se.find_slices(df, label="y", score="p", features=features, depth=1, min_n=1, every=True)
-    assert out.height == 3 + 2 + 2 + 2 + 3 + 2
+    assert out.height == 3 + 2 + 2 + 2 + 3 + 3 + 3 + 2
     assert "s is null" in out["slice"].to_list() and "flag=true" in out["slice"].to_list()
     assert "day=2026-01-02" in out["slice"].to_list()
+    assert {"u16=65535", "u16 is null", "u64=18446744073709551615"} <= set(out["slice"])
     for row in out.iter_rows(named=True):
         assert row["n"] == df.filter(_in_slice(row)).height, row["slice"]
 
@@ -305,6 +314,30 @@ def test_a_hash_collision_reads_the_data_again_with_other_seeds(
     got = se.find_slices(df, label="y", score="p", features=["a", "b"], min_n=10, every=True)
     assert counts_module.SEEDS[1] in seen
     assert got.equals(want)
+
+
+@pytest.mark.parametrize("dtype", [pl.Int16, pl.Int64, pl.UInt64])
+def test_values_numbered_chunk_by_chunk_are_numbered_as_one_column(dtype: Any) -> None:
+    """A batch's feature in several chunks gets the codes it gets rechunked (each chunk's
+    rows from its own start), nulls code 0, a value the same code in every batch."""
+    rng = np.random.default_rng(5)
+    values = [[3, 0, None, 7][i] for i in rng.integers(0, 4, 40)]
+    parts = [pl.Series("x", values[a:b], dtype=dtype) for a, b in ((0, 13), (13, 14), (14, 40))]
+    chunked = pl.concat(parts, rechunk=False)
+    assert chunked.n_chunks() == 3
+    got = []
+    for column in (chunked, chunked.rechunk()):
+        counts = counts_module.SliceCounts(["x"], 1, False, 6, (), 10, 1 << 20, types=[dtype])
+        counts._make_room(80)
+        counts.tables[0] = counts._by_value(column, 0, 0)
+        counts.tables[0] = counts._by_value(column.reverse(), 0, 40)  # (a second batch)
+        got.append(counts.staged_codes[0][:80].copy())
+        counts.close()
+    assert got[0].tolist() == got[1].tolist()
+    codes = got[0]
+    doubled = values + values[::-1]
+    assert [c == 0 for c in codes] == [v is None for v in doubled]
+    assert len({(v, int(c)) for v, c in zip(doubled, codes, strict=True)}) == 4
 
 
 def test_a_collision_of_the_first_hash_is_seen_by_the_second() -> None:

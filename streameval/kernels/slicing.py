@@ -49,6 +49,50 @@ def bucket_order(bucket, buckets):  # type: ignore[no-untyped-def]
 
 
 @jit
+def direct_codes(values, low, valid, codes, start, table):  # type: ignore[no-untyped-def]
+    """Number the values of a type of at most 16 bits (1, 2, … by first appearance; 0: null).
+
+    ``table`` (:func:`direct_table`, returned updated) holds each value's code at the value
+    less ``low`` (the type's least), each code's first row and the count of codes; rows
+    ``start`` … of ``codes`` are numbered, ``valid`` marks the rows that are not null (empty:
+    none is).
+
+    >>> codes = np.zeros(4, np.int32)
+    >>> table = direct_codes(np.array([7, -2, 7, 0], np.int16), -(2**15),
+    ...                      np.array([1, 1, 1, 0], np.bool_), codes, 0, direct_table())
+    >>> codes.tolist(), table[1][:2].tolist(), int(table[2][0])
+    ([1, 2, 1, 0], [0, 1], 2)
+    """
+    slots, firsts, state = table
+    count = state[0]
+    need = min(count + values.size, slots.size)
+    if firsts.size < need:  # (room for every new value, made before the loop: growing
+        # inside it costs a reference count a row)
+        grown = np.zeros(max(need, 2 * firsts.size), np.int64)
+        grown[:count] = firsts[:count]
+        firsts = grown
+    for i in range(values.size):
+        if valid.size and not valid[i]:
+            codes[start + i] = 0
+            continue
+        at = np.int64(values[i]) - low
+        code = slots[at]
+        if code == 0:
+            count += 1
+            firsts[count - 1] = start + i
+            slots[at] = count
+            code = count
+        codes[start + i] = code
+    state[0] = count
+    return slots, firsts, state
+
+
+def direct_table() -> tuple[I32, I64, I64]:
+    """An empty table for :func:`direct_codes`: a slot per 16-bit value, first rows, count."""
+    return np.zeros(1 << 16, np.int32), np.zeros(64, np.int64), np.zeros(1, np.int64)
+
+
+@jit
 def gather_codes(codes, order, features, out):  # type: ignore[no-untyped-def]
     """Copy the codes (features × rows) of ``features`` into ``out`` in ``order``."""
     for f in features:
@@ -105,7 +149,29 @@ def add_runs(  # type: ignore[no-untyped-def]
             o0, o1 = base + offset[k], base + offset[k + 1]
             o2, o3 = base + offset[k + 2], base + offset[k + 3]
             s0, s1, s2, s3 = stride[k], stride[k + 1], stride[k + 2], stride[k + 3]
-            if weight.size:
+            shared = first[k] == first[k + 3]  # (the sets are in order: all four share it)
+            if weight.size and shared:
+                for i in range(start, end):
+                    w = weight[i]
+                    a = a0[i]
+                    c0, c1 = o0 + a * s0 + b0[i], o1 + a * s1 + b1[i]
+                    c2, c3 = o2 + a * s2 + b2[i], o3 + a * s3 + b3[i]
+                    target[c0] += w
+                    target[c1] += w
+                    target[c2] += w
+                    target[c3] += w
+                    counted[c0] += 1.0
+                    counted[c1] += 1.0
+                    counted[c2] += 1.0
+                    counted[c3] += 1.0
+            elif shared:
+                for i in range(start, end):
+                    a = a0[i]
+                    target[o0 + a * s0 + b0[i]] += 1.0
+                    target[o1 + a * s1 + b1[i]] += 1.0
+                    target[o2 + a * s2 + b2[i]] += 1.0
+                    target[o3 + a * s3 + b3[i]] += 1.0
+            elif weight.size:
                 for i in range(start, end):
                     w = weight[i]
                     c0, c1 = o0 + a0[i] * s0 + b0[i], o1 + a1[i] * s1 + b1[i]

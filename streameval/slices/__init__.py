@@ -191,8 +191,9 @@ def find_slices(
     rows = row_exprs(opened, inputs)
     for seeds in SEEDS:
         counts = SliceCounts(
-            names, depth, weight is not None, bits, rows.spec.splits, max_values, memory, seeds
-        )
+            names, depth, weight is not None, bits, rows.spec.splits, max_values, memory, seeds,
+            [opened.schema[name] for name in names],
+        )  # fmt: skip
         query = opened.lf.select(
             rows.y.alias("_y"),
             rows.p.alias("_p"),
