@@ -53,18 +53,20 @@ def _source(df: pl.DataFrame, cuts: list[int]) -> pl.LazyFrame:
 
 @st.composite
 def sliced_frames(draw: st.DrawFn) -> tuple[pl.DataFrame, list[int], bool]:
-    """``binary_frames`` with three more features: a String with nulls (and the string
-    ``"null"``), an Int64 with nulls, 0 and its extremes (numbered by value) and a Boolean
-    with nulls (by a direct table, as ``g`` when it is an Int16)."""
+    """``binary_frames`` with four more features: a String with nulls (and the string
+    ``"null"``), an Int64 with nulls, 0 and its extremes (numbered by value), a Boolean and a
+    UInt8 with nulls (by a direct table, as ``g`` when it is an Int16)."""
     df, cuts, weighted = draw(binary_frames())
     n = df.height
     a = draw(st.lists(st.sampled_from(["x", "null", None]), min_size=n, max_size=n))
     b = draw(st.lists(st.sampled_from([0, 1, -(2**63), 2**63 - 1, None]), min_size=n, max_size=n))
     c = draw(st.lists(st.sampled_from([True, False, None]), min_size=n, max_size=n))
+    d = draw(st.lists(st.sampled_from([0, 255, None]), min_size=n, max_size=n))
     columns = {
         "a": pl.Series(a, dtype=pl.String),
         "b": pl.Series(b, dtype=pl.Int64),
         "c": pl.Series(c, dtype=pl.Boolean),
+        "d": pl.Series(d, dtype=pl.UInt8),
     }
     return df.with_columns(**columns), cuts, weighted
 
@@ -88,14 +90,15 @@ def test_every_slice_matches_sklearn_in_exact_mode(drawn: Any, depth: int) -> No
             _source(df, cuts),
             label="y",
             score="p",
-            features=["g", "a", "b", "c"],  # (6 pairs: the loop adding 4 sets at once runs)
+            features=["g", "a", "b", "c", "d"],  # (10 pairs: the four of g added together,
+            # then four of three first features, then two alone)
             depth=depth,
             weight="w" if weighted else None,
             precision="exact",
             min_n=1,
             every=True,
         )
-    assert out.height == _expected_slices(df, ["g", "a", "b", "c"], depth, 1)
+    assert out.height == _expected_slices(df, ["g", "a", "b", "c", "d"], depth, 1)
     if depth == 1:
         assert (out["features"].list.len() == 1).all()
     rows = out.iter_rows(named=True)

@@ -103,6 +103,19 @@ def gather_codes(codes, order, features, out):  # type: ignore[no-untyped-def]
 
 
 @jit
+def _weigh(target, counted, w, c0, c1, c2, c3):  # type: ignore[no-untyped-def]
+    """Add a row's weight and one row to four cells (inlined in :func:`add_runs`)."""
+    target[c0] += w
+    target[c1] += w
+    target[c2] += w
+    target[c3] += w
+    counted[c0] += 1.0
+    counted[c1] += 1.0
+    counted[c2] += 1.0
+    counted[c3] += 1.0
+
+
+@jit
 def add_runs(  # type: ignore[no-untyped-def]
     codes,
     weight,
@@ -156,14 +169,7 @@ def add_runs(  # type: ignore[no-untyped-def]
                     a = a0[i]
                     c0, c1 = o0 + a * s0 + b0[i], o1 + a * s1 + b1[i]
                     c2, c3 = o2 + a * s2 + b2[i], o3 + a * s3 + b3[i]
-                    target[c0] += w
-                    target[c1] += w
-                    target[c2] += w
-                    target[c3] += w
-                    counted[c0] += 1.0
-                    counted[c1] += 1.0
-                    counted[c2] += 1.0
-                    counted[c3] += 1.0
+                    _weigh(target, counted, w, c0, c1, c2, c3)
             elif shared:
                 for i in range(start, end):
                     a = a0[i]
@@ -176,14 +182,7 @@ def add_runs(  # type: ignore[no-untyped-def]
                     w = weight[i]
                     c0, c1 = o0 + a0[i] * s0 + b0[i], o1 + a1[i] * s1 + b1[i]
                     c2, c3 = o2 + a2[i] * s2 + b2[i], o3 + a3[i] * s3 + b3[i]
-                    target[c0] += w
-                    target[c1] += w
-                    target[c2] += w
-                    target[c3] += w
-                    counted[c0] += 1.0
-                    counted[c1] += 1.0
-                    counted[c2] += 1.0
-                    counted[c3] += 1.0
+                    _weigh(target, counted, w, c0, c1, c2, c3)
             else:
                 for i in range(start, end):
                     target[o0 + a0[i] * s0 + b0[i]] += 1.0
