@@ -93,6 +93,36 @@ def direct_table() -> tuple[I32, I64, I64]:
 
 
 @jit
+def value_hashes(values, valid):  # type: ignore[no-untyped-def]
+    """The two hashes :func:`~.loops.hashed_codes` numbers an integer by: its mix, itself.
+
+    The mix is splitmix64's finalizer (:func:`streameval.split.keys.mix_array`), a bijection
+    of the 64 bits: no two values share it, and it is not 0 for 0, so that only a null row
+    (``valid`` false; empty ``valid``: none is) is 0 and 0.
+
+    >>> from streameval.split.keys import mix_array
+    >>> values = np.array([0, -1, 2**63 - 1], np.int64)
+    >>> first, second = value_hashes(values, np.array([1, 1, 0], np.bool_))
+    >>> first[:2].tolist() == mix_array(values)[:2].tolist(), second.tolist(), int(first[2])
+    (True, [0, -1, 0], 0)
+    """
+    first = np.empty(values.size, np.int64)
+    second = np.empty(values.size, np.int64)
+    for i in range(values.size):
+        if valid.size and not valid[i]:
+            first[i] = 0
+            second[i] = 0
+            continue
+        v = np.int64(values[i])
+        x = np.uint64(v) + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        first[i] = np.int64(x ^ (x >> np.uint64(31)))
+        second[i] = v
+    return first, second
+
+
+@jit
 def gather_codes(codes, order, features, out):  # type: ignore[no-untyped-def]
     """Copy the codes (features × rows) of ``features`` into ``out`` in ``order``."""
     for f in features:

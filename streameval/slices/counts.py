@@ -25,7 +25,14 @@ from ..bucketing import ordered_keys
 from ..errors import InputError
 from ..kernels import loops as compiled_loops
 from ..kernels.buckets import bucket_keys
-from ..kernels.slicing import add_runs, bucket_order, direct_codes, direct_table, gather_codes
+from ..kernels.slicing import (
+    add_runs,
+    bucket_order,
+    direct_codes,
+    direct_table,
+    gather_codes,
+    value_hashes,
+)
 from ..source import text_hash
 from ..split.keys import mix_array
 
@@ -312,19 +319,16 @@ class SliceCounts:
                 physical = physical.cast(pl.UInt8)
             nulls = physical.null_count()
             valid = physical.is_not_null().to_numpy() if nulls else np.zeros(0, np.bool_)
+            numbers = (physical.fill_null(0) if nulls else physical).to_numpy()
             if physical.dtype in SMALL_TYPES:
-                numbers = (physical.fill_null(0) if nulls else physical).to_numpy()
                 low = SMALL_TYPES[physical.dtype]
                 table = direct_codes(numbers, low, valid, out, at + start, table)
             else:
                 if len(table) == 3:  # (the first chunk: a hash table, not a direct one)
                     table = compiled_loops.hash_table()
-                wide = physical.fill_null(0) if nulls else physical
-                signed = wide.reinterpret(signed=True) if wide.dtype == pl.UInt64 else wide
-                second = signed.cast(pl.Int64).to_numpy()
-                first = mix_array(second)  # (mix(0) is not 0: only a null row is 0, 0)
-                if nulls:
-                    first, second = np.where(valid, first, 0), np.where(valid, second, 0)
+                if numbers.dtype == np.uint64:  # (its bits as an int64: the same bijection)
+                    numbers = numbers.view(np.int64)
+                first, second = value_hashes(numbers, valid)
                 table = compiled_loops.hashed_codes(first, second, out, at + start, table)
             start += chunk.len()
         return table
