@@ -46,6 +46,8 @@ CONFIGS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "strings, DataFrame, depth 2": ("strings", "dataframe", {"depth": 2}),
     "ints, files, depth 2": ("ints", "glob", {"depth": 2}),
     "ints, LazyFrame, depth 2": ("ints", "lazyframe", {"depth": 2}),
+    "ints as Int64, LazyFrame, depth 2": ("ints", "lazyframe-int64", {"depth": 2}),
+    "ints, Arrow table, depth 2": ("ints", "arrow", {"depth": 2}),
 }  # fmt: skip
 
 
@@ -106,18 +108,27 @@ def generate(out: Path, rows: int, features: int) -> None:
 
 
 def source(folder: str, kind: str) -> Any:
-    """The log as the configuration reads it (a DataFrame is loaded before the clock)."""
+    """The log as the configuration reads it (a DataFrame or Arrow table is loaded before the
+    clock; ``lazyframe-int64``: the features cast to Int64 as they are read)."""
     files = f"{folder}/*.parquet"
     if kind == "dataframe":
         return pl.read_parquet(files)
+    if kind == "arrow":
+        return pl.read_parquet(files).to_arrow()
     if kind == "lazyframe":
         return pl.scan_parquet(files)
+    if kind == "lazyframe-int64":
+        return pl.scan_parquet(files).with_columns(pl.col(r"^f\d+$").cast(pl.Int64))
     return files
 
 
 def floor(data: Any, features: int, weighted: bool = False) -> None:
     """One streaming read of the columns the discovery reads."""
-    lf = pl.scan_parquet(data) if isinstance(data, str) else data.lazy()
+    if isinstance(data, str):
+        lf = pl.scan_parquet(data)
+    else:
+        lf = data.lazy() if isinstance(data, pl.DataFrame | pl.LazyFrame) else pl.from_arrow(data)
+        lf = lf.lazy()
     sums = [pl.col("label").sum(), pl.col("score").sum()]
     sums += [pl.col("w").sum()] if weighted else []
     lf.select(pl.len(), *sums, *[pl.col(f).max() for f in feature_names(features)]).collect(
