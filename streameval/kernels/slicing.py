@@ -24,6 +24,8 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from .sums import mix64
+
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 F64 = npt.NDArray[np.float64]
@@ -114,10 +116,7 @@ def value_hashes(values, valid):  # type: ignore[no-untyped-def]
             second[i] = 0
             continue
         v = np.int64(values[i])
-        x = np.uint64(v) + np.uint64(0x9E3779B97F4A7C15)
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        first[i] = np.int64(x ^ (x >> np.uint64(31)))
+        first[i] = np.int64(mix64(np.uint64(v)))
         second[i] = v
     return first, second
 

@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 from .loops import _ap_terms, _coarse, _layout, _placement_terms, _row, _score, _slots
-from .sums import twice_pairs
+from .sums import mix64, twice_pairs
 
 _LOW52 = (1 << 52) - 1
 _TOP = 52
@@ -28,10 +28,7 @@ def drawn(key, salt, limits):  # type: ignore[no-untyped-def]
     The draw is splitmix64's finalizer of ``key ^ salt`` (:func:`streameval.split.keys.rehash`
     with ``salt`` the replicate's mix), as :func:`streameval.resample_draw.with_counts`.
     """
-    x = (key ^ salt) + np.uint64(0x9E3779B97F4A7C15)
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    x = x ^ (x >> np.uint64(31))
+    x = mix64(key ^ salt)
     # (no branch for the likely counts: 0 to 3 hold 98% of rows)
     times = np.int64(x >= limits[0]) + np.int64(x >= limits[1]) + np.int64(x >= limits[2])
     if x >= limits[3]:
